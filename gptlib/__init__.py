@@ -1,0 +1,26 @@
+"""gptlib: the GPT of Lecture 5 as small, readable PyTorch, with the checks the notebooks run.
+
+Importing gptlib loads torch only; plotting and widgets live in gptlib.viz and load on demand.
+"""
+
+from .cache import Cache, run_with_cache
+from .config import COURSE_CONFIG, GPTConfig
+from .counting import component_table, format_table, theorem_5_2
+from .data import VOCABULARY, decode, encode
+from .model import GPT
+from .reproducibility import make_deterministic
+
+__all__ = [
+    "COURSE_CONFIG",
+    "GPT",
+    "GPTConfig",
+    "Cache",
+    "VOCABULARY",
+    "component_table",
+    "decode",
+    "encode",
+    "format_table",
+    "make_deterministic",
+    "run_with_cache",
+    "theorem_5_2",
+]

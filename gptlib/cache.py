@@ -1,0 +1,77 @@
+"""Run a GPT once and keep every named intermediate, under the lecture's symbols.
+
+    Z, cache = run_with_cache(model, idx)
+    cache.X(0)            X^(0) = E[x] + P         (B, T, d)
+    cache.Y(l)            Y^(l), after attention     (B, T, d)
+    cache.X(l + 1)        X^(l+1), after the MLP     (B, T, d)
+    cache.A(l)            A^h for every head h       (B, H, T, T)
+    cache.ln_1(l), cache.ln_2(l), cache.ln_f          LayerNorm outputs (B, T, d)
+    cache.attn_write(l)   MHA(LN_1(X^(l)))           (B, T, d)
+    cache.mlp_write(l)    MLP(LN_2(Y^(l)))           (B, T, d)
+    cache.Z               logits                     (B, T, V)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .model import GPT
+
+
+@dataclass(frozen=True)
+class Cache:
+    """Named intermediates of one forward pass; tensors keep their batch dimension."""
+
+    tensors: dict[str, torch.Tensor]
+
+    def _get(self, name: str, l: int) -> torch.Tensor:
+        key = f"{name}.{l}"
+        if key not in self.tensors:
+            raise KeyError(f"no {name} for layer {l}: this model has layers 0..{self.n_layers - 1}")
+        return self.tensors[key]
+
+    @property
+    def n_layers(self) -> int:
+        return sum(key.startswith("A.") for key in self.tensors)
+
+    def X(self, l: int) -> torch.Tensor:
+        return self._get("X", l)
+
+    def Y(self, l: int) -> torch.Tensor:
+        return self._get("Y", l)
+
+    def A(self, l: int) -> torch.Tensor:
+        return self._get("A", l)
+
+    def ln_1(self, l: int) -> torch.Tensor:
+        return self._get("ln_1", l)
+
+    def ln_2(self, l: int) -> torch.Tensor:
+        return self._get("ln_2", l)
+
+    def attn_write(self, l: int) -> torch.Tensor:
+        return self._get("attn_write", l)
+
+    def mlp_write(self, l: int) -> torch.Tensor:
+        return self._get("mlp_write", l)
+
+    @property
+    def ln_f(self) -> torch.Tensor:
+        return self.tensors["ln_f"]
+
+    @property
+    def Z(self) -> torch.Tensor:
+        return self.tensors["Z"]
+
+
+def run_with_cache(model: GPT, idx: torch.Tensor) -> tuple[torch.Tensor, Cache]:
+    """Forward pass on the explicit attention path; returns the logits and the Cache.
+
+    A 1-D idx is treated as a batch of one: the logits come back as (T, V) and every
+    cached tensor keeps a leading batch dimension of 1.
+    """
+    record: dict[str, torch.Tensor] = {}
+    Z = model(idx, record=record)
+    return Z, Cache(record)

@@ -1,0 +1,55 @@
+"""The architecture's hyperparameters (Lecture 5, Section 0) as one validated dataclass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+NORM_PLACEMENTS = ("pre", "post")
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    """Sizes and switches of a decoder-only GPT, named after the lecture's symbols."""
+
+    V: int = 65  # vocabulary size
+    T_max: int = 64  # longest sequence the positional table P covers
+    d: int = 128  # residual-stream width
+    H: int = 4  # heads per attention sublayer; must divide d
+    L: int = 4  # number of transformer blocks
+    d_ff: int | None = None  # MLP hidden width; None means 4d (Definition 2.1)
+    norm: str = "pre"  # "pre" (Definition 3.1) or "post" (Aside 3.5, Exercise 7)
+    tie_weights: bool = False  # W_U = E^T (Aside 5.3); off in the course count
+    ln_eps: float = 1e-5  # epsilon of Definition 4.1
+    causal: bool = True  # causal mask in every head; False only to show a broken model
+    init_std: float = 0.02  # std of the normal init (Project aside 5.2)
+    d_head: int = field(init=False)  # d / H, derived
+
+    def __post_init__(self) -> None:
+        for name in ("V", "T_max", "d", "H", "L"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.d_ff is None:
+            object.__setattr__(self, "d_ff", 4 * self.d)
+        elif not isinstance(self.d_ff, int) or isinstance(self.d_ff, bool) or self.d_ff < 1:
+            raise ValueError(f"d_ff must be a positive integer, got {self.d_ff!r}")
+        if self.d % self.H != 0:
+            raise ValueError(f"H must divide d (Section 0): d={self.d} is not a multiple of H={self.H}")
+        if self.norm not in NORM_PLACEMENTS:
+            raise ValueError(f"norm must be one of {NORM_PLACEMENTS}, got {self.norm!r}")
+        if not self.ln_eps >= 0:
+            raise ValueError(f"ln_eps must be >= 0, got {self.ln_eps!r}")
+        if not self.init_std > 0:
+            raise ValueError(f"init_std must be > 0, got {self.init_std!r}")
+        object.__setattr__(self, "d_head", self.d // self.H)
+
+    def replace(self, **changes) -> "GPTConfig":
+        """A copy with some fields changed (validated again)."""
+        fields = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "d_head"}
+        if "d" in changes and "d_ff" not in changes and self.d_ff == 4 * self.d:
+            fields["d_ff"] = None  # keep the 4d default in step with a new d
+        fields.update(changes)
+        return GPTConfig(**fields)
+
+
+COURSE_CONFIG = GPTConfig(V=65, T_max=64, d=128, H=4, L=4)

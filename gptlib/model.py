@@ -1,0 +1,209 @@
+"""The GPT of Lecture 5, Sections 1-5, written so that each line reads like the lecture.
+
+Conventions: feature vectors are rows, so a sequence is X of shape (T, d) and a batch
+(B, T, d). Weights keep the lecture's shapes: W_Q^h = attn.W_Q[h] of shape (d, d_head),
+W_O of shape (d, d) acting as [C^1 | ... | C^H] W_O, W_1 of shape (d_ff, d) acting on a
+column u as W_1 u (so on rows as X W_1^T), E (V, d), P (T_max, d), W_U (d, V).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import GPTConfig
+
+
+class LayerNorm(nn.Module):
+    """Definition 4.1: gamma * (u - mean(u)) / sqrt(var(u) + eps) + beta, per row."""
+
+    def __init__(self, d: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.gamma = nn.Parameter(torch.ones(d))  # (d,)
+        self.beta = nn.Parameter(torch.zeros(d))  # (d,)
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:  # (..., d) -> (..., d)
+        centered = u - u.mean(dim=-1, keepdim=True)  # projection onto 1-perp
+        variance = centered.pow(2).mean(dim=-1, keepdim=True)  # biased: divides by d
+        return self.gamma * centered * torch.rsqrt(variance + self.eps) + self.beta
+
+
+class MultiHeadAttention(nn.Module):
+    """Definition 1.1: MHA(X) = [Attn^1(X) | ... | Attn^H(X)] W_O + b_O, causally masked."""
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        H, d, d_head = config.H, config.d, config.d_head
+        self.H, self.d_head, self.causal = H, d_head, config.causal
+        self.W_Q = nn.Parameter(torch.empty(H, d, d_head))  # W_Q[h] = W_Q^h
+        self.W_K = nn.Parameter(torch.empty(H, d, d_head))  # W_K[h] = W_K^h
+        self.W_V = nn.Parameter(torch.empty(H, d, d_head))  # W_V[h] = W_V^h
+        self.W_O = nn.Parameter(torch.empty(d, d))  # rows h*d_head:(h+1)*d_head are W_O^h
+        self.b_O = nn.Parameter(torch.zeros(d))
+
+    def W_O_head(self, h: int) -> torch.Tensor:
+        """The block W_O^h of shape (d_head, d) that head h's output multiplies."""
+        return self.W_O[h * self.d_head : (h + 1) * self.d_head]
+
+    def qkv(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Per-head queries, keys and values X W_Q^h, X W_K^h, X W_V^h, each (B, H, T, d_head)."""
+        W = torch.cat((self.W_Q, self.W_K, self.W_V))  # (3H, d, d_head): one matmul for all
+        return torch.einsum("btd,nde->bnte", X, W).split(self.H, dim=1)
+
+    def attention_matrices(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        """A^h = softmax(S^h) with S^h = Q^h K^h^T / sqrt(d_head), masked: (B, H, T, T)."""
+        S = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, T, T)
+        if self.causal:
+            T = S.shape[-1]
+            future = torch.ones(T, T, dtype=torch.bool, device=S.device).triu(1)
+            S = S.masked_fill(future, float("-inf"))
+        return S.softmax(dim=-1)
+
+    def forward(self, X: torch.Tensor, record: dict | None = None) -> torch.Tensor:
+        """X (B, T, d) -> MHA(X) (B, T, d). With `record`, uses the explicit path and stores A."""
+        B, T, d = X.shape
+        q, k, v = self.qkv(X)  # each (B, H, T, d_head)
+        if record is None:  # fast fused path
+            C = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+        else:  # explicit path that exposes every head's attention matrix
+            A = self.attention_matrices(q, k)  # (B, H, T, T)
+            record["A"] = A
+            C = A @ v  # (B, H, T, d_head): C^h = A^h X W_V^h
+        C = C.transpose(1, 2).reshape(B, T, d)  # [C^1 | ... | C^H], (B, T, d)
+        return C @ self.W_O + self.b_O  # (B, T, d)
+
+
+class MLP(nn.Module):
+    """Definition 2.1: MLP(u) = W_2 GELU(W_1 u + b_1) + b_2, applied to every row alike."""
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        d, d_ff = config.d, config.d_ff
+        self.W_1 = nn.Parameter(torch.empty(d_ff, d))
+        self.b_1 = nn.Parameter(torch.zeros(d_ff))
+        self.W_2 = nn.Parameter(torch.empty(d, d_ff))
+        self.b_2 = nn.Parameter(torch.zeros(d))
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:  # (B, T, d) -> (B, T, d)
+        hidden = F.gelu(F.linear(X, self.W_1, self.b_1), approximate="none")  # (B, T, d_ff), t*Phi(t)
+        return F.linear(hidden, self.W_2, self.b_2)  # (B, T, d)
+
+
+class Block(nn.Module):
+    """Definition 3.1 (pre-norm), or the post-norm variant of Aside 3.5 when config.norm == 'post'."""
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.norm = config.norm
+        self.ln_1 = LayerNorm(config.d, config.ln_eps)
+        self.attn = MultiHeadAttention(config)
+        self.ln_2 = LayerNorm(config.d, config.ln_eps)
+        self.mlp = MLP(config)
+
+    def forward(self, X: torch.Tensor, record: dict | None = None) -> torch.Tensor:  # (B, T, d)
+        rec = {} if record is not None else None
+        if self.norm == "pre":
+            ln_1 = self.ln_1(X)
+            attn_write = self.attn(ln_1, rec)
+            Y = X + attn_write  # Y = X + MHA(LN_1(X))
+            ln_2 = self.ln_2(Y)
+            mlp_write = self.mlp(ln_2)
+            X_next = Y + mlp_write  # X' = Y + MLP(LN_2(Y))
+        else:
+            attn_write = self.attn(X, rec)
+            ln_1 = Y = self.ln_1(X + attn_write)  # Y = LN_1(X + MHA(X))
+            mlp_write = self.mlp(Y)
+            ln_2 = X_next = self.ln_2(Y + mlp_write)  # X' = LN_2(Y + MLP(Y))
+        if record is not None:
+            record.update(ln_1=ln_1, A=rec["A"], attn_write=attn_write, Y=Y, ln_2=ln_2, mlp_write=mlp_write)
+        return X_next
+
+
+class GPT(nn.Module):
+    """Section 5: logits Z = LN_f(X^(L)) W_U for X^(0)_t = E[x_t] + P[t]."""
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.config = config
+        self.E = nn.Parameter(torch.empty(config.V, config.d))  # token embeddings, (V, d)
+        self.P = nn.Parameter(torch.empty(config.T_max, config.d))  # positional embeddings, (T_max, d)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.L))
+        self.ln_f = LayerNorm(config.d, config.ln_eps)
+        if not config.tie_weights:
+            self.W_U = nn.Parameter(torch.empty(config.d, config.V))  # unembedding, (d, V)
+        self.reset_parameters()
+
+    @property
+    def unembedding(self) -> torch.Tensor:
+        """W_U of shape (d, V); E^T when weights are tied (Aside 5.3)."""
+        return self.E.T if self.config.tie_weights else self.W_U
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        """Project aside 5.2: N(0, std^2) weights; W_O and W_2 further scaled by 1/sqrt(2L)."""
+        std = self.config.init_std
+        residual_std = std / math.sqrt(2 * self.config.L)
+        for name, p in self.named_parameters():
+            if name.endswith(("attn.W_O", "mlp.W_2")):
+                nn.init.normal_(p, 0.0, residual_std)
+            elif name.endswith(("gamma",)):
+                nn.init.ones_(p)
+            elif name.endswith(("beta", "b_O", "b_1", "b_2")):
+                nn.init.zeros_(p)
+            else:  # E, P, W_Q, W_K, W_V, W_1, W_U
+                nn.init.normal_(p, 0.0, std)
+
+    def check_tokens(self, idx: torch.Tensor) -> None:
+        """Raise ValueError unless idx is a 1-D or 2-D integer tensor of ids in [0, V), T <= T_max."""
+        V, T_max = self.config.V, self.config.T_max
+        if not isinstance(idx, torch.Tensor):
+            raise ValueError(f"token ids must be a torch.Tensor, got {type(idx).__name__}")
+        if idx.dtype.is_floating_point or idx.dtype.is_complex or idx.dtype == torch.bool:
+            raise ValueError(f"token ids must have an integer dtype, got {idx.dtype}")
+        if idx.dim() not in (1, 2):
+            raise ValueError(f"token ids must be 1-D (T,) or 2-D (B, T), got shape {tuple(idx.shape)}")
+        T = idx.shape[-1]
+        if not 1 <= T <= T_max:
+            raise ValueError(f"sequence length T must satisfy 1 <= T <= T_max={T_max}, got T={T}")
+        if idx.numel() and (idx.min() < 0 or idx.max() >= V):
+            raise ValueError(f"token ids must lie in [0, V) = [0, {V}), got min {int(idx.min())}, max {int(idx.max())}")
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, record: dict | None = None):
+        """idx (B, T) or (T,) -> logits (B, T, V) or (T, V); with targets, (logits, mean cross-entropy).
+
+        `record`, if a dict, receives every named intermediate (see gptlib.cache) and switches
+        attention to the explicit path.
+        """
+        self.check_tokens(idx)
+        squeeze = idx.dim() == 1
+        if squeeze:
+            idx = idx.unsqueeze(0)
+        if targets is not None:
+            targets = targets.unsqueeze(0) if squeeze else targets
+            if targets.shape != idx.shape:
+                raise ValueError(f"targets must have the shape of idx {tuple(idx.shape)}, got {tuple(targets.shape)}")
+            self.check_tokens(targets)
+        T = idx.shape[1]
+        X = self.E[idx] + self.P[:T]  # X^(0), (B, T, d)
+        if record is not None:
+            record["X.0"] = X
+        for l, block in enumerate(self.blocks):
+            rec = {} if record is not None else None
+            X = block(X, rec)  # X^(l+1), (B, T, d)
+            if record is not None:
+                record.update({f"{key}.{l}": value for key, value in rec.items()})
+                record[f"X.{l + 1}"] = X
+        ln_f = self.ln_f(X)  # (B, T, d)
+        Z = ln_f @ self.unembedding  # logits, (B, T, V)
+        if record is not None:
+            record.update(ln_f=ln_f, Z=Z)
+        if squeeze:
+            Z = Z.squeeze(0)
+        if targets is None:
+            return Z
+        loss = F.cross_entropy(Z.reshape(-1, Z.shape[-1]), targets.reshape(-1))
+        return Z, loss

@@ -1,0 +1,143 @@
+"""The model against independent references: torch's LayerNorm, GELU and MultiheadAttention."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from gptlib import COURSE_CONFIG, GPT, GPTConfig, run_with_cache
+from gptlib.model import MLP, LayerNorm, MultiHeadAttention
+
+
+def test_layernorm_matches_torch():
+    ln = LayerNorm(128, eps=1e-5)
+    with torch.no_grad():
+        ln.gamma.normal_()
+        ln.beta.normal_()
+    u = torch.randn(3, 7, 128) * 5 + 2
+    expected = F.layer_norm(u, (128,), ln.gamma, ln.beta, eps=1e-5)
+    torch.testing.assert_close(ln(u), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_mlp_uses_exact_erf_gelu():
+    mlp = MLP(COURSE_CONFIG)
+    for p in mlp.parameters():
+        torch.nn.init.normal_(p, std=0.3)
+    x = torch.randn(2, 5, 128)
+    pre = x @ mlp.W_1.T + mlp.b_1
+    phi = torch.distributions.Normal(0.0, 1.0).cdf(pre)  # t * Phi(t), written independently
+    expected = (pre * phi) @ mlp.W_2.T + mlp.b_2
+    torch.testing.assert_close(mlp(x), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_attention_matches_torch_multihead_attention():
+    config = GPTConfig(d=64, H=4)
+    attn = MultiHeadAttention(config)
+    for p in attn.parameters():
+        torch.nn.init.normal_(p, std=0.2)
+    d = config.d
+    ref = torch.nn.MultiheadAttention(d, config.H, bias=True, batch_first=True)
+    with torch.no_grad():
+        # row block h of torch's in-projection is (W^h)^T
+        ref.in_proj_weight.copy_(torch.cat([W.transpose(1, 2).reshape(d, d) for W in (attn.W_Q, attn.W_K, attn.W_V)]))
+        ref.in_proj_bias.zero_()
+        ref.out_proj.weight.copy_(attn.W_O.T)
+        ref.out_proj.bias.copy_(attn.b_O)
+    x = torch.randn(2, 10, d)
+    mask = torch.ones(10, 10, dtype=torch.bool).triu(1)  # True = may not attend
+    expected, _ = ref(x, x, x, attn_mask=mask, need_weights=False)
+    torch.testing.assert_close(attn(x), expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(attn(x, record={}), expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("config", [COURSE_CONFIG, GPTConfig(V=11, T_max=9, d=24, H=3, L=2, norm="post")])
+def test_fused_and_explicit_paths_agree(config):
+    model = GPT(config).eval()
+    idx = torch.randint(0, config.V, (3, config.T_max))
+    fused = model(idx)
+    explicit, cache = run_with_cache(model, idx)
+    assert (fused - explicit).abs().max() <= 1e-5
+    A = cache.A(0)
+    assert A.shape == (3, config.H, config.T_max, config.T_max)
+    torch.testing.assert_close(A.sum(-1), torch.ones(A.shape[:-1]))
+    assert (A.triu(1) == 0).all(), "causal mask: no weight on future positions"
+
+
+def test_cache_holds_the_lectures_intermediates(course_model):
+    idx = torch.randint(0, 65, (2, 16))
+    Z, cache = run_with_cache(course_model, idx)
+    c = COURSE_CONFIG
+    torch.testing.assert_close(cache.X(0), course_model.E[idx] + course_model.P[:16])
+    for l in range(c.L):
+        torch.testing.assert_close(cache.Y(l), cache.X(l) + cache.attn_write(l))
+        torch.testing.assert_close(cache.X(l + 1), cache.Y(l) + cache.mlp_write(l))
+        torch.testing.assert_close(cache.ln_1(l), course_model.blocks[l].ln_1(cache.X(l)))
+    torch.testing.assert_close(cache.Z, Z)
+    assert cache.n_layers == c.L
+    with pytest.raises(KeyError, match="layers 0..3"):
+        cache.A(4)
+
+
+def test_logits_and_loss(course_model):
+    idx = torch.randint(0, 65, (4, 20))
+    targets = torch.randint(0, 65, (4, 20))
+    Z, loss = course_model(idx, targets)
+    assert Z.shape == (4, 20, 65)
+    expected = -torch.log_softmax(Z, -1).gather(-1, targets[..., None]).mean()
+    torch.testing.assert_close(loss, expected)
+    assert course_model(idx[0]).shape == (20, 65)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_initial_loss_is_near_uniform(seed):
+    torch.manual_seed(seed)
+    model = GPT(COURSE_CONFIG)
+    with torch.no_grad():
+        _, loss = model(torch.randint(0, 65, (32, 64)), torch.randint(0, 65, (32, 64)))
+    assert abs(loss.item() - math.log(65)) < 0.1
+
+
+def test_residual_projections_are_scaled_by_one_over_sqrt_2L():
+    torch.manual_seed(0)
+    config = COURSE_CONFIG.replace(d=256, L=8)
+    model = GPT(config)
+    expected = config.init_std / math.sqrt(2 * config.L)
+    for block in model.blocks:
+        for W in (block.attn.W_O, block.mlp.W_2):
+            assert abs(W.std().item() / expected - 1) < 0.05
+        assert abs(block.attn.W_Q.std().item() / config.init_std - 1) < 0.05
+
+
+def test_tied_model_uses_E_transpose():
+    model = GPT(COURSE_CONFIG.replace(tie_weights=True))
+    assert not hasattr(model, "W_U")
+    assert model.unembedding.data_ptr() == model.E.data_ptr()
+
+
+@pytest.mark.parametrize(
+    "idx, rule",
+    [
+        (torch.zeros(2, 3, dtype=torch.float32), "integer dtype"),
+        (torch.zeros(1, 2, 3, dtype=torch.long), "1-D"),
+        (torch.zeros(1, 65, dtype=torch.long), "T <= T_max=64"),
+        (torch.tensor([[0, 65]]), r"\[0, V\) = \[0, 65\)"),
+        (torch.tensor([[-1, 3]]), r"\[0, V\)"),
+        ([1, 2, 3], "must be a torch.Tensor"),
+    ],
+)
+def test_bad_tokens_raise_clear_errors(course_model, idx, rule):
+    with pytest.raises(ValueError, match=rule):
+        course_model(idx)
+
+
+def test_targets_shape_is_checked(course_model):
+    with pytest.raises(ValueError, match="targets must have the shape"):
+        course_model(torch.zeros(2, 5, dtype=torch.long), torch.zeros(2, 4, dtype=torch.long))
+
+
+def test_gradients_reach_every_parameter(course_model):
+    _, loss = course_model(torch.randint(0, 65, (2, 8)), torch.randint(0, 65, (2, 8)))
+    loss.backward()
+    missing = [name for name, p in course_model.named_parameters() if p.grad is None]
+    assert not missing

@@ -1,0 +1,31 @@
+"""Packaging promises: light import, one source of truth for dependencies."""
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_import_gptlib_loads_neither_matplotlib_nor_ipywidgets():
+    code = "import sys, gptlib; print(sorted(m for m in ('matplotlib', 'ipywidgets') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_environment_yml_lists_the_pyproject_dependencies():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    from_pyproject = set(project["dependencies"])
+    for extra in ("notebooks", "test"):
+        from_pyproject |= set(project["optional-dependencies"][extra])
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip_section = next(item["pip"] for item in env["dependencies"] if isinstance(item, dict))
+    from_env = {line for line in pip_section if not line.startswith("--")}
+    assert from_env == from_pyproject
+    python = next(item for item in env["dependencies"] if isinstance(item, str) and item.startswith("python="))
+    minimum = re.search(r">=(\d+\.\d+)", project["requires-python"]).group(1)
+    assert tuple(map(int, python.split("=")[1].split("."))) >= tuple(map(int, minimum.split(".")))
