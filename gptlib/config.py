@@ -21,6 +21,7 @@ class GPTConfig:
     tie_weights: bool = False  # W_U = E^T (Aside 5.3); off in the course count
     ln_eps: float = 1e-5  # epsilon of Definition 4.1
     causal: bool = True  # causal mask in every head; False only to show a broken model
+    attn_only: bool = False  # blocks without LN_2 and MLP (the induction-head toy model)
     init_std: float = 0.02  # std of the normal init (Project aside 5.2)
     d_head: int = field(init=False)  # d / H, derived
 

@@ -15,10 +15,13 @@ def theorem_5_2(config: GPTConfig) -> int:
     For other d_ff or for tied weights this is the general form of the same sum:
     embeddings Vd + T_max d; per block attention 4d^2 + d, MLP 2 d d_ff + d_ff + d,
     two LayerNorms 4d; final LayerNorm 2d; unembedding dV unless W_U = E^T (Exercise 5).
+    An attention-only block keeps only attention and LN_1.
     """
     V, T_max, d, L, d_ff = config.V, config.T_max, config.d, config.L, config.d_ff
     embeddings = V * d + T_max * d
-    per_block = (4 * d * d + d) + (2 * d * d_ff + d_ff + d) + 4 * d
+    attention_half = (4 * d * d + d) + 2 * d
+    mlp_half = 0 if config.attn_only else (2 * d * d_ff + d_ff + d) + 2 * d
+    per_block = attention_half + mlp_half
     unembedding = 0 if config.tie_weights else d * V
     return embeddings + L * per_block + 2 * d + unembedding
 

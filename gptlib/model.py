@@ -94,18 +94,28 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    """Definition 3.1 (pre-norm), or the post-norm variant of Aside 3.5 when config.norm == 'post'."""
+    """Definition 3.1 (pre-norm), or the post-norm variant of Aside 3.5 when config.norm == 'post'.
+
+    With config.attn_only the block is the attention half alone: X' = X + MHA(LN_1(X)).
+    """
 
     def __init__(self, config: GPTConfig):
         super().__init__()
         self.norm = config.norm
         self.ln_1 = LayerNorm(config.d, config.ln_eps)
         self.attn = MultiHeadAttention(config)
-        self.ln_2 = LayerNorm(config.d, config.ln_eps)
-        self.mlp = MLP(config)
+        if not config.attn_only:
+            self.ln_2 = LayerNorm(config.d, config.ln_eps)
+            self.mlp = MLP(config)
 
     def forward(self, X: torch.Tensor, record: dict | None = None) -> torch.Tensor:  # (B, T, d)
         rec = {} if record is not None else None
+        if not hasattr(self, "mlp"):
+            ln_1 = self.ln_1(X)
+            attn_write = self.attn(ln_1, rec)
+            if record is not None:
+                record.update(ln_1=ln_1, A=rec["A"], attn_write=attn_write, Y=X + attn_write)
+            return X + attn_write
         if self.norm == "pre":
             ln_1 = self.ln_1(X)
             attn_write = self.attn(ln_1, rec)

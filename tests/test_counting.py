@@ -39,8 +39,15 @@ def test_tied_count_is_dV_smaller():
 
 
 configs = st.builds(
-    lambda V, T_max, d_head, H, L, tie, mult: GPTConfig(
-        V=V, T_max=T_max, d=d_head * H, H=H, L=L, tie_weights=tie, d_ff=None if mult == 4 else mult * d_head * H
+    lambda V, T_max, d_head, H, L, tie, mult, attn_only: GPTConfig(
+        V=V,
+        T_max=T_max,
+        d=d_head * H,
+        H=H,
+        L=L,
+        tie_weights=tie,
+        d_ff=None if mult == 4 else mult * d_head * H,
+        attn_only=attn_only,
     ),
     V=st.integers(1, 300),
     T_max=st.integers(1, 128),
@@ -49,6 +56,7 @@ configs = st.builds(
     L=st.integers(1, 6),
     tie=st.booleans(),
     mult=st.sampled_from([1, 2, 4]),
+    attn_only=st.booleans(),
 )
 
 

@@ -51,7 +51,10 @@ def test_attention_matches_torch_multihead_attention():
     torch.testing.assert_close(attn(x, record={}), expected, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("config", [COURSE_CONFIG, GPTConfig(V=11, T_max=9, d=24, H=3, L=2, norm="post")])
+@pytest.mark.parametrize(
+    "config",
+    [COURSE_CONFIG, GPTConfig(V=11, T_max=9, d=24, H=3, L=2, norm="post"), GPTConfig(L=2, attn_only=True)],
+)
 def test_fused_and_explicit_paths_agree(config):
     model = GPT(config).eval()
     idx = torch.randint(0, config.V, (3, config.T_max))
