@@ -182,6 +182,26 @@ class GPT(nn.Module):
         if idx.numel() and (idx.min() < 0 or idx.max() >= V):
             raise ValueError(f"token ids must lie in [0, V) = [0, {V}), got min {int(idx.min())}, max {int(idx.max())}")
 
+    def forward_from_embeddings(self, X: torch.Tensor, record: dict | None = None) -> torch.Tensor:
+        """X^(0) (B, T, d) -> logits Z (B, T, V): the blocks, LN_f and W_U of Section 5.
+
+        Starting from the residual stream rather than token ids lets a caller differentiate
+        with respect to X^(0) (gptlib.causality) or run on the meta device (gptlib.cost).
+        """
+        if record is not None:
+            record["X.0"] = X
+        for l, block in enumerate(self.blocks):
+            rec = {} if record is not None else None
+            X = block(X, rec)  # X^(l+1), (B, T, d)
+            if record is not None:
+                record.update({f"{key}.{l}": value for key, value in rec.items()})
+                record[f"X.{l + 1}"] = X
+        ln_f = self.ln_f(X)  # (B, T, d)
+        Z = ln_f @ self.unembedding  # logits, (B, T, V)
+        if record is not None:
+            record.update(ln_f=ln_f, Z=Z)
+        return Z
+
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, record: dict | None = None):
         """idx (B, T) or (T,) -> logits (B, T, V) or (T, V); with targets, (logits, mean cross-entropy).
 
@@ -198,19 +218,7 @@ class GPT(nn.Module):
                 raise ValueError(f"targets must have the shape of idx {tuple(idx.shape)}, got {tuple(targets.shape)}")
             self.check_tokens(targets)
         T = idx.shape[1]
-        X = self.E[idx] + self.P[:T]  # X^(0), (B, T, d)
-        if record is not None:
-            record["X.0"] = X
-        for l, block in enumerate(self.blocks):
-            rec = {} if record is not None else None
-            X = block(X, rec)  # X^(l+1), (B, T, d)
-            if record is not None:
-                record.update({f"{key}.{l}": value for key, value in rec.items()})
-                record[f"X.{l + 1}"] = X
-        ln_f = self.ln_f(X)  # (B, T, d)
-        Z = ln_f @ self.unembedding  # logits, (B, T, V)
-        if record is not None:
-            record.update(ln_f=ln_f, Z=Z)
+        Z = self.forward_from_embeddings(self.E[idx] + self.P[:T], record)  # X^(0) (B, T, d) -> (B, T, V)
         if squeeze:
             Z = Z.squeeze(0)
         if targets is None:
