@@ -1,0 +1,193 @@
+"""LayerNorm geometry (Lecture 5, Section 4): a projection onto 1-perp, then a radial rescaling.
+
+    centering_matrix(d)        P = I - 11^T/d, the orthogonal projector onto 1-perp (proof of Prop. 4.2)
+    center(u)                  P u = u - mean(u) 1, row by row
+    radial_rescale(v, eps)     v / sqrt(mean(v^2) + eps): onto the sphere of radius sqrt(d) when eps = 0
+    layer_norm(u, ...)         Definition 4.1 = gamma * radial_rescale(center(u)) + beta
+    rms_norm(u, ...)           Aside 4.4: the radial step alone, gamma * radial_rescale(u)
+    batch_norm(U, eps)         Aside 4.4's contrast: statistics across the batch, per coordinate
+
+Every function acts on the last dimension (d) and broadcasts over leading ones, so a batch
+U of shape (B, d) or a stream X of shape (B, T, d) works the same way. A zero-variance row
+(a constant u, or u = 0) with eps = 0 is the 0/0 case the lecture excludes; here it maps to
+the zero vector (then gamma * 0 + beta = beta), never to NaN.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def _check_rows(u: torch.Tensor, name: str = "u") -> None:
+    if not isinstance(u, torch.Tensor) or not u.dtype.is_floating_point:
+        raise ValueError(f"{name} must be a floating-point torch.Tensor")
+    if u.dim() == 0 or u.shape[-1] < 1:
+        raise ValueError(f"{name} must have a last (feature) dimension d >= 1, got shape {tuple(u.shape)}")
+
+
+def _check_eps(eps: float) -> None:
+    if not eps >= 0:
+        raise ValueError(f"eps must be >= 0 (Definition 4.1), got {eps!r}")
+
+
+def centering_matrix(d: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """P = I - (1/d) 1 1^T, shape (d, d): u P = u - mean(u) 1 for a row u (P is symmetric)."""
+    if not isinstance(d, int) or d < 1:
+        raise ValueError(f"d must be a positive integer, got {d!r}")
+    return torch.eye(d, dtype=dtype) - torch.full((d, d), 1.0 / d, dtype=dtype)
+
+
+def projector_facts(d: int) -> dict[str, float]:
+    """The three facts the proof of Proposition 4.2 uses, measured on P = centering_matrix(d).
+
+    self_adjoint: max |P - P^T|; idempotent: max |P P - P|; ones_in_kernel: ||P 1||;
+    kernel_dim: number of zero eigenvalues (1: the kernel is the line R 1); rank: d - kernel_dim;
+    image_is_ones_perp: max |1^T P v| over the columns v of P.
+    """
+    P = centering_matrix(d)  # (d, d)
+    ones = torch.ones(d, dtype=P.dtype)
+    eigenvalues = torch.linalg.eigvalsh(P)  # (d,) ascending, all 0 or 1 for a projector
+    kernel_dim = int((eigenvalues.abs() < 1e-9).sum())
+    return {
+        "self_adjoint": float((P - P.T).abs().max()),
+        "idempotent": float((P @ P - P).abs().max()),
+        "ones_in_kernel": float(torch.linalg.vector_norm(P @ ones)),
+        "kernel_dim": kernel_dim,
+        "rank": d - kernel_dim,
+        "image_is_ones_perp": float((ones @ P).abs().max()),
+    }
+
+
+def center(u: torch.Tensor) -> torch.Tensor:
+    """Step 1 of Proposition 4.2: u - mean(u) 1, the orthogonal projection onto 1-perp. (..., d) -> (..., d)."""
+    _check_rows(u)
+    return u - u.mean(dim=-1, keepdim=True)
+
+
+def radial_rescale(v: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
+    """v / sqrt(mean(v^2) + eps), row by row; (..., d) -> (..., d).
+
+    With eps = 0 this is sqrt(d) v / ||v||: radial projection onto the sphere of radius sqrt(d)
+    (step 2 of Proposition 4.2). A zero row with eps = 0 maps to zero instead of 0/0.
+    """
+    _check_rows(v, "v")
+    _check_eps(eps)
+    denominator = v.pow(2).mean(dim=-1, keepdim=True) + eps  # (..., 1)
+    positive = denominator > 0
+    safe = torch.where(positive, denominator, torch.ones_like(denominator))  # no 0/0, no NaN gradient
+    return torch.where(positive, v * torch.rsqrt(safe), torch.zeros_like(v))
+
+
+def _affine(x: torch.Tensor, gamma: torch.Tensor | None, beta: torch.Tensor | None) -> torch.Tensor:
+    if gamma is not None:
+        x = gamma * x
+    if beta is not None:
+        x = x + beta
+    return x
+
+
+def layer_norm(
+    u: torch.Tensor, gamma: torch.Tensor | None = None, beta: torch.Tensor | None = None, eps: float = 0.0
+) -> torch.Tensor:
+    """Definition 4.1 written as Proposition 4.2's composition: gamma * radial_rescale(center(u), eps) + beta.
+
+    mean(center(u)^2) is sigma(u)^2 (the biased variance, dividing by d), so this is
+    gamma * (u - mean(u)) / sqrt(sigma(u)^2 + eps) + beta. (..., d) -> (..., d).
+    """
+    return _affine(radial_rescale(center(u), eps), gamma, beta)
+
+
+def rms_norm(u: torch.Tensor, gamma: torch.Tensor | None = None, eps: float = 0.0) -> torch.Tensor:
+    """Aside 4.4: RMSNorm = gamma * u / sqrt(mean(u^2) + eps), the radial step without centering."""
+    return _affine(radial_rescale(u, eps), gamma, None)
+
+
+def batch_norm(U: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
+    """Aside 4.4's contrast: each coordinate normalized by its mean and variance over the batch.
+
+    U has shape (B, d); row b of the result depends on every row of U. Training-mode
+    statistics (biased variance), as torch.nn.functional.batch_norm(training=True) uses.
+    A batch of one has no spread to measure, so it is refused (torch refuses it too).
+    """
+    _check_rows(U, "U")
+    if U.dim() != 2:
+        raise ValueError(f"U must be a batch of shape (B, d), got shape {tuple(U.shape)}")
+    if U.shape[0] < 2:
+        raise ValueError("BatchNorm needs at least 2 examples: batch statistics of a batch of one are undefined")
+    return radial_rescale(center(U.T), eps).T  # per coordinate (column): center over the batch, divide by its std
+
+
+def sigma(u: torch.Tensor) -> torch.Tensor:
+    """sigma(u), the coordinate standard deviation of Section 4 (biased, divides by d). (..., d) -> (...)."""
+    return center(u).pow(2).mean(dim=-1).sqrt()
+
+
+def image_facts(U: torch.Tensor, eps: float = 0.0) -> dict[str, float]:
+    """Proposition 4.2 measured on the rows of U (B, d): the largest |1^T LN(u)| (distance from
+    the hyperplane 1-perp) and the largest | ||LN(u)|| - sqrt(d) | (distance from the sphere)."""
+    out = layer_norm(U, eps=eps)  # (B, d)
+    d = U.shape[-1]
+    return {
+        "max_abs_coordinate_sum": float(out.sum(dim=-1).abs().max()),
+        "max_norm_error": float((torch.linalg.vector_norm(out, dim=-1) - math.sqrt(d)).abs().max()),
+    }
+
+
+def vector_with_sigma(direction: torch.Tensor, sigmas: torch.Tensor) -> torch.Tensor:
+    """Rows s * sqrt(d) * c / ||c|| with c = center(direction): sigma of row i is sigmas[i]. (n, d)."""
+    c = center(direction)  # (d,)
+    norm = torch.linalg.vector_norm(c)
+    if norm == 0:
+        raise ValueError("direction must be nonconstant: its centered part is zero")
+    unit = c / norm  # unit vector in 1-perp
+    return sigmas[:, None] * math.sqrt(direction.shape[-1]) * unit  # (n, d)
+
+
+def output_norm_against_sigma(d: int, sigmas: torch.Tensor, eps: float, seed: int = 0) -> torch.Tensor:
+    """||LN(u)|| (gamma = 1, beta = 0) for vectors u of a fixed random direction with sigma(u) = sigmas.
+
+    Remark 4.3: with eps = 0 every value is sqrt(d); with eps > 0 it is
+    sqrt(d) sigma / sqrt(sigma^2 + eps), which falls to 0 as sigma -> 0. (n,).
+    """
+    generator = torch.Generator().manual_seed(seed)
+    direction = torch.randn(d, generator=generator, dtype=sigmas.dtype)
+    return torch.linalg.vector_norm(layer_norm(vector_with_sigma(direction, sigmas), eps=eps), dim=-1)
+
+
+def scale_invariance_gap(u: torch.Tensor, scales: torch.Tensor, eps: float) -> torch.Tensor:
+    """Remark 4.3: max_i |LN(c u) - LN(u)|_i for each c in scales (> 0). u (d,), result (n,)."""
+    if not bool((scales > 0).all()):
+        raise ValueError("scales must be > 0: Remark 4.3 concerns positive rescaling c > 0")
+    base = layer_norm(u, eps=eps)  # (d,)
+    scaled = layer_norm(scales[:, None] * u, eps=eps)  # (n, d)
+    return (scaled - base).abs().amax(dim=-1)
+
+
+def weight_scale_before_layernorm(
+    W: torch.Tensor, X: torch.Tensor, readout: torch.Tensor, scales: torch.Tensor, eps: float = 0.0
+) -> dict[str, torch.Tensor]:
+    """Exercise 4: f_W(X) = LN(X W^T) with loss = sum(f_W(X) * readout), evaluated at c W for each c.
+
+    Because LN ignores positive scale (Remark 4.3), f_{cW} = f_W, and by the chain rule
+    grad_W loss at cW equals grad_W loss at W divided by c. So weight decay (which only
+    shrinks c) leaves the function alone while making the gradient step relatively larger.
+    W (m, n), X (B, n), readout (B, m), scales (k,). Returns, per c (each (k,)):
+    output_change = max |f_{cW} - f_W|, loss, grad_norm = ||grad at cW||,
+    grad_norm_times_c = c ||grad at cW|| (equals ||grad at W|| when the 1/c law holds).
+    """
+    if not bool((scales > 0).all()):
+        raise ValueError("scales must be > 0: weight decay shrinks W by a positive factor")
+    base = layer_norm(X @ W.T, eps=eps)  # (B, m)
+    rows = {"output_change": [], "loss": [], "grad_norm": [], "grad_norm_times_c": []}
+    for c in scales:
+        Wc = (c * W).detach().requires_grad_(True)  # (m, n)
+        out = layer_norm(X @ Wc.T, eps=eps)  # (B, m)
+        loss = (out * readout).sum()
+        (grad,) = torch.autograd.grad(loss, Wc)
+        rows["output_change"].append((out.detach() - base).abs().max())
+        rows["loss"].append(loss.detach())
+        rows["grad_norm"].append(torch.linalg.vector_norm(grad))
+        rows["grad_norm_times_c"].append(c * torch.linalg.vector_norm(grad))
+    return {key: torch.stack(values) for key, values in rows.items()}

@@ -1,0 +1,126 @@
+"""Block Jacobians of the residual stream (Lecture 5, Section 3; Remark 3.3; Exercise 7).
+
+A block maps one sequence X (T, d) to X' (T, d); its Jacobian is the (T d) x (T d) matrix
+J[i, j] = d vec(X')_i / d vec(X)_j, with vec flattening row by row (position-major). The
+Jacobian of the stack from X^(0) to X^(L) is the product J_{L-1} ... J_1 J_0 of block
+Jacobians, each taken at that block's own input.
+
+Pre-norm blocks (Definition 3.1) have the form X' = X + F(X) with F(X) = MHA(LN_1(X)) +
+MLP(LN_2(Y)), so J = I + DF. Post-norm blocks (Aside 3.5) end in a LayerNorm and have no
+identity term. The model's own modules are used throughout; nothing here re-implements them.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch.func import jacrev
+
+from .cache import run_with_cache
+from .config import GPTConfig
+from .model import GPT, Block
+
+
+def _check_sequence(X: torch.Tensor, d: int) -> None:
+    if not isinstance(X, torch.Tensor) or X.dim() != 2 or X.shape[1] != d:
+        shape = tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__
+        raise ValueError(f"X must be one sequence of shape (T, d) with d = {d}, got {shape}")
+
+
+def _as_flat_map(fn, T: int, d: int):
+    """vec(X) (T d,) -> vec(fn(X)) (T d,), calling fn on a batch of one (1, T, d)."""
+    return lambda x: fn(x.reshape(1, T, d)).reshape(-1)
+
+
+def jacobian_of(fn, X: torch.Tensor) -> torch.Tensor:
+    """Jacobian of a map (1, T, d) -> (1, T, d) at X (T, d), as a (T d, T d) matrix, by reverse mode.
+
+    torch.func.jacrev computes all T d rows in one vectorized backward pass.
+    """
+    T, d = X.shape
+    return jacrev(_as_flat_map(fn, T, d))(X.reshape(-1))
+
+
+def block_jacobian(block: Block, X: torch.Tensor) -> torch.Tensor:
+    """d vec(block(X)) / d vec(X) at one sequence X (T, d): a (T d, T d) matrix."""
+    _check_sequence(X, block.ln_1.gamma.shape[0])
+    return jacobian_of(lambda Z: block(Z, {}), X)  # a record dict selects the explicit attention path
+
+
+def residual_branch(block: Block, X: torch.Tensor) -> torch.Tensor:
+    """F(X) = MHA(LN_1(X)) + MLP(LN_2(Y)) of a pre-norm block, from the block's own recorded writes.
+
+    X (B, T, d) -> (B, T, d). Post-norm blocks are refused: they are not of the form X + F(X).
+    """
+    if block.norm != "pre":
+        raise ValueError("residual_branch needs a pre-norm block: a post-norm block is LN(X + F(X)), not X + F(X)")
+    record: dict = {}
+    block(X, record)
+    return record["attn_write"] + record.get("mlp_write", 0)
+
+
+def branch_jacobian(block: Block, X: torch.Tensor) -> torch.Tensor:
+    """DF at X (T, d) for a pre-norm block, (T d, T d); Definition 3.1 says block_jacobian = I + DF."""
+    _check_sequence(X, block.ln_1.gamma.shape[0])
+    return jacobian_of(lambda Z: residual_branch(block, Z), X)
+
+
+def stack_jacobians(blocks, X0: torch.Tensor) -> list[torch.Tensor]:
+    """The block Jacobians J_0, ..., J_{L-1}, each at its own input X^(l), starting from X0 (T, d)."""
+    jacobians, X = [], X0
+    for block in blocks:
+        jacobians.append(block_jacobian(block, X))
+        X = block(X.unsqueeze(0)).squeeze(0).detach()  # X^(l+1), (T, d)
+    return jacobians
+
+
+def product_of_jacobians(jacobians: list[torch.Tensor]) -> torch.Tensor:
+    """J_{L-1} ... J_1 J_0 (chain rule, Remark 3.3): d vec(X^(L)) / d vec(X^(0))."""
+    product = torch.eye(jacobians[0].shape[0], dtype=jacobians[0].dtype)
+    for J in jacobians:
+        product = J @ product
+    return product
+
+
+def layer_gradient_norms(model: GPT, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """||d loss / d X^(l)|| for l = 0..L (Frobenius over positions and features): shape (L + 1,).
+
+    loss is the mean next-token cross-entropy of Section 5; the gradient reaching X^(l) is
+    what flows back to block l-1 and to the embeddings for l = 0.
+    """
+    Z, cache = run_with_cache(model, idx)
+    loss = F.cross_entropy(Z.reshape(-1, Z.shape[-1]), targets.reshape(-1))
+    streams = [cache.X(l) for l in range(model.config.L + 1)]
+    grads = torch.autograd.grad(loss, streams)
+    return torch.stack([torch.linalg.vector_norm(g) for g in grads]).detach()
+
+
+def depth_study(norm: str, depths, d: int = 32, T: int = 4, H: int = 4, seed: int = 0, text: str = "To be, or") -> list[dict]:
+    """Exercise 7 at initialization: for each depth L, a fresh float64 model with the given norm placement.
+
+    Each entry: L, singular_values of d X^(L) / d X^(0) (a (T d) x (T d) product of block
+    Jacobians, descending), and gradient_norms ||d loss / d X^(l)||, l = 0..L. The tokens are
+    the first T characters of `text`, predicting the next character. The model is seeded with
+    `seed` for every L, so each row is reproducible on its own.
+    """
+    if len(text) < T + 1:
+        raise ValueError(f"text must have at least T + 1 = {T + 1} characters (inputs and next-character targets)")
+    from .data import encode
+
+    tokens = encode(text[: T + 1])
+    idx, targets = tokens[:-1], tokens[1:]  # (T,), (T,)
+    rows = []
+    for L in depths:
+        torch.manual_seed(seed)
+        model = GPT(GPTConfig(T_max=T, d=d, H=H, L=L, norm=norm)).double()
+        with torch.no_grad():
+            X0 = model.E[idx] + model.P[:T]  # X^(0), (T, d)
+        product = product_of_jacobians(stack_jacobians(model.blocks, X0))  # (T d, T d)
+        rows.append(
+            {
+                "L": L,
+                "singular_values": torch.linalg.svdvals(product).detach(),
+                "gradient_norms": layer_gradient_norms(model, idx, targets),
+            }
+        )
+    return rows

@@ -1,0 +1,86 @@
+"""Measurements of the residual stream (Lecture 5, Remarks 3.2 and 3.4, Empirical aside 3.5).
+
+All functions take any GPT (random or trained) and token batches, and read the stream from
+gptlib.run_with_cache, so they measure exactly the model's own forward pass.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .cache import Cache, run_with_cache
+from .model import GPT
+
+
+def _row_norms(X: torch.Tensor) -> torch.Tensor:
+    return torch.linalg.vector_norm(X, dim=-1)  # (B, T, d) -> (B, T)
+
+
+def stream_norms(cache: Cache) -> torch.Tensor:
+    """Remark 3.2: the mean over positions of ||X_t^(l)|| for l = 0..L, shape (L + 1,)."""
+    return torch.stack([_row_norms(cache.X(l)).mean() for l in range(cache.n_layers + 1)])
+
+
+def cosine_to_initial(cache: Cache) -> torch.Tensor:
+    """Remark 3.4: the mean over positions of cos(X_t^(l), X_t^(0)) for l = 0..L, shape (L + 1,)."""
+    X0 = cache.X(0)
+    return torch.stack([F.cosine_similarity(cache.X(l), X0, dim=-1).mean() for l in range(cache.n_layers + 1)])
+
+
+def injected_direction_readout(model: GPT, idx: torch.Tensor, direction: torch.Tensor, after_block: int = 0) -> torch.Tensor:
+    """Remark 3.4: write `direction` w (d,) into X^(l0+1), l0 = after_block, at every position,
+    run the remaining blocks, and read it back at each later layer by projection:
+    coefficient(l) = mean_t <X'_t^(l) - X_t^(l), w> / ||w||^2 for l = l0+1..L, shape (L - l0,).
+    1 means w arrives intact; the identity path of a pre-norm block carries it unchanged.
+    """
+    L = model.config.L
+    if not 0 <= after_block < L:
+        raise ValueError(f"after_block must lie in [0, L) = [0, {L}), got {after_block}")
+    _, cache = run_with_cache(model, idx)
+    X = cache.X(after_block + 1) + direction  # (B, T, d)
+    coefficients = []
+    for l in range(after_block + 1, L + 1):
+        change = X - cache.X(l)  # (B, T, d)
+        coefficients.append((change @ direction).mean() / direction.dot(direction))
+        if l < L:
+            X = model.blocks[l](X)
+    return torch.stack(coefficients)
+
+
+def branch_write_ratios(cache: Cache) -> dict[str, torch.Tensor]:
+    """Empirical aside 3.5: per block l, the mean over positions of ||write|| / ||stream it is added to||.
+
+    attn: ||MHA write of block l|| / ||X^(l)||; mlp: ||MLP write of block l|| / ||Y^(l)||. Each (L,).
+    """
+    L = cache.n_layers
+    attn = [(_row_norms(cache.attn_write(l)) / _row_norms(cache.X(l))).mean() for l in range(L)]
+    mlp = [(_row_norms(cache.mlp_write(l)) / _row_norms(cache.Y(l))).mean() for l in range(L)]
+    return {"attn": torch.stack(attn), "mlp": torch.stack(mlp)}
+
+
+class _SkippedBlock(nn.Module):
+    """Stands in for a dropped block: X' = X."""
+
+    def forward(self, X: torch.Tensor, record: dict | None = None) -> torch.Tensor:
+        return X
+
+
+@torch.no_grad()
+def block_drop_losses(model: GPT, idx: torch.Tensor, targets: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Empirical aside 3.5: the mean cross-entropy with all blocks, and with block l dropped (X^(l+1) = X^(l)).
+
+    Returns base (scalar) and dropped (L,): dropped[l] - base is the loss increase. The
+    model's own forward pass runs with one block swapped for the identity, then restored.
+    """
+    _, base = model(idx, targets)
+    dropped = []
+    for l in range(model.config.L):
+        block = model.blocks[l]
+        model.blocks[l] = _SkippedBlock()
+        try:
+            dropped.append(model(idx, targets)[1])
+        finally:
+            model.blocks[l] = block
+    return {"base": base, "dropped": torch.stack(dropped)}
