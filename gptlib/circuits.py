@@ -1,0 +1,215 @@
+"""Heads as low-rank circuits (Lecture 5, Section 1).
+
+    W_QK(attn, h)               W_Q^h (W_K^h)^T, the QK circuit              (d, d)
+    W_OV(attn, h)               W_V^h W_O^h, the OV circuit                  (d, d)
+    head_contributions(attn, X) A^h X W_OV^h for every head (Proposition 1.2) (B, H, T, d)
+    mha_by_definition(attn, X)  [C^1 | ... | C^H] W_O + b_O (Definition 1.1) (B, T, d)
+    scores(attn, X)             S^h = X W_QK^h X^T / sqrt(d_head), unmasked  (B, H, T, T)
+    numerical_rank(M)           singular values, the stated tolerance, the rank
+    gauge_transform(...)        Remark 1.3's GL(d_head) reparametrization of one head
+    factor_pair_dimension(...)  Exercise 3: the dimension of the set of (W_Q, W_K) giving one W_QK
+    head_budget_comparison(...) Remark 1.4: one full-width head against H heads
+
+The output bias b_O is not part of any head: MHA(X) = sum_h A^h X W_OV^h + b_O, so
+`head_contributions` leaves it out and `mha_by_definition` adds it once.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .cache import Cache
+from .config import GPTConfig
+from .model import GPT, MultiHeadAttention
+
+
+def _check_head(attn: MultiHeadAttention, h: int) -> None:
+    if not isinstance(h, int) or isinstance(h, bool) or not 0 <= h < attn.H:
+        raise ValueError(f"head index h must be an integer in [0, H) = [0, {attn.H}), got {h!r}")
+
+
+def _check_input(attn: MultiHeadAttention, X: torch.Tensor) -> None:
+    d = attn.W_O.shape[0]
+    if not isinstance(X, torch.Tensor) or X.dim() != 3 or X.shape[-1] != d:
+        shape = tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__
+        raise ValueError(f"X must be a (B, T, d) tensor with d={d}, got {shape}")
+
+
+def W_QK(attn: MultiHeadAttention, h: int) -> torch.Tensor:
+    """W_QK^h = W_Q^h (W_K^h)^T, the bilinear form behind head h's scores (Section 1): (d, d)."""
+    _check_head(attn, h)
+    return attn.W_Q[h] @ attn.W_K[h].T
+
+
+def W_OV(attn: MultiHeadAttention, h: int) -> torch.Tensor:
+    """W_OV^h = W_V^h W_O^h, the map from a read row to head h's write (Proposition 1.2): (d, d)."""
+    _check_head(attn, h)
+    return attn.W_V[h] @ attn.W_O_head(h)
+
+
+def attention_input(model: GPT, cache: Cache, l: int) -> torch.Tensor:
+    """The X that layer l's MHA reads: LN_1(X^(l)) in a pre-norm block, X^(l) itself in post-norm."""
+    return cache.ln_1(l) if model.config.norm == "pre" else cache.X(l)
+
+
+def head_contributions(attn: MultiHeadAttention, X: torch.Tensor) -> torch.Tensor:
+    """Proposition 1.2's terms A^h X W_OV^h for every head h, without b_O: (B, H, T, d).
+
+    Summing over h and adding b_O gives MHA(X).
+    """
+    _check_input(attn, X)
+    q, k, _ = attn.qkv(X)  # each (B, H, T, d_head)
+    A = attn.attention_matrices(q, k)  # (B, H, T, T)
+    W_OV_all = torch.stack([W_OV(attn, h) for h in range(attn.H)])  # (H, d, d)
+    return torch.einsum("bhts,bsd,hde->bhte", A, X, W_OV_all)  # (B, H, T, d)
+
+
+def mha_by_definition(attn: MultiHeadAttention, X: torch.Tensor) -> torch.Tensor:
+    """Definition 1.1 written head by head: C^h = A^h X W_V^h, then [C^1 | ... | C^H] W_O + b_O: (B, T, d)."""
+    _check_input(attn, X)
+    q, k, _ = attn.qkv(X)  # each (B, H, T, d_head)
+    A = attn.attention_matrices(q, k)  # (B, H, T, T)
+    heads = [A[:, h] @ X @ attn.W_V[h] for h in range(attn.H)]  # H tensors (B, T, d_head)
+    return torch.cat(heads, dim=-1) @ attn.W_O + attn.b_O  # (B, T, d)
+
+
+def scores(attn: MultiHeadAttention, X: torch.Tensor) -> torch.Tensor:
+    """S^h = X W_QK^h X^T / sqrt(d_head) for every head, before the causal mask: (B, H, T, T)."""
+    _check_input(attn, X)
+    W_QK_all = torch.stack([W_QK(attn, h) for h in range(attn.H)])  # (H, d, d)
+    return torch.einsum("btd,hde,bse->bhts", X, W_QK_all, X) / math.sqrt(attn.d_head)
+
+
+@dataclass(frozen=True)
+class NumericalRank:
+    """Singular values (descending), the tolerance below which they count as zero, and the rank."""
+
+    singular_values: torch.Tensor
+    tolerance: float
+    rank: int
+
+
+def numerical_rank(M: torch.Tensor, rtol: float | None = None) -> NumericalRank:
+    """The number of singular values of M above tol = rtol * sigma_max.
+
+    The default rtol is max(m, n) * machine epsilon of M's dtype, the rule numpy and
+    torch.linalg.matrix_rank use; exact rank deficits then show as a gap of many orders
+    of magnitude between sigma_rank and sigma_rank+1.
+    """
+    if not isinstance(M, torch.Tensor) or M.dim() != 2 or not M.dtype.is_floating_point:
+        raise ValueError("M must be a 2-D floating-point tensor")
+    if rtol is None:
+        rtol = max(M.shape) * torch.finfo(M.dtype).eps
+    if not rtol >= 0:
+        raise ValueError(f"rtol must be >= 0, got {rtol!r}")
+    sigma = torch.linalg.svdvals(M.detach())  # descending
+    tolerance = float(sigma[0]) * rtol if sigma.numel() else 0.0
+    return NumericalRank(sigma, tolerance, int((sigma > tolerance).sum()))
+
+
+def random_invertible(n: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    """A random well-conditioned invertible n x n matrix: Q diag(s) with Q orthogonal, s in [0.5, 2]."""
+    Q, _ = torch.linalg.qr(torch.randn(n, n, generator=generator, dtype=torch.float64))
+    s = 0.5 + 1.5 * torch.rand(n, generator=generator, dtype=torch.float64)
+    return (Q * s).float()  # (n, n)
+
+
+def _inverse(R: torch.Tensor, d_head: int, name: str) -> torch.Tensor:
+    if not isinstance(R, torch.Tensor) or tuple(R.shape) != (d_head, d_head):
+        shape = tuple(R.shape) if isinstance(R, torch.Tensor) else type(R).__name__
+        raise ValueError(f"{name} must be a (d_head, d_head) = ({d_head}, {d_head}) matrix, got {shape}")
+    if numerical_rank(R.double()).rank < d_head:
+        raise ValueError(f"{name} must be invertible (Remark 1.3 needs R in GL(d_head)); it is singular")
+    return torch.linalg.inv(R.double()).to(R.dtype)
+
+
+@torch.no_grad()
+def gauge_transform(
+    model: GPT, layer: int, h: int, R_qk: torch.Tensor | None = None, R_ov: torch.Tensor | None = None
+) -> GPT:
+    """A copy of `model` with head h of `layer` reparametrized (Remark 1.3, Exercise 3).
+
+    R_qk: W_Q^h -> W_Q^h R_qk and W_K^h -> W_K^h R_qk^{-T}, so W_QK^h is unchanged.
+    R_ov: W_V^h -> W_V^h R_ov and W_O^h -> R_ov^{-1} W_O^h, so W_OV^h is unchanged.
+    The original model is not modified.
+    """
+    if not isinstance(layer, int) or not 0 <= layer < model.config.L:
+        raise ValueError(f"layer must be an integer in [0, L) = [0, {model.config.L}), got {layer!r}")
+    new = copy.deepcopy(model)
+    attn = new.blocks[layer].attn
+    _check_head(attn, h)
+    if R_qk is not None:
+        R_inv = _inverse(R_qk, attn.d_head, "R_qk")
+        attn.W_Q[h] = attn.W_Q[h] @ R_qk
+        attn.W_K[h] = attn.W_K[h] @ R_inv.T
+    if R_ov is not None:
+        R_inv = _inverse(R_ov, attn.d_head, "R_ov")
+        rows = slice(h * attn.d_head, (h + 1) * attn.d_head)
+        attn.W_V[h] = attn.W_V[h] @ R_ov
+        attn.W_O[rows] = R_inv @ attn.W_O[rows]
+    return new
+
+
+@dataclass(frozen=True)
+class FactorPairDimension:
+    """Exercise 3 at one generic point: parameters 2 d d_head, Jacobian rank, their difference."""
+
+    d: int
+    d_head: int
+    parameters: int  # 2 d d_head entries in (W_Q, W_K)
+    jacobian_rank: int  # rank of D(W_Q, W_K) -> W_Q W_K^T
+    fiber_dimension: int  # parameters - jacobian_rank; Exercise 3's answer is d_head^2
+
+
+def factor_pair_dimension(d: int, d_head: int, seed: int = 0) -> FactorPairDimension:
+    """Dimension of {(W_Q, W_K): W_Q W_K^T = M} for a generic M of rank d_head, measured.
+
+    At a generic point (W_Q, W_K) in float64, the Jacobian of (W_Q, W_K) -> W_Q W_K^T is
+    computed by autograd and its numerical rank taken (default tolerance of numerical_rank).
+    By the constant-rank theorem the set of factor pairs near that point is a manifold of
+    dimension 2 d d_head - rank. Keep d small: the Jacobian is d^2 x 2 d d_head.
+    """
+    if not (isinstance(d, int) and isinstance(d_head, int) and 1 <= d_head <= d):
+        raise ValueError(f"need integers 1 <= d_head <= d, got d={d!r}, d_head={d_head!r}")
+    generator = torch.Generator().manual_seed(seed)
+    W_Q = torch.randn(d, d_head, generator=generator, dtype=torch.float64)
+    W_K = torch.randn(d, d_head, generator=generator, dtype=torch.float64)
+    J_Q, J_K = torch.autograd.functional.jacobian(lambda Q, K: Q @ K.T, (W_Q, W_K))  # (d, d, d, d_head) each
+    J = torch.cat((J_Q.reshape(d * d, -1), J_K.reshape(d * d, -1)), dim=1)  # (d^2, 2 d d_head)
+    rank = numerical_rank(J).rank
+    return FactorPairDimension(d, d_head, 2 * d * d_head, rank, 2 * d * d_head - rank)
+
+
+@dataclass(frozen=True)
+class HeadBudget:
+    """One row of Remark 1.4's comparison, each number measured from a MultiHeadAttention."""
+
+    H: int
+    d_head: int
+    parameters: int  # numel of W_Q, W_K, W_V, W_O, b_O
+    distributions_per_query: int  # rows A^h_t, one per head
+    max_head_rank: int  # largest numerical rank of any W_QK^h, computed in float64
+
+
+def head_budget_comparison(config: GPTConfig, T: int = 8) -> list[HeadBudget]:
+    """Remark 1.4: the config's H heads against one full-width head (H = 1, d_head = d).
+
+    Both modules are built fresh in float64 (seeded by the caller) and run on a random (1, T, d) input.
+    """
+    rows = []
+    for H in (1, config.H):
+        attn = MultiHeadAttention(config.replace(H=H)).double()  # float64: a d x d product is ill-conditioned
+        for p in (attn.W_Q, attn.W_K, attn.W_V, attn.W_O):
+            torch.nn.init.normal_(p, std=config.init_std)
+        X = torch.randn(1, T, config.d, dtype=torch.float64)  # (1, T, d)
+        with torch.no_grad():
+            q, k, _ = attn.qkv(X)
+            A = attn.attention_matrices(q, k)  # (1, H, T, T)
+            ranks = [numerical_rank(W_QK(attn, h)).rank for h in range(H)]
+        parameters = sum(p.numel() for p in attn.parameters())
+        rows.append(HeadBudget(H, attn.d_head, parameters, A.shape[1], max(ranks)))
+    return rows

@@ -1,0 +1,185 @@
+"""gptlib.circuits against independent computations: the module's own forward, torch.linalg, explicit Jacobians."""
+
+import math
+
+import pytest
+import torch
+
+from gptlib import COURSE_CONFIG, GPT, GPTConfig, circuits, run_with_cache
+from gptlib.model import MultiHeadAttention
+
+SMALL = GPTConfig(V=65, T_max=12, d=24, H=3, L=2)
+SHARP = SMALL.replace(init_std=0.3)  # large weights: peaked attention, so errors show in the logits
+
+
+def random_attention(config=SMALL):
+    """A MultiHeadAttention with large random weights and a nonzero b_O, so b_O's handling is tested."""
+    attn = MultiHeadAttention(config)
+    with torch.no_grad():
+        for p in attn.parameters():
+            p.normal_(std=0.3)
+    return attn
+
+
+@torch.no_grad()
+def test_proposition_1_2_heads_plus_bias_give_the_modules_output():
+    attn = random_attention()
+    X = torch.randn(2, 10, SMALL.d)
+    terms = circuits.head_contributions(attn, X)  # (B, H, T, d)
+    assert terms.shape == (2, SMALL.H, 10, SMALL.d)
+    reference = attn(X)  # the fused scaled_dot_product_attention path, written independently
+    torch.testing.assert_close(terms.sum(1) + attn.b_O, reference, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(circuits.mha_by_definition(attn, X), reference, atol=1e-5, rtol=1e-5)
+
+
+@torch.no_grad()
+def test_a_wrong_decomposition_is_caught():
+    """Pairing each head with the next head's W_O block, or dropping b_O, fails the same check."""
+    attn = random_attention()
+    X = torch.randn(1, 10, SMALL.d)
+    q, k, v = attn.qkv(X)
+    A = attn.attention_matrices(q, k)
+    H = SMALL.H
+    wrong = sum(A[:, h] @ X @ attn.W_V[h] @ attn.W_O_head((h + 1) % H) for h in range(H)) + attn.b_O
+    assert (wrong - attn(X)).abs().max() > 1e-2
+    without_bias = circuits.head_contributions(attn, X).sum(1)
+    assert (without_bias - attn(X)).abs().max() > 1e-2
+
+
+@pytest.mark.parametrize("norm", ["pre", "post"])
+@torch.no_grad()
+def test_contributions_match_every_layers_cached_write(norm):
+    model = GPT(SMALL.replace(norm=norm)).eval()
+    with torch.no_grad():
+        for block in model.blocks:
+            block.attn.b_O.normal_()
+    _, cache = run_with_cache(model, torch.randint(0, 65, (2, 12)))
+    for l, block in enumerate(model.blocks):
+        X = circuits.attention_input(model, cache, l)
+        total = circuits.head_contributions(block.attn, X).sum(1) + block.attn.b_O
+        torch.testing.assert_close(total, cache.attn_write(l), atol=1e-5, rtol=1e-5)
+
+
+@torch.no_grad()
+def test_circuit_matrices_reproduce_scores_and_values():
+    attn = random_attention()
+    X = torch.randn(1, 7, SMALL.d)
+    q, k, v = attn.qkv(X)  # (1, H, T, d_head)
+    S = circuits.scores(attn, X)
+    torch.testing.assert_close(S, q @ k.transpose(-2, -1) / math.sqrt(SMALL.d_head), atol=1e-5, rtol=1e-5)
+    mask = torch.ones(7, 7, dtype=torch.bool).triu(1)
+    torch.testing.assert_close(S.masked_fill(mask, float("-inf")).softmax(-1), attn.attention_matrices(q, k))
+    for h in range(SMALL.H):
+        torch.testing.assert_close(X @ circuits.W_OV(attn, h), v[:, h] @ attn.W_O_head(h), atol=1e-5, rtol=1e-5)
+        assert circuits.W_QK(attn, h).shape == (SMALL.d, SMALL.d)
+
+
+def test_numerical_rank_agrees_with_torch_and_sees_products():
+    generator = torch.Generator().manual_seed(1)
+    for inner in (1, 5, 16):
+        M = torch.randn(40, inner, generator=generator) @ torch.randn(inner, 30, generator=generator)
+        result = circuits.numerical_rank(M)
+        assert result.rank == inner == int(torch.linalg.matrix_rank(M))
+        assert result.tolerance == pytest.approx(float(result.singular_values[0]) * 40 * torch.finfo(torch.float32).eps)
+    assert circuits.numerical_rank(torch.zeros(3, 3)).rank == 0
+
+
+def test_course_heads_have_rank_d_head():
+    """Proposition 1.2 and Exercise 6: rank(W_OV^h) <= d_head and rank(S^h) <= d_head, with equality generically."""
+    model = GPT(COURSE_CONFIG).eval()
+    attn = model.blocks[0].attn
+    X = torch.randn(1, COURSE_CONFIG.T_max, COURSE_CONFIG.d)  # T = 64 > d_head = 32
+    with torch.no_grad():
+        S = circuits.scores(attn, X)
+        for h in range(COURSE_CONFIG.H):
+            assert circuits.numerical_rank(circuits.W_OV(attn, h)).rank == COURSE_CONFIG.d_head
+            assert circuits.numerical_rank(circuits.W_QK(attn, h)).rank == COURSE_CONFIG.d_head
+            assert circuits.numerical_rank(S[0, h]).rank == COURSE_CONFIG.d_head
+
+
+@torch.no_grad()
+def test_gauge_transform_keeps_circuits_and_logits():
+    model = GPT(SHARP).eval()
+    idx = torch.randint(0, 65, (2, 12))
+    generator = torch.Generator().manual_seed(2)
+    R_qk = circuits.random_invertible(SMALL.d_head, generator)
+    R_ov = circuits.random_invertible(SMALL.d_head, generator)
+    new = circuits.gauge_transform(model, 1, 2, R_qk, R_ov)
+    old_attn, new_attn = model.blocks[1].attn, new.blocks[1].attn
+    assert (new_attn.W_Q[2] - old_attn.W_Q[2]).abs().max() > 1e-3  # the factors did change
+    assert (new_attn.W_O_head(2) - old_attn.W_O_head(2)).abs().max() > 1e-3
+    torch.testing.assert_close(circuits.W_QK(new_attn, 2), circuits.W_QK(old_attn, 2), atol=1e-6, rtol=1e-4)
+    torch.testing.assert_close(circuits.W_OV(new_attn, 2), circuits.W_OV(old_attn, 2), atol=1e-6, rtol=1e-4)
+    torch.testing.assert_close(new(idx), model(idx), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(new_attn.W_Q[0], old_attn.W_Q[0])  # other heads untouched
+
+
+@torch.no_grad()
+def test_a_wrong_gauge_changes_the_logits():
+    """W_K^h R^{-1} instead of W_K^h R^{-T}: the checks above would catch this mistake."""
+    model = GPT(SHARP).eval()
+    idx = torch.randint(0, 65, (1, 12))
+    R = circuits.random_invertible(SHARP.d_head, torch.Generator().manual_seed(3))
+    wrong = circuits.gauge_transform(model, 0, 0)  # an unchanged copy
+    attn = wrong.blocks[0].attn
+    attn.W_Q[0] = attn.W_Q[0] @ R
+    attn.W_K[0] = attn.W_K[0] @ torch.linalg.inv(R)
+    assert (circuits.W_QK(attn, 0) - circuits.W_QK(model.blocks[0].attn, 0)).abs().max() > 1e-2
+    assert (wrong(idx) - model(idx)).abs().max() > 1e-3
+
+
+def test_gauge_transform_refuses_bad_matrices():
+    model = GPT(SMALL)
+    with pytest.raises(ValueError, match="invertible"):
+        circuits.gauge_transform(model, 0, 0, R_qk=torch.zeros(SMALL.d_head, SMALL.d_head))
+    with pytest.raises(ValueError, match="d_head"):
+        circuits.gauge_transform(model, 0, 0, R_ov=torch.eye(SMALL.d_head + 1))
+    with pytest.raises(ValueError, match="layer"):
+        circuits.gauge_transform(model, SMALL.L, 0)
+    with pytest.raises(ValueError, match="head index"):
+        circuits.gauge_transform(model, 0, SMALL.H)
+
+
+def explicit_jacobian_rank(d, d_head, seed):
+    """d(W_Q W_K^T) = dQ K^T + Q dK^T as a matrix built with Kronecker products (independent of autograd)."""
+    generator = torch.Generator().manual_seed(seed)
+    Q = torch.randn(d, d_head, generator=generator, dtype=torch.float64)
+    K = torch.randn(d, d_head, generator=generator, dtype=torch.float64)
+    eye = torch.eye(d, dtype=torch.float64)
+    # row (i, j) of vec(M); dQ_{ia} contributes K_{ja}, dK_{ja} contributes Q_{ia} (columns in another order: rank unchanged)
+    J = torch.cat((torch.kron(eye, K), torch.kron(Q, eye)), dim=1)
+    return int(torch.linalg.matrix_rank(J))
+
+
+@pytest.mark.parametrize("d, d_head", [(4, 1), (6, 2), (8, 3), (9, 4), (5, 5)])
+def test_factor_pairs_form_a_d_head_squared_family(d, d_head):
+    """Exercise 3: the fibre of (W_Q, W_K) -> W_Q W_K^T has dimension d_head^2 (the GL(d_head) orbit)."""
+    result = circuits.factor_pair_dimension(d, d_head, seed=0)
+    assert result.parameters == 2 * d * d_head
+    assert result.jacobian_rank == explicit_jacobian_rank(d, d_head, seed=0)
+    assert result.fiber_dimension == d_head**2
+
+
+def test_factor_pair_dimension_refuses_bad_sizes():
+    with pytest.raises(ValueError, match="d_head <= d"):
+        circuits.factor_pair_dimension(3, 4)
+
+
+def test_remark_1_4_same_budget_more_distributions():
+    rows = circuits.head_budget_comparison(COURSE_CONFIG)
+    d = COURSE_CONFIG.d
+    assert [row.H for row in rows] == [1, COURSE_CONFIG.H]
+    for row in rows:
+        assert row.parameters == 4 * d * d + d  # the attention term of Theorem 5.2's proof
+        assert row.distributions_per_query == row.H
+        assert row.max_head_rank == row.d_head == d // row.H
+
+
+def test_inputs_are_checked():
+    attn = random_attention()
+    with pytest.raises(ValueError, match="head index"):
+        circuits.W_QK(attn, -1)
+    with pytest.raises(ValueError, match=r"\(B, T, d\)"):
+        circuits.head_contributions(attn, torch.randn(5, SMALL.d))
+    with pytest.raises(ValueError, match="2-D"):
+        circuits.numerical_rank(torch.randn(3))
