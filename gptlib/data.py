@@ -1,6 +1,14 @@
-"""The course's 65-character vocabulary (that of tiny Shakespeare) and encode/decode."""
+"""The course's 65-character vocabulary (that of tiny Shakespeare), encode/decode, and the corpus.
+
+The corpus part: load it (local copy, or a sha256-checked download), split it into training and
+held-out text, and cut batches of windows for training (next-token targets, Section 5).
+"""
 
 from __future__ import annotations
+
+import hashlib
+import urllib.request
+from pathlib import Path
 
 import torch
 
@@ -25,3 +33,99 @@ def decode(ids) -> str:
     if bad:
         raise ValueError(f"token ids must lie in [0, {len(VOCABULARY)}), got {bad[:5]}")
     return "".join(VOCABULARY[i] for i in ids)
+
+
+# The tiny-Shakespeare corpus: found beside the checkout, or downloaded once and checksum-verified.
+CORPUS_FILENAME = "tinyshakespeare.txt"
+CORPUS_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
+CORPUS_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
+LOCAL_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / CORPUS_FILENAME  # ../shared/data
+DEFAULT_CACHE_DIR = Path.home() / ".cache" / "gptlib"
+
+
+def sha256_of(path: Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def download_corpus(cache_dir: Path | str = DEFAULT_CACHE_DIR, url: str = CORPUS_URL) -> Path:
+    """Fetch the corpus into cache_dir (once) and return its path; ValueError if its sha256 is not CORPUS_SHA256.
+
+    The download goes to a temporary name and is renamed only after the checksum matches,
+    so a failed or tampered download never leaves a file that looks valid.
+    """
+    cache_dir = Path(cache_dir)
+    target = cache_dir / CORPUS_FILENAME
+    if target.exists() and sha256_of(target) == CORPUS_SHA256:
+        return target
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".part")
+    with urllib.request.urlopen(url, timeout=60) as response:
+        partial.write_bytes(response.read())
+    digest = sha256_of(partial)
+    if digest != CORPUS_SHA256:
+        partial.unlink()
+        raise ValueError(f"downloaded corpus from {url} has sha256 {digest}, expected {CORPUS_SHA256}")
+    partial.replace(target)
+    return target
+
+
+def load_corpus(path: Path | str | None = None, *, download: bool = False,
+                cache_dir: Path | str = DEFAULT_CACHE_DIR) -> str:
+    """The tiny-Shakespeare text.
+
+    path: a local copy (read as is). Without one, ../shared/data/tinyshakespeare.txt beside the
+    checkout, then a verified copy in cache_dir; with download=True a missing corpus is fetched
+    from CORPUS_URL and checked against CORPUS_SHA256. FileNotFoundError says where it looked.
+    """
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no corpus file at {path}")
+        return path.read_text(encoding="utf-8")
+    cached = Path(cache_dir) / CORPUS_FILENAME
+    for candidate in (LOCAL_CORPUS, cached):
+        if candidate.is_file():
+            return candidate.read_text(encoding="utf-8")
+    if download:
+        return download_corpus(cache_dir).read_text(encoding="utf-8")
+    raise FileNotFoundError(
+        f"tiny-Shakespeare corpus not found at {LOCAL_CORPUS} or {cached}; "
+        "pass a path, or download=True to fetch it (sha256-checked)"
+    )
+
+
+def train_val_split(ids: torch.Tensor, val_fraction: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Deterministic split of a 1-D id sequence: the first (1 - val_fraction) for training, the rest held out."""
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction must lie strictly between 0 and 1, got {val_fraction!r}")
+    if ids.dim() != 1:
+        raise ValueError(f"ids must be 1-D (N,), got shape {tuple(ids.shape)}")
+    n_train = int(len(ids) * (1 - val_fraction))
+    if n_train < 2 or len(ids) - n_train < 2:
+        raise ValueError(f"{len(ids)} tokens are too few to split with val_fraction={val_fraction}")
+    return ids[:n_train], ids[n_train:]
+
+
+def sample_batch(ids: torch.Tensor, B: int, T: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """B random windows of a 1-D id sequence: inputs (B, T) and next-token targets (B, T)."""
+    if not len(ids) > T >= 1:
+        raise ValueError(f"need 1 <= T < len(ids) to cut windows of T+1 tokens, got T={T}, len(ids)={len(ids)}")
+    starts = torch.randint(len(ids) - T, (B,), generator=generator)  # (B,)
+    windows = torch.stack([ids[s : s + T + 1] for s in starts.tolist()])  # (B, T + 1)
+    return windows[:, :-1], windows[:, 1:]
+
+
+def heldout_windows(ids: torch.Tensor, T: int, max_windows: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Consecutive non-overlapping windows of a held-out sequence: inputs (N, T) and targets (N, T).
+
+    The same ids always give the same windows, so a validation loss computed on them is a fixed figure.
+    """
+    n = (len(ids) - 1) // T
+    if max_windows is not None:
+        n = min(n, max_windows)
+    if n < 1:
+        raise ValueError(f"need at least T+1={T + 1} held-out tokens, got {len(ids)}")
+    x = ids[: n * T].view(n, T)  # (N, T)
+    y = ids[1 : n * T + 1].view(n, T)  # (N, T)
+    return x, y

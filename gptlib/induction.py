@@ -1,0 +1,118 @@
+"""Induction heads in a two-layer attention-only GPT: the task, the head scores, the circuits.
+
+Beyond the lecture (its Section 1 gives the heads; this module measures what trained ones do):
+- the task: random tokens repeated, so the second copy is predictable only by looking back
+  at what followed the current token's earlier occurrence;
+- previous-token score of a head: mean attention A[t, t-1];
+- induction score of a head: on a sequence of n random tokens repeated twice, mean
+  attention from position t of the second copy to t - n + 1, the token after the previous
+  occurrence of x_t;
+- the full OV circuit E W_V^h W_O^h W_U (V, V) of a head (LayerNorms left out): a copying
+  head maps each token's embedding to a boost of that same token's logit, which shows as
+  eigenvalues with positive real part;
+- K-composition between a layer-0 head a and a layer-1 head b: how much of the key side
+  of b's W_QK = W_Q^b W_K^b^T reads what head a writes, || W_QK^b (W_OV^a)^T ||_F /
+  (||W_QK^b||_F ||W_OV^a||_F) with W_OV^a = W_V^a W_O^a (rows convention: x W_V W_O).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .cache import run_with_cache
+from .model import GPT
+
+
+def repeated_random_tokens(B: int, n: int, V: int, generator: torch.Generator) -> torch.Tensor:
+    """B sequences of n uniform random token ids followed by the same n again: (B, 2n)."""
+    if n < 2:
+        raise ValueError(f"need n >= 2 tokens to repeat, got n={n}")
+    first = torch.randint(V, (B, n), generator=generator)  # (B, n)
+    return torch.cat([first, first], dim=1)  # (B, 2n)
+
+
+def training_batch(B: int, T: int, V: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and targets (B, T) for training: each row repeats a random segment of random length.
+
+    Row b is n_b random tokens, the same n_b again, then fresh random tokens up to T + 1, with
+    n_b uniform in [4, T // 2]. The varying n_b makes 'look n back' useless, so only a real
+    induction circuit (match the token, copy its successor) lowers the loss.
+    """
+    if T < 8:
+        raise ValueError(f"need T >= 8 for repeated segments of length >= 4, got T={T}")
+    tokens = torch.randint(V, (B, T + 1), generator=generator)  # (B, T + 1)
+    lengths = torch.randint(4, T // 2 + 1, (B,), generator=generator)  # (B,)
+    for row, n in zip(tokens, lengths.tolist()):
+        row[n : 2 * n] = row[:n]
+    return tokens[:, :-1], tokens[:, 1:]
+
+
+@torch.no_grad()
+def half_losses(model: GPT, tokens: torch.Tensor) -> tuple[float, float]:
+    """Mean next-token loss on the first and on the second copy of repeated sequences (B, 2n).
+
+    The first copy is unpredictable (about ln V); position n-1 onward predicts tokens of the
+    second copy. Loss at position t is for target x_{t+1}, so the first half is t < n-1.
+    """
+    n = tokens.shape[1] // 2
+    logits = model(tokens[:, :-1])  # (B, 2n-1, V)
+    losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), tokens[:, 1:], reduction="none")  # (B, 2n-1)
+    return losses[:, : n - 1].mean().item(), losses[:, n - 1 :].mean().item()
+
+
+@torch.no_grad()
+def head_scores(model: GPT, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Previous-token and induction scores (L, H) of every head on repeated sequences (B, 2n).
+
+    previous[l, h] = mean over t >= 1 of A^h[t, t-1]; induction[l, h] = mean over t in the
+    second copy (t >= n) of A^h[t, t - n + 1].
+    """
+    n = tokens.shape[1] // 2
+    _, cache = run_with_cache(model, tokens)
+    previous, induction = [], []
+    for l in range(model.config.L):
+        A = cache.A(l)  # (B, H, 2n, 2n)
+        previous.append(A.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2)))  # (H,)
+        induction.append(A.diagonal(offset=-(n - 1), dim1=-2, dim2=-1)[..., 1:].mean(dim=(0, 2)))  # t = n..2n-1
+    return torch.stack(previous), torch.stack(induction)
+
+
+def ov_matrix(model: GPT, layer: int, head: int) -> torch.Tensor:
+    """W_OV^h = W_V^h W_O^h (d, d): what head h writes per unit of attention to a residual row."""
+    attn = model.blocks[layer].attn
+    return attn.W_V[head] @ attn.W_O_head(head)
+
+
+def qk_matrix(model: GPT, layer: int, head: int) -> torch.Tensor:
+    """W_QK^h = W_Q^h W_K^h^T (d, d): scores are x_i W_QK x_j^T / sqrt(d_head)."""
+    attn = model.blocks[layer].attn
+    return attn.W_Q[head] @ attn.W_K[head].T
+
+
+@torch.no_grad()
+def full_ov_eigenvalues(model: GPT, layer: int, head: int) -> torch.Tensor:
+    """Eigenvalues (V,) complex of E W_OV^h W_U, the token-to-logit map of a head (LayerNorms left out)."""
+    circuit = model.E @ ov_matrix(model, layer, head) @ model.unembedding  # (V, V)
+    return torch.linalg.eigvals(circuit.double())
+
+
+def positive_eigenvalue_fraction(eigenvalues: torch.Tensor) -> float:
+    """Share of eigenvalues with positive real part: near 1 for a head that copies tokens."""
+    return (eigenvalues.real > 0).double().mean().item()
+
+
+@torch.no_grad()
+def k_composition(model: GPT, reader_layer: int = 1, writer_layer: int = 0) -> torch.Tensor:
+    """K-composition scores (H_reader, H_writer): ||W_QK^b (W_OV^a)^T||_F / (||W_QK^b||_F ||W_OV^a||_F)."""
+    if not 0 <= writer_layer < reader_layer < model.config.L:
+        raise ValueError(f"need 0 <= writer_layer < reader_layer < L={model.config.L}, "
+                         f"got writer {writer_layer}, reader {reader_layer}")
+    H = model.config.H
+    scores = torch.empty(H, H)
+    for b in range(H):
+        W_QK = qk_matrix(model, reader_layer, b)  # (d, d)
+        for a in range(H):
+            W_OV = ov_matrix(model, writer_layer, a)  # (d, d)
+            scores[b, a] = torch.linalg.matrix_norm(W_QK @ W_OV.T) / (
+                torch.linalg.matrix_norm(W_QK) * torch.linalg.matrix_norm(W_OV))
+    return scores
