@@ -1,0 +1,107 @@
+"""gptlib.positionwise (Lecture 5, Section 2) against torch's GELU, closed forms and attention as a counter-example."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from gptlib import COURSE_CONFIG, GPTConfig
+from gptlib.model import MLP, MultiHeadAttention
+from gptlib.positionwise import (
+    convex_weights_error,
+    gelu_exact,
+    gelu_tanh,
+    permutation_error,
+    row_isolation_error,
+    separating_direction,
+)
+
+
+def test_gelu_exact_matches_torch_and_closed_form_values():
+    t = torch.linspace(-8, 8, 2001, dtype=torch.float64)
+    torch.testing.assert_close(gelu_exact(t), F.gelu(t, approximate="none"), atol=1e-12, rtol=0)
+    # Phi(0) = 1/2 and Phi(1) = 0.8413447460685429 (the normal table), written independently of erf
+    assert float(gelu_exact(torch.tensor(1.0, dtype=torch.float64))) == pytest.approx(0.8413447460685429, abs=1e-15)
+    assert float(gelu_exact(torch.tensor(0.0))) == 0.0
+
+
+def test_gelu_tanh_matches_torch_but_not_exactly_the_erf_form():
+    t = torch.linspace(-8, 8, 2001, dtype=torch.float64)
+    torch.testing.assert_close(gelu_tanh(t), F.gelu(t, approximate="tanh"), atol=1e-12, rtol=0)
+    gap = (gelu_tanh(t) - gelu_exact(t)).abs().max()
+    assert 1e-5 < gap < 1e-3  # a real approximation error, small (about 4.7e-4 on this grid)
+
+
+def make_mlp(config=GPTConfig(d=16)):
+    mlp = MLP(config)
+    with torch.no_grad():
+        for p in mlp.parameters():
+            p.normal_(std=0.5)
+    return mlp
+
+
+@torch.no_grad()
+def test_mlp_commutes_with_permutations_and_ignores_other_rows():
+    mlp = make_mlp()
+    X = torch.randn(2, 9, 16)
+    perm = torch.randperm(9)
+    assert permutation_error(mlp, X, perm) <= 1e-6
+    assert row_isolation_error(mlp, X, 4, torch.Generator().manual_seed(0)) == 0.0
+
+
+@torch.no_grad()
+def test_causal_attention_fails_both_checks():
+    """The same checks catch a map that mixes positions, so they can fail."""
+    attn = MultiHeadAttention(GPTConfig(d=16, H=2))
+    for p in attn.parameters():
+        torch.nn.init.normal_(p, std=0.5)
+    X = torch.randn(1, 9, 16)
+    perm = torch.arange(9).flip(0)
+    assert permutation_error(attn, X, perm) > 1e-2
+    assert row_isolation_error(attn, X, 4, torch.Generator().manual_seed(0)) > 1e-2
+    assert row_isolation_error(attn, X, 0, torch.Generator().manual_seed(0)) <= 1e-6  # causal: row 0 reads only itself
+
+
+def test_mlp_parameter_count_is_8d2_plus_5d():
+    d = COURSE_CONFIG.d
+    assert sum(p.numel() for p in MLP(COURSE_CONFIG).parameters()) == 8 * d * d + 5 * d  # Section 2's count
+
+
+def test_convex_weights_error_sees_negative_weights_and_bad_sums():
+    A = torch.tensor([[1.0, 0.0], [0.25, 0.75]])
+    assert convex_weights_error(A) == (0.0, 0.0)
+    assert convex_weights_error(torch.tensor([[1.5, -0.5]]))[0] == 0.5
+    assert convex_weights_error(torch.tensor([[0.5, 0.25]]))[1] == 0.25
+
+
+def test_convex_combinations_are_never_separated():
+    generator = torch.Generator().manual_seed(0)
+    rows = torch.randn(6, 5, generator=generator)
+    weights = torch.rand(20, 6, generator=generator)
+    weights = weights / weights.sum(1, keepdim=True)
+    for point in weights @ rows:
+        assert separating_direction(point, rows).margin <= 1e-12
+
+
+def test_points_outside_the_hull_are_certified():
+    rows = torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])  # a triangle
+    outside = separating_direction(torch.tensor([1.0, 1.0]), rows)
+    # no unit direction can do better than the distance 1/sqrt 2 from (1, 1) to the edge x + y = 1
+    assert outside.margin == pytest.approx(1 / math.sqrt(2))
+    direction = outside.direction.float()
+    assert float(direction @ torch.tensor([1.0, 1.0])) - float((rows @ direction).max()) == pytest.approx(1 / math.sqrt(2))
+    off_plane = separating_direction(torch.tensor([0.2, 0.2, 0.3]), torch.cat((rows, torch.zeros(3, 1)), 1))
+    assert off_plane.margin == pytest.approx(0.3) and off_plane.name in ("+e_2", "point off span(rows)")
+    assert math.isclose(float(off_plane.direction.norm()), 1.0)
+
+
+def test_bad_inputs_raise():
+    with pytest.raises(ValueError, match="permutation"):
+        permutation_error(make_mlp(), torch.randn(1, 3, 16), torch.tensor([0, 0, 1]))
+    with pytest.raises(ValueError, match=r"\(B, T, d\)"):
+        row_isolation_error(make_mlp(), torch.randn(3, 16), 0)
+    with pytest.raises(ValueError, match="position t"):
+        row_isolation_error(make_mlp(), torch.randn(1, 3, 16), 3)
+    with pytest.raises(ValueError, match="point"):
+        separating_direction(torch.randn(3), torch.randn(4, 2))
