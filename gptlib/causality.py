@@ -1,0 +1,72 @@
+"""Remark 5.1 and Exercise 2: does the logit row Z_t depend on the token x_s? Two measurements.
+
+Both return a (T, T) dependency map M with M[t, s] >= 0 and M[t, s] = 0 when Z_t does not
+move with x_s. For a causal GPT every entry above the diagonal (s > t) is exactly zero: the
+only cross-position operation is masked attention, whose weights on future positions are
+exactly 0, and 0 times anything finite adds exactly nothing. GPTConfig(causal=False) builds
+the deliberately broken model on which the same maps light up above the diagonal.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .model import GPT
+
+
+def _check_sequence(model: GPT, idx: torch.Tensor) -> None:
+    model.check_tokens(idx)
+    if idx.dim() != 1:
+        raise ValueError(f"the dependency maps take one sequence of token ids (T,), got shape {tuple(idx.shape)}")
+
+
+@torch.no_grad()
+def perturbation_map(model: GPT, idx: torch.Tensor, shift: int = 1) -> torch.Tensor:
+    """M[t, s] = max_v |Z_{t,v}(x with x_s replaced) - Z_{t,v}(x)|, shape (T, T).
+
+    Token x_s is replaced by (x_s + shift) mod V. The original sequence and its T perturbed
+    copies run as one batch, so every row goes through the same kernels.
+    """
+    _check_sequence(model, idx)
+    V = model.config.V
+    if not isinstance(shift, int) or not 1 <= shift < V:
+        raise ValueError(f"shift must be an integer in [1, V) = [1, {V}) so the token really changes, got {shift!r}")
+    T = idx.shape[0]
+    batch = idx.repeat(T + 1, 1)  # (T+1, T): row 0 the original, row 1+s has x_s perturbed
+    positions = torch.arange(T)
+    batch[1 + positions, positions] = (idx + shift) % V
+    Z = model(batch)  # (T+1, T, V)
+    change = (Z[1:] - Z[0]).abs().amax(dim=-1)  # (T, T): change[s, t] = max_v |dZ_{t,v}|
+    return change.T  # (T, T): [t, s]
+
+
+def gradient_map(model: GPT, idx: torch.Tensor) -> torch.Tensor:
+    """M[t, s] = || dZ_t / dX^(0)_s ||_F, the Jacobian block of logits row t w.r.t. embedding row s.
+
+    Tokens are discrete, so we differentiate with respect to the residual stream's start
+    X^(0) = E[x] + P (GPT.forward_from_embeddings). For each t, V copies of X^(0) back-propagate
+    the V unit vectors e_v at row t in one batch, giving the (V, T, d) block of the Jacobian.
+    """
+    _check_sequence(model, idx)
+    T, V = idx.shape[0], model.config.V
+    with torch.no_grad():
+        X0 = model.E[idx] + model.P[:T]  # (T, d)
+    rows = []
+    for t in range(T):
+        X = X0.expand(V, -1, -1).clone().requires_grad_(True)  # (V, T, d), one copy per logit v
+        Z = model.forward_from_embeddings(X)  # (V, T, V)
+        Z[torch.arange(V), t, torch.arange(V)].sum().backward()  # copy v back-propagates dZ_{t,v}
+        rows.append(X.grad.pow(2).sum(dim=(0, 2)).sqrt())  # (T,): norm over v and the d coordinates
+    return torch.stack(rows)  # (T, T): [t, s]
+
+
+def future_dependence(dependency_map: torch.Tensor) -> float:
+    """Largest entry strictly above the diagonal (Z_t's dependence on some x_s with s > t); 0.0 if causal."""
+    return dependency_map.triu(diagonal=1).max().item()
+
+
+def weakest_present_dependence(dependency_map: torch.Tensor) -> float:
+    """Smallest entry on or below the diagonal: > 0 means Z_t does depend on every x_s with s <= t."""
+    T = dependency_map.shape[0]
+    lower = torch.ones(T, T, dtype=torch.bool).tril()
+    return dependency_map[lower].min().item()
