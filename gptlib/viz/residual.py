@@ -1,0 +1,95 @@
+"""Figures for Section 3: block Jacobian spectra, depth studies (Exercise 7), the stream across depth.
+
+Pure functions: each takes numbers computed by gptlib.jacobians / gptlib.residual and returns a
+matplotlib Figure (show it with gptlib.viz.display.show_figure).
+"""
+
+from __future__ import annotations
+
+import torch
+from matplotlib.figure import Figure
+
+NORM_STYLE = {"pre": {"color": "tab:blue", "label": "pre-norm"}, "post": {"color": "tab:red", "label": "post-norm"}}
+
+
+def block_spectrum_figure(singular_values: dict[str, torch.Tensor]) -> Figure:
+    """Sorted singular values of one block's Jacobian, one curve per norm placement ('pre', 'post')."""
+    fig = Figure(figsize=(6.5, 3.6))
+    ax = fig.add_subplot()
+    for norm, values in singular_values.items():
+        ax.semilogy(values.clamp_min(1e-17).numpy(), **NORM_STYLE[norm])
+    ax.axhline(1.0, color="gray", lw=0.8, ls=":")
+    ax.set_xlabel("index (descending)")
+    ax.set_ylabel("singular value")
+    ax.set_title("one block's Jacobian d vec(X') / d vec(X)")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def depth_study_figure(studies: dict[str, list[dict]]) -> Figure:
+    """Exercise 7: left, the largest / median / smallest singular value of d X^(L) / d X^(0) against L;
+    right, ||d loss / d X^(l)|| against l for the deepest model. `studies` maps 'pre'/'post' to
+    gptlib.jacobians.depth_study rows."""
+    fig = Figure(figsize=(11, 3.8))
+    left, right = fig.subplots(1, 2)
+    for norm, rows in studies.items():
+        style = NORM_STYLE[norm]
+        depths = [row["L"] for row in rows]
+        values = torch.stack([row["singular_values"] for row in rows])  # (n_depths, T d), descending
+        left.semilogy(depths, values[:, 0], marker="^", ms=3, color=style["color"], label=f"{style['label']} max")
+        left.semilogy(depths, values.median(dim=1).values, ls="--", color=style["color"], label=f"{style['label']} median")
+        left.semilogy(depths, values[:, -1].clamp_min(1e-17), marker="v", ms=3, ls=":", color=style["color"], label=f"{style['label']} min")
+        deepest = rows[-1]
+        right.semilogy(range(deepest["L"] + 1), deepest["gradient_norms"], marker="o", ms=3, **style)
+    left.set_xlabel("depth L")
+    left.set_ylabel("singular value of the product")
+    left.set_title("d X^(L) / d X^(0) at initialization")
+    left.legend(fontsize=7, ncol=2)
+    right.set_xlabel("layer l")
+    right.set_ylabel("||d loss / d X^(l)||")
+    right.set_title(f"gradient reaching each layer, L = {deepest['L']}")
+    right.legend()
+    fig.tight_layout()
+    return fig
+
+
+def stream_figure(norms: dict[str, torch.Tensor], cosines: dict[str, torch.Tensor]) -> Figure:
+    """Remarks 3.2 and 3.4: the mean row norm of X^(l) and its cosine with X^(0), against l, per model."""
+    fig = Figure(figsize=(10, 3.4))
+    left, right = fig.subplots(1, 2)
+    for name, values in norms.items():
+        left.plot(range(len(values)), values, marker="o", label=name)
+    for name, values in cosines.items():
+        right.plot(range(len(values)), values, marker="o", label=name)
+    left.set_xlabel("layer l")
+    left.set_ylabel("mean ||X_t^(l)||")
+    left.set_title("the stream grows by increments")
+    right.set_xlabel("layer l")
+    right.set_ylabel("mean cos(X_t^(l), X_t^(0))")
+    right.set_title("what X^(0) wrote is still there")
+    for ax in (left, right):
+        ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def small_updates_figure(ratios: dict[str, torch.Tensor], base_loss: float, dropped_losses: torch.Tensor) -> Figure:
+    """Empirical aside 3.5: per block, ||write|| / ||stream|| for both branches, and the loss increase
+    when the block is dropped."""
+    fig = Figure(figsize=(10, 3.4))
+    left, right = fig.subplots(1, 2)
+    blocks = torch.arange(len(dropped_losses))
+    left.bar(blocks - 0.2, ratios["attn"], width=0.4, label="attention write / ||X^(l)||")
+    left.bar(blocks + 0.2, ratios["mlp"], width=0.4, label="MLP write / ||Y^(l)||")
+    left.set_xlabel("block l")
+    left.set_ylabel("mean norm ratio")
+    left.legend(fontsize=8)
+    right.bar(blocks, dropped_losses - base_loss, color="tab:gray")
+    right.axhline(0.0, color="black", lw=0.8)
+    right.set_xlabel("block l dropped")
+    right.set_ylabel("loss increase (nats)")
+    for ax in (left, right):
+        ax.set_xticks(blocks.tolist())
+    fig.tight_layout()
+    return fig

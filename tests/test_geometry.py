@@ -1,0 +1,149 @@
+"""gptlib.geometry against torch's own norms and hand formulas (Lecture 5, Section 4)."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from gptlib import geometry
+
+
+def test_layer_norm_matches_torch_with_gamma_and_beta():
+    u = torch.randn(4, 6, 32, dtype=torch.float64) * 3 + 1
+    gamma, beta = torch.randn(32, dtype=torch.float64), torch.randn(32, dtype=torch.float64)
+    expected = F.layer_norm(u, (32,), gamma, beta, eps=1e-5)
+    torch.testing.assert_close(geometry.layer_norm(u, gamma, beta, eps=1e-5), expected)
+
+
+def test_a_wrong_layer_norm_would_be_caught():
+    # the unbiased variance (dividing by d - 1) is a common mistake; the reference tells it apart
+    u = torch.randn(5, 16, dtype=torch.float64)
+    wrong = (u - u.mean(-1, keepdim=True)) / u.std(-1, unbiased=True, keepdim=True)
+    assert not torch.allclose(wrong, F.layer_norm(u, (16,), eps=0.0))
+    torch.testing.assert_close(geometry.layer_norm(u), F.layer_norm(u, (16,), eps=0.0))
+
+
+def test_rms_norm_matches_torch_rmsnorm():
+    u = torch.randn(3, 24, dtype=torch.float64) + 0.5
+    reference = torch.nn.RMSNorm(24, eps=1e-3, dtype=torch.float64)
+    with torch.no_grad():
+        reference.weight.normal_()
+    expected = reference(u)
+    torch.testing.assert_close(geometry.rms_norm(u, reference.weight.detach(), eps=1e-3), expected.detach())
+
+
+def test_rms_norm_is_the_radial_step_alone():
+    # Aside 4.4: without centering, RMSNorm = LayerNorm exactly when the input is already in 1-perp
+    u = torch.randn(10, 8, dtype=torch.float64)
+    v = geometry.center(u)
+    torch.testing.assert_close(geometry.rms_norm(v), geometry.layer_norm(u))
+    assert not torch.allclose(geometry.rms_norm(u), geometry.layer_norm(u))
+
+
+def test_centering_matrix_hand_formula_and_projector_facts():
+    d = 7
+    P = geometry.centering_matrix(d)
+    u = torch.randn(d, dtype=torch.float64)
+    torch.testing.assert_close(P @ u, u - u.sum() / d)  # the hand formula u - mean(u) 1
+    torch.testing.assert_close(geometry.center(u), P @ u)
+    facts = geometry.projector_facts(d)
+    assert facts["self_adjoint"] < 1e-15 and facts["idempotent"] < 1e-15
+    assert facts["ones_in_kernel"] < 1e-14 and facts["image_is_ones_perp"] < 1e-14
+    assert facts["kernel_dim"] == 1 and facts["rank"] == d - 1
+
+
+@pytest.mark.parametrize("d", [2, 3, 128])
+def test_proposition_4_2_image_is_the_sphere_in_ones_perp(d):
+    U = torch.randn(2000, d, dtype=torch.float64) * torch.rand(2000, 1, dtype=torch.float64) * 10
+    facts = geometry.image_facts(U)
+    assert facts["max_abs_coordinate_sum"] < 1e-10
+    assert facts["max_norm_error"] < 1e-10
+    # with eps > 0 the outputs fall inside the sphere, which the check notices
+    assert geometry.image_facts(U * 1e-3, eps=1e-5)["max_norm_error"] > 1e-3
+
+
+def test_radial_rescale_is_sqrt_d_over_norm():
+    v = torch.randn(5, 9, dtype=torch.float64)
+    expected = math.sqrt(9) * v / torch.linalg.vector_norm(v, dim=-1, keepdim=True)
+    torch.testing.assert_close(geometry.radial_rescale(v), expected)
+
+
+def test_scale_invariance_exact_without_eps_and_broken_near_zero_variance():
+    u = torch.randn(64, dtype=torch.float64)
+    scales = torch.tensor([1e-6, 0.01, 3.0, 1e4], dtype=torch.float64)
+    assert geometry.scale_invariance_gap(u, scales, eps=0.0).max() < 1e-12
+    gaps = geometry.scale_invariance_gap(u, scales, eps=1e-5)
+    assert gaps[0] > 0.5 and gaps[-1] < 1e-4  # tiny c: eps dominates; large c: invariance restored
+    with pytest.raises(ValueError, match="c > 0"):
+        geometry.scale_invariance_gap(u, torch.tensor([-1.0], dtype=torch.float64), eps=0.0)
+
+
+def test_output_norm_against_sigma_closed_form():
+    d, eps = 16, 1e-3
+    sigmas = torch.logspace(-4, 1, 20, dtype=torch.float64)
+    closed_form = math.sqrt(d) * sigmas / torch.sqrt(sigmas**2 + eps)
+    torch.testing.assert_close(geometry.output_norm_against_sigma(d, sigmas, eps), closed_form)
+    torch.testing.assert_close(geometry.output_norm_against_sigma(d, sigmas, 0.0), torch.full_like(sigmas, math.sqrt(d)))
+
+
+def test_vector_with_sigma_has_that_sigma():
+    sigmas = torch.tensor([0.1, 2.0], dtype=torch.float64)
+    rows = geometry.vector_with_sigma(torch.randn(10, dtype=torch.float64), sigmas)
+    torch.testing.assert_close(geometry.sigma(rows), sigmas)
+    torch.testing.assert_close(geometry.sigma(rows), rows.std(-1, unbiased=False))
+    with pytest.raises(ValueError, match="nonconstant"):
+        geometry.vector_with_sigma(torch.ones(4, dtype=torch.float64), sigmas)
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-5])
+def test_constant_and_zero_vectors_give_beta_not_nan(eps):
+    U = torch.stack([torch.full((5,), 3.0), torch.zeros(5)])
+    beta = torch.arange(5.0)
+    U.requires_grad_(True)
+    out = geometry.layer_norm(U, torch.ones(5), beta, eps=eps)
+    torch.testing.assert_close(out, beta.expand(2, 5))
+    (grad,) = torch.autograd.grad(out.sum(), U)
+    assert torch.isfinite(grad).all()
+    assert torch.isfinite(geometry.rms_norm(torch.zeros(3), eps=eps)).all()
+
+
+def test_batch_norm_matches_torch_and_depends_on_the_batch():
+    U = torch.randn(6, 10, dtype=torch.float64)
+    expected = F.batch_norm(U, None, None, training=True, eps=1e-5)
+    torch.testing.assert_close(geometry.batch_norm(U, eps=1e-5), expected)
+    other = torch.cat([U[:1], torch.randn(5, 10, dtype=torch.float64)])
+    assert not torch.allclose(geometry.batch_norm(other)[0], geometry.batch_norm(U)[0])
+    torch.testing.assert_close(geometry.layer_norm(other)[0], geometry.layer_norm(U)[0])
+    with pytest.raises(ValueError, match="at least 2 examples"):
+        geometry.batch_norm(U[:1])
+
+
+def test_weight_decay_before_layernorm_keeps_function_and_scales_gradient():
+    W = torch.randn(8, 5, dtype=torch.float64)
+    X = torch.randn(12, 5, dtype=torch.float64)
+    readout = torch.randn(12, 8, dtype=torch.float64)
+    scales = torch.tensor([1.0, 0.5, 0.1, 4.0], dtype=torch.float64)
+    result = geometry.weight_scale_before_layernorm(W, X, readout, scales)
+    assert result["output_change"].max() < 1e-12
+    torch.testing.assert_close(result["grad_norm_times_c"], result["grad_norm"][0].expand(4))
+    # independent check of the 1/c law: finite differences of the loss along one coordinate of cW
+    for c in (0.5, 4.0):
+        h = 1e-6
+        E = torch.zeros_like(W)
+        E[2, 3] = 1.0
+        loss = lambda M: (geometry.layer_norm(X @ M.T) * readout).sum()
+        numeric = (loss(c * W + h * E) - loss(c * W - h * E)) / (2 * h)
+        numeric_at_1 = (loss(W + h * E) - loss(W - h * E)) / (2 * h)
+        torch.testing.assert_close(numeric * c, numeric_at_1, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("bad", [torch.arange(4), torch.tensor(1.0)])
+def test_bad_input_is_refused(bad):
+    with pytest.raises(ValueError):
+        geometry.layer_norm(bad)
+
+
+def test_negative_eps_is_refused():
+    with pytest.raises(ValueError, match="eps must be >= 0"):
+        geometry.layer_norm(torch.randn(3), eps=-1.0)
