@@ -12,13 +12,17 @@ SMALL = GPTConfig(V=65, T_max=12, d=24, H=3, L=2)
 SHARP = SMALL.replace(init_std=0.3)  # large weights: peaked attention, so errors show in the logits
 
 
+@torch.no_grad()
+def with_random_weights(module, std):
+    """The module with every parameter (biases too) redrawn from N(0, std^2)."""
+    for p in module.parameters():
+        p.normal_(std=std)
+    return module
+
+
 def random_attention(config=SMALL):
     """A MultiHeadAttention with large random weights and a nonzero b_O, so b_O's handling is tested."""
-    attn = MultiHeadAttention(config)
-    with torch.no_grad():
-        for p in attn.parameters():
-            p.normal_(std=0.3)
-    return attn
+    return with_random_weights(MultiHeadAttention(config), 0.3)
 
 
 @torch.no_grad()

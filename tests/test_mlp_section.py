@@ -16,6 +16,7 @@ from gptlib.positionwise import (
     row_isolation_error,
     separating_direction,
 )
+from test_circuits import with_random_weights
 
 
 def test_gelu_exact_matches_torch_and_closed_form_values():
@@ -33,12 +34,8 @@ def test_gelu_tanh_matches_torch_but_not_exactly_the_erf_form():
     assert 1e-5 < gap < 1e-3  # a real approximation error, small (about 4.7e-4 on this grid)
 
 
-def make_mlp(config=GPTConfig(d=16)):
-    mlp = MLP(config)
-    with torch.no_grad():
-        for p in mlp.parameters():
-            p.normal_(std=0.5)
-    return mlp
+def make_mlp():
+    return with_random_weights(MLP(GPTConfig(d=16)), 0.5)
 
 
 @torch.no_grad()
@@ -53,9 +50,7 @@ def test_mlp_commutes_with_permutations_and_ignores_other_rows():
 @torch.no_grad()
 def test_causal_attention_fails_both_checks():
     """The same checks catch a map that mixes positions, so they can fail."""
-    attn = MultiHeadAttention(GPTConfig(d=16, H=2))
-    for p in attn.parameters():
-        torch.nn.init.normal_(p, std=0.5)
+    attn = with_random_weights(MultiHeadAttention(GPTConfig(d=16, H=2)), 0.5)
     X = torch.randn(1, 9, 16)
     perm = torch.arange(9).flip(0)
     assert permutation_error(attn, X, perm) > 1e-2
