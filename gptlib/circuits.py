@@ -2,6 +2,7 @@
 
     W_QK(attn, h)               W_Q^h (W_K^h)^T, the QK circuit              (d, d)
     W_OV(attn, h)               W_V^h W_O^h, the OV circuit                  (d, d)
+    attention_input(model, c, l) the X that layer l's MHA reads (LN_1(X^(l)) in pre-norm)
     head_contributions(attn, X) A^h X W_OV^h for every head (Proposition 1.2) (B, H, T, d)
     mha_by_definition(attn, X)  [C^1 | ... | C^H] W_O + b_O (Definition 1.1) (B, T, d)
     scores(attn, X)             S^h = X W_QK^h X^T / sqrt(d_head), unmasked  (B, H, T, T)
