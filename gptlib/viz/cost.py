@@ -1,0 +1,42 @@
+"""Figures for Section 6: FLOPs and time per token against T, and where the 6N rule breaks."""
+
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+
+
+def cost_vs_T_figure(T_values, rows_per_token: dict[str, list[float]], seconds_per_token: list[float], crossover: int) -> Figure:
+    """Left: forward FLOPs per token of each Section 6 component against T. Right: measured time per token."""
+    fig = Figure(figsize=(10, 3.6))
+    flops_ax, time_ax = fig.subplots(1, 2)
+    for component, values in rows_per_token.items():
+        flops_ax.plot(T_values, values, "o-", ms=3, label=component)
+    flops_ax.axvline(crossover, color="grey", ls=":", label=f"T = 2d + d_ff = {crossover}")
+    flops_ax.set_xscale("log", base=2)
+    flops_ax.set_yscale("log")
+    flops_ax.set_xlabel("sequence length T")
+    flops_ax.set_ylabel("forward FLOPs per token")
+    flops_ax.legend(fontsize=7)
+    time_ax.plot(T_values, [1e6 * s for s in seconds_per_token], "o-", color="#55a868")
+    time_ax.set_xscale("log", base=2)
+    time_ax.set_xlabel("sequence length T")
+    time_ax.set_ylabel("µs per token (forward, 1 thread)")
+    time_ax.set_ylim(bottom=0)
+    fig.tight_layout()
+    return fig
+
+
+def six_n_rule_error_figure(T_values, d_values, errors) -> Figure:
+    """Heatmap of (measured training FLOPs) / (6 N tokens) - 1 over (d, T), with the 20% contour."""
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
+    image = ax.pcolormesh(range(len(T_values)), range(len(d_values)), [[100 * e for e in row] for row in errors], cmap="magma_r", shading="nearest")
+    ax.contour(range(len(T_values)), range(len(d_values)), errors, levels=[0.2], colors="cyan")
+    ax.set_xticks(range(len(T_values)), [str(T) for T in T_values], fontsize=7)
+    ax.set_yticks(range(len(d_values)), [str(d) for d in d_values], fontsize=7)
+    ax.set_xlabel("sequence length T")
+    ax.set_ylabel("width d")
+    ax.set_title("6N rule's error (%); cyan: 20% contour", fontsize=9)
+    fig.colorbar(image, ax=ax, label="underestimate (%)")
+    fig.tight_layout()
+    return fig
