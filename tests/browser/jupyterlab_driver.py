@@ -34,3 +34,23 @@ def output_texts(page) -> list[str]:
             .map(o => o.text ?? (o.data && o.data['text/plain']) ?? o.evalue ?? '')
             .map(t => Array.isArray(t) ? t.join('') : t)"""
     )
+
+
+def image_source(page, css_class: str, timeout_ms: int = 30_000) -> str:
+    """The src of the PNG that the widget output area with this class shows (waits for one)."""
+    image = page.locator(f".{css_class} img").first
+    image.wait_for(timeout=timeout_ms)
+    return image.get_attribute("src")
+
+
+def wait_for_new_image(page, css_class: str, old_src: str, timeout_ms: int = 30_000) -> str:
+    """Wait until the widget's PNG differs from `old_src`; return the new src."""
+    page.wait_for_function(
+        """([cls, old]) => {
+            const img = document.querySelector(`.${cls} img`);
+            return img !== null && img.getAttribute('src') !== old;
+        }""",
+        arg=[css_class, old_src],
+        timeout=timeout_ms,
+    )
+    return image_source(page, css_class)
