@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: lab test unit notebooks env
+.PHONY: lab test unit notebooks env train-shakespeare train-induction
 
 $(READY): pyproject.toml tools/ensure_env.py
 	$(PYTHON) tools/ensure_env.py --venv $(VENV)
@@ -25,3 +25,9 @@ unit: $(READY)  ## unit tests only (fast)
 
 notebooks: $(READY)  ## re-execute every notebook in place (after a change that alters outputs)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 notebooks/[0-9]*.ipynb
+
+train-shakespeare: $(READY)  ## retrain gptlib/checkpoints/shakespeare.pt (the course GPT on tiny Shakespeare, ~20-40 min on 1 CPU thread)
+	$(BIN)/python -m gptlib.train shakespeare --steps 4500 --batch-size 32 --lr 3e-3 --eval-every 500 --seed 0 --out gptlib/checkpoints/shakespeare.pt --state build/shakespeare.state.pt
+
+train-induction: $(READY)  ## retrain gptlib/checkpoints/induction.pt (two-layer attention-only induction model, a few minutes)
+	$(BIN)/python -m gptlib.train induction --steps 3000 --batch-size 32 --lr 1e-3 --warmup 100 --eval-every 250 --seed 0 --out gptlib/checkpoints/induction.pt --state build/induction.state.pt

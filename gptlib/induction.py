@@ -1,7 +1,7 @@
 """Induction heads in a two-layer attention-only GPT: the task, the head scores, the circuits.
 
 Beyond the lecture (its Section 1 gives the heads; this module measures what trained ones do):
-- the task: random tokens repeated, so the second copy is predictable only by looking back
+- the task: random tokens repeated, so a repeat is predictable only by looking back
   at what followed the current token's earlier occurrence;
 - previous-token score of a head: mean attention A[t, t-1];
 - induction score of a head: on a sequence of n random tokens repeated twice, mean
@@ -20,6 +20,7 @@ from __future__ import annotations
 import torch
 
 from .cache import run_with_cache
+from .circuits import W_OV, W_QK
 from .model import GPT
 
 
@@ -32,18 +33,18 @@ def repeated_random_tokens(B: int, n: int, V: int, generator: torch.Generator) -
 
 
 def training_batch(B: int, T: int, V: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """Inputs and targets (B, T) for training: each row repeats a random segment of random length.
+    """Inputs and targets (B, T) for training: row b repeats a random segment of n_b tokens periodically.
 
-    Row b is n_b random tokens, the same n_b again, then fresh random tokens up to T + 1, with
-    n_b uniform in [4, T // 2]. The varying n_b makes 'look n back' useless, so only a real
-    induction circuit (match the token, copy its successor) lowers the loss.
+    n_b is uniform in [4, T // 2], so 'look a fixed distance back' is useless: only an induction
+    circuit (find the earlier occurrence of the current token, copy its successor) predicts
+    every repeat. Periodic rows make most positions predictable, a strong training signal.
     """
     if T < 8:
         raise ValueError(f"need T >= 8 for repeated segments of length >= 4, got T={T}")
-    tokens = torch.randint(V, (B, T + 1), generator=generator)  # (B, T + 1)
+    segments = torch.randint(V, (B, T // 2), generator=generator)  # (B, T // 2)
     lengths = torch.randint(4, T // 2 + 1, (B,), generator=generator)  # (B,)
-    for row, n in zip(tokens, lengths.tolist()):
-        row[n : 2 * n] = row[:n]
+    positions = torch.arange(T + 1)  # (T + 1,)
+    tokens = segments.gather(1, positions % lengths[:, None])  # (B, T + 1): token t is segment[t mod n_b]
     return tokens[:, :-1], tokens[:, 1:]
 
 
@@ -77,22 +78,10 @@ def head_scores(model: GPT, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.T
     return torch.stack(previous), torch.stack(induction)
 
 
-def ov_matrix(model: GPT, layer: int, head: int) -> torch.Tensor:
-    """W_OV^h = W_V^h W_O^h (d, d): what head h writes per unit of attention to a residual row."""
-    attn = model.blocks[layer].attn
-    return attn.W_V[head] @ attn.W_O_head(head)
-
-
-def qk_matrix(model: GPT, layer: int, head: int) -> torch.Tensor:
-    """W_QK^h = W_Q^h W_K^h^T (d, d): scores are x_i W_QK x_j^T / sqrt(d_head)."""
-    attn = model.blocks[layer].attn
-    return attn.W_Q[head] @ attn.W_K[head].T
-
-
 @torch.no_grad()
 def full_ov_eigenvalues(model: GPT, layer: int, head: int) -> torch.Tensor:
     """Eigenvalues (V,) complex of E W_OV^h W_U, the token-to-logit map of a head (LayerNorms left out)."""
-    circuit = model.E @ ov_matrix(model, layer, head) @ model.unembedding  # (V, V)
+    circuit = model.E @ W_OV(model.blocks[layer].attn, head) @ model.unembedding  # (V, V)
     return torch.linalg.eigvals(circuit.double())
 
 
@@ -107,12 +96,11 @@ def k_composition(model: GPT, reader_layer: int = 1, writer_layer: int = 0) -> t
     if not 0 <= writer_layer < reader_layer < model.config.L:
         raise ValueError(f"need 0 <= writer_layer < reader_layer < L={model.config.L}, "
                          f"got writer {writer_layer}, reader {reader_layer}")
-    H = model.config.H
+    H, reader, writer = model.config.H, model.blocks[reader_layer].attn, model.blocks[writer_layer].attn
     scores = torch.empty(H, H)
     for b in range(H):
-        W_QK = qk_matrix(model, reader_layer, b)  # (d, d)
+        qk = W_QK(reader, b)  # (d, d)
         for a in range(H):
-            W_OV = ov_matrix(model, writer_layer, a)  # (d, d)
-            scores[b, a] = torch.linalg.matrix_norm(W_QK @ W_OV.T) / (
-                torch.linalg.matrix_norm(W_QK) * torch.linalg.matrix_norm(W_OV))
+            ov = W_OV(writer, a)  # (d, d)
+            scores[b, a] = torch.linalg.matrix_norm(qk @ ov.T) / (torch.linalg.matrix_norm(qk) * torch.linalg.matrix_norm(ov))
     return scores

@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> Path:
     metadata = {
         "task": args.task, "command": command, "settings": asdict(settings), "steps": state["step"],
         "tokens_seen": state["step"] * settings.batch_size * settings.T,
-        "wall_time_s": round(time.perf_counter() - started, 1), "torch_version": torch.__version__,
+        "wall_time_s": round(time.perf_counter() - started, 1), "torch_version": str(torch.__version__),
         "history": state["history"], **final_metrics(model),
     }
     save_checkpoint(args.out, model, metadata)  # weights only: AdamW's state stays in --state

@@ -1,0 +1,106 @@
+"""Induction-head measurements against straightforward second implementations (gptlib.induction)."""
+
+import numpy as np
+import pytest
+import torch
+
+from gptlib import GPT, GPTConfig, run_with_cache
+from gptlib import induction
+
+SMALL = GPTConfig(V=65, T_max=32, d=32, H=2, L=2, attn_only=True)
+
+
+@pytest.fixture
+def model():
+    return GPT(SMALL).eval()
+
+
+def test_repeated_tokens_repeat():
+    tokens = induction.repeated_random_tokens(3, 10, 65, torch.Generator().manual_seed(0))
+    assert tokens.shape == (3, 20) and torch.equal(tokens[:, :10], tokens[:, 10:])
+    with pytest.raises(ValueError, match="n >= 2"):
+        induction.repeated_random_tokens(1, 1, 65, torch.Generator())
+
+
+def test_training_rows_are_periodic_with_varying_periods():
+    x, y = induction.training_batch(64, 32, 65, torch.Generator().manual_seed(0))
+    assert x.shape == y.shape == (64, 32) and torch.equal(x[:, 1:], y[:, :-1])
+    full = torch.cat([x, y[:, -1:]], dim=1)  # (64, 33)
+    periods = []
+    for row in full:
+        period = next(n for n in range(1, 17) if all(row[t] == row[t - n] for t in range(n, 33)))
+        periods.append(period)
+    assert min(periods) >= 3 and max(periods) <= 16 and len(set(periods)) > 5
+
+
+def test_head_scores_match_an_explicit_loop(model):
+    n = 8
+    tokens = induction.repeated_random_tokens(4, n, 65, torch.Generator().manual_seed(1))
+    previous, scores = induction.head_scores(model, tokens)
+    _, cache = run_with_cache(model, tokens)
+    for l in range(2):
+        A = cache.A(l)  # (B, H, 2n, 2n)
+        for h in range(2):
+            prev = np.mean([A[b, h, t, t - 1].item() for b in range(4) for t in range(1, 2 * n)])
+            ind = np.mean([A[b, h, t, t - n + 1].item() for b in range(4) for t in range(n, 2 * n)])
+            assert previous[l, h].item() == pytest.approx(prev, rel=1e-5)
+            assert scores[l, h].item() == pytest.approx(ind, rel=1e-5)
+
+
+def test_half_losses_match_per_position_cross_entropy(model):
+    n = 8
+    tokens = induction.repeated_random_tokens(2, n, 65, torch.Generator().manual_seed(2))
+    first, second = induction.half_losses(model, tokens)
+    with torch.no_grad():
+        logits = model(tokens[:, :-1])
+    per_position = [[-torch.log_softmax(logits[b, t], -1)[tokens[b, t + 1]].item() for t in range(2 * n - 1)]
+                    for b in range(2)]
+    per_position = np.array(per_position)
+    assert first == pytest.approx(per_position[:, : n - 1].mean(), rel=1e-5)
+    assert second == pytest.approx(per_position[:, n - 1 :].mean(), rel=1e-5)
+
+
+def test_full_ov_eigenvalues_match_numpy(model):
+    attn = model.blocks[1].attn
+    d_head = SMALL.d_head
+    circuit = (model.E @ attn.W_V[1] @ attn.W_O[d_head : 2 * d_head] @ model.W_U).detach().double().numpy()
+    expected = np.sort_complex(np.linalg.eigvals(circuit))
+    found = np.sort_complex(induction.full_ov_eigenvalues(model, 1, 1).numpy())
+    assert np.allclose(found, expected, atol=1e-10)
+
+
+def test_positive_fraction_detects_copying_and_its_opposite():
+    assert induction.positive_eigenvalue_fraction(torch.tensor([1 + 1j, -2 + 0j, 3 - 1j])) == pytest.approx(2 / 3)
+    copy_model = GPT(GPTConfig(V=8, T_max=4, d=8, H=1, L=1, attn_only=True))
+    with torch.no_grad():  # E = I, W_V W_O = I, W_U = I: the head maps each token to its own logit
+        copy_model.E.copy_(torch.eye(8))
+        copy_model.blocks[0].attn.W_V[0].copy_(torch.eye(8))
+        copy_model.blocks[0].attn.W_O.copy_(torch.eye(8))
+        copy_model.W_U.copy_(torch.eye(8))
+    assert induction.positive_eigenvalue_fraction(induction.full_ov_eigenvalues(copy_model, 0, 0)) == 1.0
+    with torch.no_grad():
+        copy_model.W_U.mul_(-1)  # an anti-copying head
+    assert induction.positive_eigenvalue_fraction(induction.full_ov_eigenvalues(copy_model, 0, 0)) == 0.0
+
+
+def test_k_composition_against_its_formula_and_edge_cases(model):
+    scores = induction.k_composition(model)
+    a0, a1 = model.blocks[0].attn, model.blocks[1].attn
+    d_head = SMALL.d_head
+    for b in range(2):
+        qk = (a1.W_Q[b] @ a1.W_K[b].T).detach().numpy()
+        for a in range(2):
+            ov = (a0.W_V[a] @ a0.W_O[a * d_head : (a + 1) * d_head]).detach().numpy()
+            expected = np.linalg.norm(qk @ ov.T) / (np.linalg.norm(qk) * np.linalg.norm(ov))
+            assert scores[b, a].item() == pytest.approx(expected, rel=1e-5)
+    with torch.no_grad():
+        a1.W_Q.mul_(3.0)  # the score is scale-free
+    assert torch.allclose(induction.k_composition(model), scores, rtol=1e-5)
+    with torch.no_grad():  # a key side that ignores everything head 0 writes gives 0
+        a1.W_K[0].zero_()
+        a1.W_K[0][:d_head] = torch.eye(d_head)
+        a0.W_O[:d_head] = 0
+        a0.W_O[:d_head, d_head:] = torch.randn(d_head, d_head)
+    assert induction.k_composition(model)[0, 0].item() == pytest.approx(0.0, abs=1e-6)
+    with pytest.raises(ValueError, match="writer_layer < reader_layer"):
+        induction.k_composition(model, reader_layer=0, writer_layer=0)
