@@ -9,7 +9,8 @@ Beyond the lecture (its Section 1 gives the heads; this module measures what tra
   occurrence of x_t;
 - the full OV circuit E W_V^h W_O^h W_U (V, V) of a head (LayerNorms left out): a copying
   head maps each token's embedding to a boost of that same token's logit, which shows as
-  eigenvalues with positive real part;
+  eigenvalues with positive real part (among its at most d_head nonzero ones) and a
+  copying score Re(sum lambda) / sum |lambda| near 1;
 - K-composition between a layer-0 head a and a layer-1 head b: how much of the key side
   of b's W_QK = W_Q^b W_K^b^T reads what head a writes, || W_QK^b (W_OV^a)^T ||_F /
   (||W_QK^b||_F ||W_OV^a||_F) with W_OV^a = W_V^a W_O^a (rows convention: x W_V W_O).
@@ -80,14 +81,29 @@ def head_scores(model: GPT, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.T
 
 @torch.no_grad()
 def full_ov_eigenvalues(model: GPT, layer: int, head: int) -> torch.Tensor:
-    """Eigenvalues (V,) complex of E W_OV^h W_U, the token-to-logit map of a head (LayerNorms left out)."""
+    """Eigenvalues (V,) complex of E W_OV^h W_U, the token-to-logit map of a head (LayerNorms left out).
+
+    The matrix has rank at most d_head, so at most d_head eigenvalues are nonzero; the rest
+    are zero up to rounding, with arbitrary signs.
+    """
     circuit = model.E @ W_OV(model.blocks[layer].attn, head) @ model.unembedding  # (V, V)
     return torch.linalg.eigvals(circuit.double())
 
 
-def positive_eigenvalue_fraction(eigenvalues: torch.Tensor) -> float:
-    """Share of eigenvalues with positive real part: near 1 for a head that copies tokens."""
-    return (eigenvalues.real > 0).double().mean().item()
+def significant(eigenvalues: torch.Tensor, rtol: float = 1e-3) -> torch.Tensor:
+    """The eigenvalues with |lambda| > rtol * max |lambda| (drops the rounding-level zeros of a low-rank map)."""
+    magnitudes = eigenvalues.abs()
+    return eigenvalues[magnitudes > rtol * magnitudes.max()]
+
+
+def positive_eigenvalue_fraction(eigenvalues: torch.Tensor, rtol: float = 1e-3) -> float:
+    """Share of the significant eigenvalues with positive real part: near 1 for a head that copies tokens."""
+    return (significant(eigenvalues, rtol).real > 0).double().mean().item()
+
+
+def copying_score(eigenvalues: torch.Tensor) -> float:
+    """Re(sum lambda) / sum |lambda| in [-1, 1]: +1 when every eigenvalue is positive real, -1 when negative."""
+    return (eigenvalues.sum().real / eigenvalues.abs().sum()).item()
 
 
 @torch.no_grad()

@@ -69,18 +69,28 @@ def test_full_ov_eigenvalues_match_numpy(model):
     assert np.allclose(found, expected, atol=1e-10)
 
 
+def test_eigenvalue_summaries_closed_forms(model):
+    eigenvalues = torch.tensor([1 + 1j, -2 + 0j, 3 - 1j, 1e-9 + 0j, -1e-9 + 0j], dtype=torch.complex128)
+    assert induction.positive_eigenvalue_fraction(eigenvalues) == pytest.approx(2 / 3)  # rounding zeros dropped
+    expected = (1 - 2 + 3 + 0 + 0) / (2**0.5 + 2 + 10**0.5 + 2e-9)
+    assert induction.copying_score(eigenvalues) == pytest.approx(expected)
+    # E W_OV W_U has rank <= d_head: only d_head eigenvalues survive the cut
+    assert len(induction.significant(induction.full_ov_eigenvalues(model, 0, 0))) == SMALL.d_head
+
+
 def test_positive_fraction_detects_copying_and_its_opposite():
-    assert induction.positive_eigenvalue_fraction(torch.tensor([1 + 1j, -2 + 0j, 3 - 1j])) == pytest.approx(2 / 3)
     copy_model = GPT(GPTConfig(V=8, T_max=4, d=8, H=1, L=1, attn_only=True))
     with torch.no_grad():  # E = I, W_V W_O = I, W_U = I: the head maps each token to its own logit
         copy_model.E.copy_(torch.eye(8))
         copy_model.blocks[0].attn.W_V[0].copy_(torch.eye(8))
         copy_model.blocks[0].attn.W_O.copy_(torch.eye(8))
         copy_model.W_U.copy_(torch.eye(8))
-    assert induction.positive_eigenvalue_fraction(induction.full_ov_eigenvalues(copy_model, 0, 0)) == 1.0
+    eigenvalues = induction.full_ov_eigenvalues(copy_model, 0, 0)
+    assert induction.positive_eigenvalue_fraction(eigenvalues) == 1.0 and induction.copying_score(eigenvalues) == 1.0
     with torch.no_grad():
         copy_model.W_U.mul_(-1)  # an anti-copying head
-    assert induction.positive_eigenvalue_fraction(induction.full_ov_eigenvalues(copy_model, 0, 0)) == 0.0
+    eigenvalues = induction.full_ov_eigenvalues(copy_model, 0, 0)
+    assert induction.positive_eigenvalue_fraction(eigenvalues) == 0.0 and induction.copying_score(eigenvalues) == -1.0
 
 
 def test_k_composition_against_its_formula_and_edge_cases(model):
