@@ -136,11 +136,12 @@ def train(model: GPT, next_batch: Callable[[torch.Generator], Batch], settings: 
 
 # ---------------------------------------------------------------- the two shipped recipes
 
-def shakespeare_task(settings: TrainSettings, corpus: str | None, eval_windows: int):
+def shakespeare_task(settings: TrainSettings, args: argparse.Namespace):
     """Batches from the training split; evaluation on fixed held-out windows (and as many training ones)."""
-    train_ids, val_ids = data.train_val_split(data.encode(data.load_corpus(corpus)))
-    val = data.heldout_windows(val_ids, settings.T, eval_windows)
-    train_slice = data.heldout_windows(train_ids, settings.T, eval_windows)
+    text = data.load_corpus(args.corpus, download=args.download)
+    train_ids, val_ids = data.train_val_split(data.encode(text))
+    val = data.heldout_windows(val_ids, settings.T, args.eval_windows)
+    train_slice = data.heldout_windows(train_ids, settings.T, args.eval_windows)
 
     def next_batch(generator):
         return data.sample_batch(train_ids, settings.batch_size, settings.T, generator)
@@ -166,7 +167,7 @@ def induction_eval_tokens(config: GPTConfig = INDUCTION_CONFIG) -> torch.Tensor:
     return induction.repeated_random_tokens(B, n, config.V, torch.Generator().manual_seed(INDUCTION_EVAL_SEED))
 
 
-def induction_task(settings: TrainSettings, corpus: str | None, eval_windows: int):
+def induction_task(settings: TrainSettings, args: argparse.Namespace):
     """Repeated random segments for training; evaluation: loss on each half of the fixed batch, head scores."""
     config = INDUCTION_CONFIG
     tokens = induction_eval_tokens(config)
@@ -196,16 +197,18 @@ def main(argv: list[str] | None = None) -> Path:
     parser.add_argument("--state", type=Path, help="resumable snapshot (adds AdamW state), written at each evaluation")
     parser.add_argument("--resume", action="store_true", help="continue from --state")
     parser.add_argument("--corpus", help="path to tinyshakespeare.txt (default: ../shared/data or the cache)")
+    parser.add_argument("--download", action="store_true", help="fetch the corpus (sha256-checked) if it is not found")
     parser.add_argument("--eval-windows", type=int, default=200, help="held-out windows for periodic evaluation")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     defaults = TrainSettings(steps=1)
     for name, value in asdict(defaults).items():
         flag = "--" + name.replace("_", "-")
-        parser.add_argument(flag, type=type(value), default=None if name == "steps" else value, required=name == "steps")
+        parser.add_argument(flag, type=type(value), default=None if name == "steps" else value, required=name == "steps",
+                            help="TrainSettings." + name + ("" if name == "steps" else f" (default {value})"))
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     settings = TrainSettings(**{name: getattr(args, name) for name in asdict(defaults)})
-    config, next_batch, evaluate, final_metrics = TASKS[args.task](settings, args.corpus, args.eval_windows)
+    config, next_batch, evaluate, final_metrics = TASKS[args.task](settings, args)
     if settings.T > config.T_max:
         raise ValueError(f"--T {settings.T} exceeds the model's T_max={config.T_max}")
     torch.manual_seed(settings.seed)
