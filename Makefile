@@ -3,9 +3,10 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
+BENCH_READY := $(VENV)/.bench-ready
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: lab test unit notebooks env train-shakespeare train-induction
+.PHONY: lab test unit notebooks env train-shakespeare train-induction bench
 
 $(READY): pyproject.toml tools/ensure_env.py
 	$(PYTHON) tools/ensure_env.py --venv $(VENV)
@@ -31,3 +32,11 @@ train-shakespeare: $(READY)  ## retrain gptlib/checkpoints/shakespeare.pt (the c
 
 train-induction: $(READY)  ## retrain gptlib/checkpoints/induction.pt (two-layer attention-only induction model, a few minutes)
 	$(BIN)/python -m gptlib.train induction --steps 3000 --batch-size 32 --lr 1e-3 --warmup 100 --eval-every 250 --seed 0 --out gptlib/checkpoints/induction.pt --state build/induction.state.pt
+
+$(BENCH_READY): $(READY) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python -m pip install --quiet --no-deps 'transformer-lens>=3,<4'  # skips wandb, accelerate, ...: unused here
+	@touch $@
+
+bench: $(BENCH_READY)  ## gptlib vs Hugging Face GPT-2 and TransformerLens: logits check, then timings into benchmarks/results/
+	$(BIN)/python -m benchmarks.run

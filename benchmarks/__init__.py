@@ -1,0 +1,1 @@
+"""Benchmarks of gptlib against the libraries a learner would reach for next (see run.py)."""
