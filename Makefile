@@ -39,4 +39,4 @@ $(BENCH_READY): $(READY) pyproject.toml
 	@touch $@
 
 bench: $(BENCH_READY)  ## gptlib vs Hugging Face GPT-2 and TransformerLens: logits check, then timings into benchmarks/results/
-	$(BIN)/python -m benchmarks.run
+	$(BIN)/python -m benchmarks.run --nbval

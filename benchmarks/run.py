@@ -11,7 +11,8 @@
    run_with_cache) and `train_step` (forward, cross-entropy, backward, AdamW step).
    Repetitions are interleaved (every library once, then again, in rotating order), so load
    from other processes falls on all of them alike; medians are reported.
-3. `import gptlib` on top of `import torch`, measured in fresh interpreters.
+3. `import gptlib` on top of `import torch`, measured in fresh interpreters; with --nbval,
+   the wall time of the whole nbval suite (`pytest notebooks`) as well.
 
 Cases: the course shapes (B = 32, T = 64, T_max = 64), then T in {64, 256, 1024} with
 T_max = 1024 and B * T = 2048 tokens per batch, so the T^2 attention term (Section 6) shows.
@@ -29,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 
@@ -43,7 +45,7 @@ from .peers import hf_gpt2_from, hooked_transformer_from, max_logit_difference, 
 LIBRARIES = ("gptlib", "hf_gpt2", "transformer_lens")
 MEASURES = ("forward", "forward_attn", "train_step")
 TOLERANCE = 1e-5  # max |logit difference| allowed between gptlib and a peer
-TARGETS = {"train_ratio_max": 1.0, "attn_over_fast_max": 1.3, "import_overhead_max_s": 0.3}
+TARGETS = {"train_ratio_max": 1.0, "attn_over_fast_max": 1.3, "import_overhead_max_s": 0.3, "nbval_max_s": 120}
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}  # cpu: this process's CPU time, all threads
 TOKENS_PER_BATCH = 2048  # B * T in the sequence-length sweep
 LONG_CONFIG = COURSE_CONFIG.replace(T_max=1024)
@@ -72,18 +74,23 @@ def check_equivalence() -> list[dict]:
     return rows
 
 
-def hf_logits(hf, idx: torch.Tensor, **kwargs):
-    return hf(idx, use_cache=False, **kwargs).logits
+def hf_logits(hf, idx: torch.Tensor) -> torch.Tensor:
+    return hf(idx, use_cache=False).logits  # (B, T, V); no key/value cache, as in training
 
 
-def train_step(model, optimizer, logits_and_loss) -> None:
+def train_step(optimizer, logits_and_loss: Callable) -> None:
+    """One step: forward with cross-entropy, backward, AdamW update."""
     optimizer.zero_grad(set_to_none=True)
     logits_and_loss()[1].backward()
     optimizer.step()
 
 
-def runners(config: GPTConfig, B: int, T: int) -> dict[str, dict[str, callable]]:
-    """measure -> library -> a call doing one repetition, on three copies of one model."""
+def runners(config: GPTConfig, B: int, T: int) -> dict[str, dict[str, Callable]]:
+    """measure -> library -> a call doing one repetition, on three copies of one model.
+
+    None of the three has dropout, so train and eval mode compute the same; the peers' zeroed
+    Q, K, V and W_U biases are frozen (benchmarks.peers), so all three train the same parameters.
+    """
     model = GPT(config)
     hf, hf_eager, tl = hf_gpt2_from(model), hf_gpt2_from(model, "eager"), hooked_transformer_from(model)
     idx = torch.randint(0, config.V, (B, T))  # (B, T)
@@ -107,10 +114,9 @@ def runners(config: GPTConfig, B: int, T: int) -> dict[str, dict[str, callable]]
             "transformer_lens": no_grad(lambda: tl.run_with_cache(idx)),
         },
         "train_step": {
-            "gptlib": lambda: train_step(model, optimizers["gptlib"], lambda: model(idx, targets)),
-            "hf_gpt2": lambda: train_step(hf, optimizers["hf_gpt2"], lambda: cross_entropy(hf_logits(hf, idx))),
-            "transformer_lens": lambda: train_step(tl, optimizers["transformer_lens"],
-                                                   lambda: cross_entropy(tl(idx))),
+            "gptlib": lambda: train_step(optimizers["gptlib"], lambda: model(idx, targets)),
+            "hf_gpt2": lambda: train_step(optimizers["hf_gpt2"], lambda: cross_entropy(hf_logits(hf, idx))),
+            "transformer_lens": lambda: train_step(optimizers["transformer_lens"], lambda: cross_entropy(tl(idx))),
         },
     }
 
@@ -146,6 +152,15 @@ def import_overhead(reps: int) -> dict:
         torch_s.append(a)
         gptlib_s.append(b)
     return {"reps": reps, "import_torch_s": statistics.median(torch_s), "gptlib_on_top_s": statistics.median(gptlib_s)}
+
+
+def nbval_wall_time() -> dict:
+    """Wall time of `pytest notebooks` (nbval re-executes and compares every notebook) in a subprocess."""
+    root = Path(__file__).resolve().parent.parent
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "pytest", "notebooks", "-q"], cwd=root, capture_output=True, text=True)
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-200:]
+    return {"wall_s": time.perf_counter() - start, "returncode": done.returncode, "summary": summary}
 
 
 def summarize(times: dict, case_rows: list) -> list[dict]:
@@ -230,6 +245,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="wall time, or CPU time (steadier on a loaded machine with --threads 1)")
     parser.add_argument("--import-reps", type=int, default=7, help="fresh interpreters for the import cost")
+    parser.add_argument("--nbval", action="store_true", help="also time the whole nbval suite (pytest notebooks)")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args(argv)
     if args.reps < 1 or args.threads < 1 or args.import_reps < 1 or args.warmup < 0:
@@ -246,13 +262,18 @@ def main(argv: list[str] | None = None) -> dict:
     imports = import_overhead(args.import_reps)
     rows = summarize(times, case_rows)
     checks = verdicts(rows, imports)
+    nbval = nbval_wall_time() if args.nbval else None
+    if nbval is not None:
+        checks["nbval_wall_s"] = {"value": nbval["wall_s"], "met": nbval["wall_s"] < TARGETS["nbval_max_s"]}
+        print(f"nbval suite: {nbval['wall_s']:.1f} s wall, {nbval['summary']}")
     print_report(rows, imports, checks)
     print(f"load average (1, 5, 15 min) before timing: {load_before}; after: {loadavg()}")
 
     result = {"machine": machine(), "loadavg_before": load_before, "loadavg_after": loadavg(),
               "settings": {"threads": args.threads, "clock": args.clock, "reps": args.reps, "warmup": args.warmup,
                            "tokens_per_batch_in_sweep": TOKENS_PER_BATCH},
-              "equivalence": equivalence, "cases": rows, "imports": imports, "targets": TARGETS, "checks": checks}
+              "equivalence": equivalence, "cases": rows, "imports": imports, "nbval": nbval,
+              "targets": TARGETS, "checks": checks}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(result, indent=2))
     write_figure(rows, args.out / "results.png")
