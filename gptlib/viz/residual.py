@@ -67,7 +67,7 @@ def stream_figure(norms: dict[str, torch.Tensor], cosines: dict[str, torch.Tenso
     left.set_title("the stream grows by increments")
     right.set_xlabel("layer l")
     right.set_ylabel("mean cos(X_t^(l), X_t^(0))")
-    right.set_title("what X^(0) wrote is still there")
+    right.set_title("cosine with the embedding X^(0)")
     for ax in (left, right):
         ax.legend()
     fig.tight_layout()
