@@ -21,8 +21,8 @@ test: $(READY)  ## the whole suite: unit tests, nbval over every notebook, brows
 	@command -v chromium >/dev/null || $(PYTHON) tools/ensure_env.py --chromium
 	$(BIN)/python -m pytest
 
-unit: $(READY)  ## unit tests only (fast)
-	$(BIN)/python -m pytest tests
+unit: $(READY)  ## unit tests only, no notebooks or browser (fast)
+	$(BIN)/python -m pytest tests --ignore=tests/browser
 
 notebooks: $(READY)  ## re-execute every notebook in place (after a change that alters outputs)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 notebooks/[0-9]*.ipynb
