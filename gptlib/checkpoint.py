@@ -72,7 +72,11 @@ def read_checkpoint(path: Path | str) -> dict:
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # truncated zip, garbage bytes, disallowed pickle globals, ...
-        raise ValueError(f"{path} is not a readable checkpoint (corrupted or truncated?): {error}") from error
+        # torch's own message suggests weights_only=False, which would run arbitrary code: not repeated here.
+        raise ValueError(
+            f"{path} is not a readable checkpoint (corrupted, truncated, or holding more than weights): "
+            f"torch.load raised {type(error).__name__}"
+        ) from error
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"{path} is not a gptlib checkpoint: expected format tag {CHECKPOINT_FORMAT!r}")
     missing = [k for k in REQUIRED_KEYS if k not in payload]

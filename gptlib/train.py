@@ -207,10 +207,13 @@ def main(argv: list[str] | None = None) -> Path:
                             help="TrainSettings." + name + ("" if name == "steps" else f" (default {value})"))
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    settings = TrainSettings(**{name: getattr(args, name) for name in asdict(defaults)})
-    config, next_batch, evaluate, final_metrics = TASKS[args.task](settings, args)
-    if settings.T > config.T_max:
-        raise ValueError(f"--T {settings.T} exceeds the model's T_max={config.T_max}")
+    try:  # bad settings or a missing corpus: a one-line error, not a traceback
+        settings = TrainSettings(**{name: getattr(args, name) for name in asdict(defaults)})
+        config, next_batch, evaluate, final_metrics = TASKS[args.task](settings, args)
+        if settings.T > config.T_max:
+            raise ValueError(f"--T {settings.T} exceeds the model's T_max={config.T_max}")
+    except (ValueError, FileNotFoundError) as error:
+        parser.error(str(error))
     torch.manual_seed(settings.seed)
     model = GPT(config)
     command = "python -m gptlib.train " + shlex.join(sys.argv[1:] if argv is None else argv)

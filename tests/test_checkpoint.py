@@ -37,7 +37,7 @@ def test_corrupted_and_truncated_files_are_rejected(tmp_path):
     garbage = tmp_path / "garbage.pt"
     garbage.write_bytes(b"\x00not a checkpoint" * 100)
     for bad in (truncated, garbage):
-        with pytest.raises(ValueError, match="corrupted or truncated"):
+        with pytest.raises(ValueError, match=r"not a readable checkpoint \(corrupted, truncated"):
             load_checkpoint(bad)
     with pytest.raises(FileNotFoundError):
         load_checkpoint(tmp_path / "absent.pt")
@@ -100,3 +100,11 @@ def test_loading_into_a_model_of_another_config_is_refused(tmp_path):
     same = GPT(SMALL)
     load_weights_into(same, path)
     assert_same_params(params_of(load_checkpoint(path)[0]), same)
+
+
+def test_unreadable_file_message_never_suggests_unsafe_loading(tmp_path):
+    garbage = tmp_path / "garbage.pt"
+    garbage.write_bytes(b"\x00not a checkpoint" * 100)
+    with pytest.raises(ValueError) as caught:
+        load_checkpoint(garbage)
+    assert "weights_only" not in str(caught.value)  # torch's own hint would run arbitrary code

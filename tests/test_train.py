@@ -107,3 +107,19 @@ def _one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize(
+    "argv, rule",
+    [
+        (["shakespeare", "--steps", "1", "--corpus", "/nonexistent/tiny.txt"], "no corpus file at /nonexistent/tiny.txt"),
+        (["induction", "--steps", "0"], "steps must be a positive integer"),
+    ],
+)
+def test_cli_reports_bad_input_in_one_line(tmp_path, capsys, argv, rule):
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--out", str(tmp_path / "never.pt")])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert rule in err and "Traceback" not in err
+    assert not (tmp_path / "never.pt").exists()
