@@ -50,7 +50,7 @@ def gradient_map(model: GPT, idx: torch.Tensor) -> torch.Tensor:
     _check_sequence(model, idx)
     T, V = idx.shape[0], model.config.V
     with torch.no_grad():
-        X0 = model.E[idx] + model.P[:T]  # (T, d)
+        X0 = model.embed(idx)  # X^(0), (T, d)
     rows = []
     for t in range(T):
         X = X0.expand(V, -1, -1).clone().requires_grad_(True)  # (V, T, d), one copy per logit v

@@ -18,6 +18,7 @@ from torch.func import jacrev
 
 from .cache import run_with_cache
 from .config import GPTConfig
+from .data import encode
 from .model import GPT, Block
 
 
@@ -105,8 +106,6 @@ def depth_study(norm: str, depths, d: int = 32, T: int = 4, H: int = 4, seed: in
     """
     if len(text) < T + 1:
         raise ValueError(f"text must have at least T + 1 = {T + 1} characters (inputs and next-character targets)")
-    from .data import encode
-
     tokens = encode(text[: T + 1])
     idx, targets = tokens[:-1], tokens[1:]  # (T,), (T,)
     rows = []
@@ -114,7 +113,7 @@ def depth_study(norm: str, depths, d: int = 32, T: int = 4, H: int = 4, seed: in
         torch.manual_seed(seed)
         model = GPT(GPTConfig(T_max=T, d=d, H=H, L=L, norm=norm)).double()
         with torch.no_grad():
-            X0 = model.E[idx] + model.P[:T]  # X^(0), (T, d)
+            X0 = model.embed(idx)  # X^(0), (T, d)
         product = product_of_jacobians(stack_jacobians(model.blocks, X0))  # (T d, T d)
         rows.append(
             {

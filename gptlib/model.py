@@ -182,6 +182,13 @@ class GPT(nn.Module):
         if idx.numel() and (idx.min() < 0 or idx.max() >= V):
             raise ValueError(f"token ids must lie in [0, V) = [0, {V}), got min {int(idx.min())}, max {int(idx.max())}")
 
+    def embed(self, idx: torch.Tensor) -> torch.Tensor:
+        """X^(0)_t = E[x_t] + P[t]: token ids (..., T) -> the residual stream's start (..., T, d).
+
+        The ids are taken as valid; forward() checks them first (check_tokens).
+        """
+        return self.E[idx] + self.P[: idx.shape[-1]]
+
     def forward_from_embeddings(self, X: torch.Tensor, record: dict | None = None) -> torch.Tensor:
         """X^(0) (B, T, d) -> logits Z (B, T, V): the blocks, LN_f and W_U of Section 5.
 
@@ -217,8 +224,7 @@ class GPT(nn.Module):
             if targets.shape != idx.shape:
                 raise ValueError(f"targets must have the shape of idx {tuple(idx.shape)}, got {tuple(targets.shape)}")
             self.check_tokens(targets)
-        T = idx.shape[1]
-        Z = self.forward_from_embeddings(self.E[idx] + self.P[:T], record)  # X^(0) (B, T, d) -> (B, T, V)
+        Z = self.forward_from_embeddings(self.embed(idx), record)  # X^(0) (B, T, d) -> (B, T, V)
         if squeeze:
             Z = Z.squeeze(0)
         if targets is None:

@@ -1,7 +1,7 @@
 """Training: AdamW on next-token cross-entropy (Section 5's loss), with resume and a command line.
 
-    python -m gptlib.train shakespeare --steps 6000 --out gptlib/checkpoints/shakespeare.pt
-    python -m gptlib.train induction --steps 2500 --out gptlib/checkpoints/induction.pt
+    python -m gptlib.train {shakespeare,induction} --steps N --out PATH [--state PATH [--resume]]
+    (the exact commands of the shipped checkpoints: `make train-shakespeare`, `make train-induction`)
 
 The loop is generic: `next_batch(generator) -> (inputs, targets)` supplies data, and resume
 restores the weights, AdamW's state, the step and the batch generator's state, so training
