@@ -1,4 +1,5 @@
-"""Measurements of the residual stream (Lecture 5, Remarks 3.2 and 3.4, Empirical aside 3.5).
+"""Measurements of the residual stream (Lecture 5, Remarks 3.2 and 3.4, Empirical aside 3.5,
+and Project aside 5.2's variance of the 2L residual writes at initialization).
 
 All functions take any GPT (random or trained) and token batches, and read the stream from
 gptlib.run_with_cache, so they measure exactly the model's own forward pass.
@@ -6,11 +7,14 @@ gptlib.run_with_cache, so they measure exactly the model's own forward pass.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .cache import Cache, run_with_cache
+from .config import COURSE_CONFIG, GPTConfig
 from .model import GPT
 
 
@@ -84,3 +88,43 @@ def block_drop_losses(model: GPT, idx: torch.Tensor, targets: torch.Tensor) -> d
         finally:
             model.blocks[l] = block
     return {"base": base, "dropped": torch.stack(dropped)}
+
+
+def residual_write_variance(L: int, scaled: bool, base: GPTConfig = COURSE_CONFIG, B: int = 4, seed: int = 0) -> dict:
+    """Project aside 5.2 at initialization: variance of the sum of the 2L residual writes.
+
+    Builds base.replace(L=L) with seed `seed`; when `scaled` is False, W_O and W_2 are redrawn
+    with the unscaled std (no 1/sqrt(2L)). Runs B random sequences of length T_max and returns
+    'accumulated': Var(X^(L) - X^(0)), the variance of the summed writes, per coordinate, and
+    'independent': the sum of the 2L writes' own variances, which equals 'accumulated' when
+    the writes are uncorrelated (the aside's idealization).
+    """
+    torch.manual_seed(seed)
+    config = base.replace(L=L)
+    model = GPT(config).eval()
+    if not scaled:
+        with torch.no_grad():
+            for block in model.blocks:
+                block.attn.W_O.normal_(0.0, config.init_std)
+                if hasattr(block, "mlp"):
+                    block.mlp.W_2.normal_(0.0, config.init_std)
+    idx = torch.randint(0, config.V, (B, config.T_max))
+    with torch.no_grad():
+        _, cache = run_with_cache(model, idx)
+    writes = [cache.attn_write(l) for l in range(L)]
+    if not config.attn_only:
+        writes += [cache.mlp_write(l) for l in range(L)]
+    return {
+        "accumulated": (cache.X(L) - cache.X(0)).var().item(),
+        "independent": sum(write.var().item() for write in writes),
+    }
+
+
+def initial_loss_gap(config: GPTConfig = COURSE_CONFIG, B: int = 8, seed: int = 0) -> tuple[float, float]:
+    """(loss of a freshly initialized model on random tokens, ln V): Project aside 5.2's 'near ln 65'."""
+    torch.manual_seed(seed)
+    model = GPT(config).eval()
+    idx = torch.randint(0, config.V, (B, config.T_max))
+    with torch.no_grad():
+        _, loss = model(idx, idx.roll(-1, dims=1))
+    return loss.item(), math.log(config.V)

@@ -5,7 +5,8 @@ import math
 import pytest
 
 from gptlib import COURSE_CONFIG, GPT, component_table, theorem_5_2
-from gptlib.viz.counting import ParameterCountExplorer, initial_loss_gap, residual_write_variance
+from gptlib.residual import initial_loss_gap, residual_write_variance
+from gptlib.viz.counting import ParameterCountExplorer
 
 
 def test_explorer_shows_the_course_table_and_closed_form():

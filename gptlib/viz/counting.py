@@ -1,15 +1,13 @@
-"""Theorem 5.2 explorer widget, and Project aside 5.2's variance over the 2L residual writes."""
+"""Theorem 5.2 explorer widget, and the figure of Project aside 5.2's variance over the 2L residual writes."""
 
 from __future__ import annotations
 
 import html
-import math
 
 import ipywidgets as widgets
 import torch
 from matplotlib.figure import Figure
 
-from ..cache import run_with_cache
 from ..config import COURSE_CONFIG, GPTConfig
 from ..counting import component_table, format_table, theorem_5_2
 from ..model import GPT
@@ -98,38 +96,8 @@ def share_figure(rows) -> Figure:
     return fig
 
 
-def residual_write_variance(L: int, scaled: bool, base: GPTConfig = COURSE_CONFIG, B: int = 4, seed: int = 0) -> dict:
-    """Project aside 5.2 at initialization: variance of the sum of the 2L residual writes.
-
-    Builds base.replace(L=L) with seed `seed`; when `scaled` is False, W_O and W_2 are redrawn
-    with the unscaled std (no 1/sqrt(2L)). Runs B random sequences of length T_max and returns
-    'accumulated': Var(X^(L) - X^(0)), the variance of the summed writes, per coordinate, and
-    'independent': the sum of the 2L writes' own variances, which equals 'accumulated' when
-    the writes are uncorrelated (the aside's idealization).
-    """
-    torch.manual_seed(seed)
-    config = base.replace(L=L)
-    model = GPT(config).eval()
-    if not scaled:
-        with torch.no_grad():
-            for block in model.blocks:
-                block.attn.W_O.normal_(0.0, config.init_std)
-                if hasattr(block, "mlp"):
-                    block.mlp.W_2.normal_(0.0, config.init_std)
-    idx = torch.randint(0, config.V, (B, config.T_max))
-    with torch.no_grad():
-        _, cache = run_with_cache(model, idx)
-    writes = [cache.attn_write(l) for l in range(L)]
-    if not config.attn_only:
-        writes += [cache.mlp_write(l) for l in range(L)]
-    return {
-        "accumulated": (cache.X(L) - cache.X(0)).var().item(),
-        "independent": sum(write.var().item() for write in writes),
-    }
-
-
 def init_variance_figure(L_values, scaled: list[dict], unscaled: list[dict]) -> Figure:
-    """Accumulated write variance against L, with and without 1/sqrt(2L) (from residual_write_variance)."""
+    """Accumulated write variance against L, with and without 1/sqrt(2L) (from gptlib.residual.residual_write_variance)."""
     fig = Figure(figsize=(6.5, 3.6))
     ax = fig.add_subplot()
     for runs, label, colour in ((unscaled, "W_O, W_2 std 0.02", "#c44e52"), (scaled, "W_O, W_2 std 0.02/sqrt(2L)", "#4c72b0")):
@@ -146,13 +114,3 @@ def init_variance_figure(L_values, scaled: list[dict], unscaled: list[dict]) -> 
                  f"{unscaled[-1]['accumulated'] / scaled[-1]['accumulated']:.1f})", fontsize=9)
     fig.tight_layout()
     return fig
-
-
-def initial_loss_gap(config: GPTConfig = COURSE_CONFIG, B: int = 8, seed: int = 0) -> tuple[float, float]:
-    """(loss of a freshly initialized model on random tokens, ln V): Project aside 5.2's 'near ln 65'."""
-    torch.manual_seed(seed)
-    model = GPT(config).eval()
-    idx = torch.randint(0, config.V, (B, config.T_max))
-    with torch.no_grad():
-        _, loss = model(idx, idx.roll(-1, dims=1))
-    return loss.item(), math.log(config.V)
