@@ -35,6 +35,7 @@ class ParameterCountExplorer(widgets.VBox):
             box = widgets.BoundedIntText(value=getattr(config, name), min=1, max=limit, description=name)
             box.add_class(f"gptlib-count-{css[name]}")
             self.controls[name] = box
+            setattr(self, name, box)  # explorer.V, explorer.T_max, ... are the text boxes
         self.tie = widgets.Checkbox(value=config.tie_weights, description="tie W_U = E^T")
         self.tie.add_class("gptlib-count-tie")
         self.status = widgets.HTML()
@@ -45,12 +46,6 @@ class ParameterCountExplorer(widgets.VBox):
             control.observe(self.update, names="value")
         super().__init__([widgets.HBox(list(self.controls.values())), self.tie, self.status, self.output])
         self.update()
-
-    def __getattr__(self, name):  # explorer.V, explorer.T_max, ... are the text boxes
-        controls = self.__dict__.get("controls", {})
-        if name in controls:
-            return controls[name]
-        raise AttributeError(name)
 
     def update(self, _change=None) -> None:
         self.output.clear_output()
