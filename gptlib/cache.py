@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .model import GPT
+from .model import GPT, record_key
 
 
 @dataclass(frozen=True)
@@ -27,14 +27,17 @@ class Cache:
     tensors: dict[str, torch.Tensor]
 
     def _get(self, name: str, l: int) -> torch.Tensor:
-        key = f"{name}.{l}"
+        key = record_key(name, l)
         if key not in self.tensors:
             raise KeyError(f"no {name} for layer {l}: this model has layers 0..{self.n_layers - 1}")
         return self.tensors[key]
 
     @property
     def n_layers(self) -> int:
-        return sum(key.startswith("A.") for key in self.tensors)
+        L = 0
+        while record_key("X", L + 1) in self.tensors:
+            L += 1
+        return L
 
     def X(self, l: int) -> torch.Tensor:
         return self._get("X", l)
@@ -73,5 +76,5 @@ def run_with_cache(model: GPT, idx: torch.Tensor) -> tuple[torch.Tensor, Cache]:
     cached tensor keeps a leading batch dimension of 1.
     """
     record: dict[str, torch.Tensor] = {}
-    Z = model(idx, record=record)
+    Z = model(idx, explicit=True, record=record)
     return Z, Cache(record)

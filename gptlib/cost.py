@@ -89,10 +89,9 @@ def measured_flops(
     with torch.device(device):
         model = GPT(config.replace(T_max=max(T, config.T_max)))
     X0 = torch.randn(B, T, config.d, device=device, requires_grad=training)  # X^(0), (B, T, d)
-    record = None if fused else {}
     counter = FlopCounterMode(display=False)
     with counter:
-        Z = model.forward_from_embeddings(X0, record)  # (B, T, V)
+        Z = model.forward_from_embeddings(X0, explicit=not fused)  # (B, T, V)
         if training:
             targets = torch.zeros(B * T, dtype=torch.long, device=device)
             F.cross_entropy(Z.reshape(B * T, config.V), targets).backward()

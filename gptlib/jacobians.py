@@ -45,7 +45,7 @@ def jacobian_of(fn, X: torch.Tensor) -> torch.Tensor:
 def block_jacobian(block: Block, X: torch.Tensor) -> torch.Tensor:
     """d vec(block(X)) / d vec(X) at one sequence X (T, d): a (T d, T d) matrix."""
     _check_sequence(X, block.ln_1.gamma.shape[0])
-    return jacobian_of(lambda Z: block(Z, {}), X)  # a record dict selects the explicit attention path
+    return jacobian_of(lambda Z: block(Z, explicit=True), X)
 
 
 def residual_branch(block: Block, X: torch.Tensor) -> torch.Tensor:
@@ -56,8 +56,8 @@ def residual_branch(block: Block, X: torch.Tensor) -> torch.Tensor:
     if block.norm != "pre":
         raise ValueError("residual_branch needs a pre-norm block: a post-norm block is LN(X + F(X)), not X + F(X)")
     record: dict = {}
-    block(X, record)
-    return record["attn_write"] + record.get("mlp_write", 0)
+    block(X, explicit=True, record=record)
+    return record["attn_write"] if block.attn_only else record["attn_write"] + record["mlp_write"]
 
 
 def branch_jacobian(block: Block, X: torch.Tensor) -> torch.Tensor:

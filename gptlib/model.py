@@ -17,6 +17,18 @@ from torch import nn
 from .config import GPTConfig
 
 
+# The names a forward record uses, the lecture's symbols (gptlib.cache reads them back).
+# A block records BLOCK_RECORD_NAMES (A only on the explicit path; ln_2, mlp_write only with
+# an MLP); the GPT files them, and each X^(l), under record_key(name, l), then FINAL_RECORD_NAMES.
+BLOCK_RECORD_NAMES = ("ln_1", "A", "attn_write", "Y", "ln_2", "mlp_write")
+FINAL_RECORD_NAMES = ("ln_f", "Z")
+
+
+def record_key(name: str, l: int) -> str:
+    """The key of layer l's `name` in a GPT's record: record_key("A", 2) == "A.2"."""
+    return f"{name}.{l}"
+
+
 class LayerNorm(nn.Module):
     """Definition 4.1: gamma * (u - mean(u)) / sqrt(var(u) + eps) + beta, per row."""
 
@@ -63,16 +75,22 @@ class MultiHeadAttention(nn.Module):
             S = S.masked_fill(future, float("-inf"))
         return S.softmax(dim=-1)
 
-    def forward(self, X: torch.Tensor, record: dict | None = None) -> torch.Tensor:
-        """X (B, T, d) -> MHA(X) (B, T, d). With `record`, uses the explicit path and stores A."""
+    def forward(self, X: torch.Tensor, *, explicit: bool = False, record: dict | None = None) -> torch.Tensor:
+        """X (B, T, d) -> MHA(X) (B, T, d).
+
+        explicit=True forms every A^h and multiplies it into the values, as Definition 1.1
+        writes it; otherwise the fused scaled_dot_product_attention kernel does the same
+        work without ever holding A^h. `record`, if a dict, receives A on the explicit path.
+        """
         B, T, d = X.shape
         q, k, v = self.qkv(X)  # each (B, H, T, d_head)
-        if record is None:  # fast fused path
-            C = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
-        else:  # explicit path that exposes every head's attention matrix
+        if explicit:
             A = self.attention_matrices(q, k)  # (B, H, T, T)
-            record["A"] = A
+            if record is not None:
+                record["A"] = A
             C = A @ v  # (B, H, T, d_head): C^h = A^h X W_V^h
+        else:
+            C = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
         C = C.transpose(1, 2).reshape(B, T, d)  # [C^1 | ... | C^H], (B, T, d)
         return C @ self.W_O + self.b_O  # (B, T, d)
 
@@ -101,35 +119,35 @@ class Block(nn.Module):
 
     def __init__(self, config: GPTConfig):
         super().__init__()
-        self.norm = config.norm
+        self.norm, self.attn_only = config.norm, config.attn_only
         self.ln_1 = LayerNorm(config.d, config.ln_eps)
         self.attn = MultiHeadAttention(config)
         if not config.attn_only:
             self.ln_2 = LayerNorm(config.d, config.ln_eps)
             self.mlp = MLP(config)
 
-    def forward(self, X: torch.Tensor, record: dict | None = None) -> torch.Tensor:  # (B, T, d)
-        rec = {} if record is not None else None
-        if not hasattr(self, "mlp"):
+    def forward(self, X: torch.Tensor, *, explicit: bool = False, record: dict | None = None) -> torch.Tensor:
+        """X^(l) (B, T, d) -> X^(l+1) (B, T, d); `record`, if a dict, receives BLOCK_RECORD_NAMES."""
+        if self.attn_only:
             ln_1 = self.ln_1(X)
-            attn_write = self.attn(ln_1, rec)
-            if record is not None:
-                record.update(ln_1=ln_1, A=rec["A"], attn_write=attn_write, Y=X + attn_write)
-            return X + attn_write
-        if self.norm == "pre":
+            attn_write = self.attn(ln_1, explicit=explicit, record=record)
+            Y = X_next = X + attn_write  # X' = X + MHA(LN_1(X))
+        elif self.norm == "pre":
             ln_1 = self.ln_1(X)
-            attn_write = self.attn(ln_1, rec)
+            attn_write = self.attn(ln_1, explicit=explicit, record=record)
             Y = X + attn_write  # Y = X + MHA(LN_1(X))
             ln_2 = self.ln_2(Y)
             mlp_write = self.mlp(ln_2)
             X_next = Y + mlp_write  # X' = Y + MLP(LN_2(Y))
         else:
-            attn_write = self.attn(X, rec)
+            attn_write = self.attn(X, explicit=explicit, record=record)
             ln_1 = Y = self.ln_1(X + attn_write)  # Y = LN_1(X + MHA(X))
             mlp_write = self.mlp(Y)
             ln_2 = X_next = self.ln_2(Y + mlp_write)  # X' = LN_2(Y + MLP(Y))
         if record is not None:
-            record.update(ln_1=ln_1, A=rec["A"], attn_write=attn_write, Y=Y, ln_2=ln_2, mlp_write=mlp_write)
+            record.update(ln_1=ln_1, attn_write=attn_write, Y=Y)
+            if not self.attn_only:
+                record.update(ln_2=ln_2, mlp_write=mlp_write)
         return X_next
 
 
@@ -189,31 +207,43 @@ class GPT(nn.Module):
         """
         return self.E[idx] + self.P[: idx.shape[-1]]
 
-    def forward_from_embeddings(self, X: torch.Tensor, record: dict | None = None) -> torch.Tensor:
+    def forward_from_embeddings(
+        self, X: torch.Tensor, *, explicit: bool = False, record: dict | None = None
+    ) -> torch.Tensor:
         """X^(0) (B, T, d) -> logits Z (B, T, V): the blocks, LN_f and W_U of Section 5.
 
         Starting from the residual stream rather than token ids lets a caller differentiate
         with respect to X^(0) (gptlib.causality) or run on the meta device (gptlib.cost).
+        `explicit` and `record` are those of GPT.forward.
         """
         if record is not None:
-            record["X.0"] = X
+            record[record_key("X", 0)] = X
         for l, block in enumerate(self.blocks):
-            rec = {} if record is not None else None
-            X = block(X, rec)  # X^(l+1), (B, T, d)
+            layer = {} if record is not None else None
+            X = block(X, explicit=explicit, record=layer)  # X^(l+1), (B, T, d)
             if record is not None:
-                record.update({f"{key}.{l}": value for key, value in rec.items()})
-                record[f"X.{l + 1}"] = X
+                record.update((record_key(name, l), value) for name, value in layer.items())
+                record[record_key("X", l + 1)] = X
         ln_f = self.ln_f(X)  # (B, T, d)
         Z = ln_f @ self.unembedding  # logits, (B, T, V)
         if record is not None:
             record.update(ln_f=ln_f, Z=Z)
         return Z
 
-    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, record: dict | None = None):
+    def forward(
+        self,
+        idx: torch.Tensor,
+        targets: torch.Tensor | None = None,
+        *,
+        explicit: bool = False,
+        record: dict | None = None,
+    ):
         """idx (B, T) or (T,) -> logits (B, T, V) or (T, V); with targets, (logits, mean cross-entropy).
 
-        `record`, if a dict, receives every named intermediate (see gptlib.cache) and switches
-        attention to the explicit path.
+        explicit=True runs every head's attention as Definition 1.1 writes it, forming A^h
+        (see MultiHeadAttention.forward). `record`, if a dict, receives every named
+        intermediate under record_key(name, l) (read back by gptlib.cache.run_with_cache,
+        which sets explicit=True so that A^h is among them).
         """
         self.check_tokens(idx)
         squeeze = idx.dim() == 1
@@ -224,7 +254,7 @@ class GPT(nn.Module):
             if targets.shape != idx.shape:
                 raise ValueError(f"targets must have the shape of idx {tuple(idx.shape)}, got {tuple(targets.shape)}")
             self.check_tokens(targets)
-        Z = self.forward_from_embeddings(self.embed(idx), record)  # X^(0) (B, T, d) -> (B, T, V)
+        Z = self.forward_from_embeddings(self.embed(idx), explicit=explicit, record=record)  # X^(0) (B, T, d) -> (B, T, V)
         if squeeze:
             Z = Z.squeeze(0)
         if targets is None:

@@ -67,7 +67,7 @@ def branch_write_ratios(cache: Cache) -> dict[str, torch.Tensor]:
 class _SkippedBlock(nn.Module):
     """Stands in for a dropped block: X' = X."""
 
-    def forward(self, X: torch.Tensor, record: dict | None = None) -> torch.Tensor:
+    def forward(self, X: torch.Tensor, *, explicit: bool = False, record: dict | None = None) -> torch.Tensor:
         return X
 
 
@@ -106,7 +106,7 @@ def residual_write_variance(L: int, scaled: bool, base: GPTConfig = COURSE_CONFI
         with torch.no_grad():
             for block in model.blocks:
                 block.attn.W_O.normal_(0.0, config.init_std)
-                if hasattr(block, "mlp"):
+                if not config.attn_only:
                     block.mlp.W_2.normal_(0.0, config.init_std)
     idx = torch.randint(0, config.V, (B, config.T_max))
     with torch.no_grad():

@@ -67,7 +67,7 @@ def test_product_of_block_jacobians_is_the_end_to_end_jacobian():
 
     def stack(Z):
         for block in model.blocks:
-            Z = block(Z, {})
+            Z = block(Z, explicit=True)
         return Z
 
     torch.testing.assert_close(product, jacobians.jacobian_of(stack, X))

@@ -7,7 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, run_with_cache
-from gptlib.model import MLP, LayerNorm, MultiHeadAttention
+from gptlib.cache import Cache
+from gptlib.model import BLOCK_RECORD_NAMES, FINAL_RECORD_NAMES, MLP, LayerNorm, MultiHeadAttention, record_key
 
 
 def test_layernorm_matches_torch():
@@ -48,7 +49,9 @@ def test_attention_matches_torch_multihead_attention():
     mask = torch.ones(10, 10, dtype=torch.bool).triu(1)  # True = may not attend
     expected, _ = ref(x, x, x, attn_mask=mask, need_weights=False)
     torch.testing.assert_close(attn(x), expected, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(attn(x, record={}), expected, atol=1e-5, rtol=1e-5)
+    record = {}
+    torch.testing.assert_close(attn(x, explicit=True, record=record), expected, atol=1e-5, rtol=1e-5)
+    assert record["A"].shape == (2, config.H, 10, 10)
 
 
 @pytest.mark.parametrize(
@@ -80,6 +83,33 @@ def test_cache_holds_the_lectures_intermediates(course_model):
     assert cache.n_layers == c.L
     with pytest.raises(KeyError, match="layers 0..3"):
         cache.A(4)
+
+
+@pytest.mark.parametrize("config", [COURSE_CONFIG.replace(L=2), GPTConfig(L=2, attn_only=True)])
+def test_the_record_holds_exactly_the_named_keys_and_cache_reads_each(config):
+    """Every key the model records is one of model's names, and Cache has an accessor for it."""
+    model = GPT(config).eval()
+    record = {}
+    model(torch.randint(0, config.V, (1, 5)), explicit=True, record=record)
+    names = [n for n in BLOCK_RECORD_NAMES if not (config.attn_only and n in ("ln_2", "mlp_write"))]
+    per_layer = [record_key(n, l) for l in range(config.L) for n in names]
+    streams = [record_key("X", l) for l in range(config.L + 1)]
+    assert sorted(record) == sorted(per_layer + streams + list(FINAL_RECORD_NAMES))
+    cache = Cache(record)
+    for l in range(config.L):
+        for name in names:
+            assert getattr(cache, name)(l) is record[record_key(name, l)]
+    for name in FINAL_RECORD_NAMES:
+        assert getattr(cache, name) is record[name]
+
+
+def test_recording_on_the_fused_path_keeps_everything_but_A():
+    model = GPT(COURSE_CONFIG.replace(L=1)).eval()
+    fused, explicit = {}, {}
+    idx = torch.randint(0, 65, (1, 6))
+    model(idx, record=fused)
+    model(idx, explicit=True, record=explicit)
+    assert sorted(fused) == sorted(k for k in explicit if k != record_key("A", 0))
 
 
 def test_logits_and_loss(course_model):
