@@ -3,7 +3,7 @@
     W_QK(attn, h)               W_Q^h (W_K^h)^T, the QK circuit              (d, d)
     W_OV(attn, h)               W_V^h W_O^h, the OV circuit                  (d, d)
     attention_input(model, c, l) the X that layer l's MHA reads (LN_1(X^(l)) in pre-norm)
-    head_contributions(attn, X) A^h X W_OV^h for every head (Proposition 1.2) (B, H, T, d)
+    head_contributions(attn, X, A) A^h X W_OV^h for every head (Proposition 1.2) (B, H, T, d)
     mha_by_definition(attn, X)  [C^1 | ... | C^H] W_O + b_O (Definition 1.1) (B, T, d)
     scores(attn, X)             S^h = X W_QK^h X^T / sqrt(d_head), unmasked  (B, H, T, T)
     numerical_rank(M)           singular values, the stated tolerance, the rank
@@ -57,14 +57,21 @@ def attention_input(model: GPT, cache: Cache, l: int) -> torch.Tensor:
     return cache.ln_1(l) if model.config.norm == "pre" else cache.X(l)
 
 
-def head_contributions(attn: MultiHeadAttention, X: torch.Tensor) -> torch.Tensor:
+def head_contributions(attn: MultiHeadAttention, X: torch.Tensor, A: torch.Tensor | None = None) -> torch.Tensor:
     """Proposition 1.2's terms A^h X W_OV^h for every head h, without b_O: (B, H, T, d).
 
-    Summing over h and adding b_O gives MHA(X).
+    Summing over h and adding b_O gives MHA(X). Pass the A^h this X produced, (B, H, T, T)
+    (cache.A(l) for X = attention_input(model, cache, l)), to reuse it; without A it is
+    computed from X.
     """
     _check_input(attn, X)
-    q, k, _ = attn.qkv(X)  # each (B, H, T, d_head)
-    A = attn.attention_matrices(q, k)  # (B, H, T, T)
+    if A is None:
+        q, k, _ = attn.qkv(X)  # each (B, H, T, d_head)
+        A = attn.attention_matrices(q, k)  # (B, H, T, T)
+    B, T = X.shape[:2]
+    if not isinstance(A, torch.Tensor) or tuple(A.shape) != (B, attn.H, T, T):
+        shape = tuple(A.shape) if isinstance(A, torch.Tensor) else type(A).__name__
+        raise ValueError(f"A must be the (B, H, T, T) = {(B, attn.H, T, T)} attention of this X, got {shape}")
     W_OV_all = torch.stack([W_OV(attn, h) for h in range(attn.H)])  # (H, d, d)
     return torch.einsum("bhts,bsd,hde->bhte", A, X, W_OV_all)  # (B, H, T, d)
 

@@ -62,6 +62,8 @@ def test_contributions_match_every_layers_cached_write(norm):
         X = circuits.attention_input(model, cache, l)
         total = circuits.head_contributions(block.attn, X).sum(1) + block.attn.b_O
         torch.testing.assert_close(total, cache.attn_write(l), atol=1e-5, rtol=1e-5)
+        from_cache = circuits.head_contributions(block.attn, X, cache.A(l)).sum(1) + block.attn.b_O
+        torch.testing.assert_close(from_cache, cache.attn_write(l), atol=1e-5, rtol=1e-5)
 
 
 @torch.no_grad()
@@ -185,5 +187,7 @@ def test_inputs_are_checked():
         circuits.W_QK(attn, -1)
     with pytest.raises(ValueError, match=r"\(B, T, d\)"):
         circuits.head_contributions(attn, torch.randn(5, SMALL.d))
+    with pytest.raises(ValueError, match=r"\(B, H, T, T\)"):
+        circuits.head_contributions(attn, torch.randn(1, 5, SMALL.d), torch.rand(1, SMALL.H, 4, 4))
     with pytest.raises(ValueError, match="2-D"):
         circuits.numerical_rank(torch.randn(3))

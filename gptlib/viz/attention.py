@@ -60,7 +60,7 @@ def attention_view(model: GPT, text: str, layer: int, head: int) -> AttentionVie
     idx = encode(text)  # (T,); ValueError naming unknown characters
     _, cache = run_with_cache(model, idx)
     X = circuits.attention_input(model, cache, layer)  # (1, T, d)
-    writes = circuits.head_contributions(model.blocks[layer].attn, X)  # (1, H, T, d)
+    writes = circuits.head_contributions(model.blocks[layer].attn, X, cache.A(layer))  # (1, H, T, d)
     return AttentionView(token_labels(text), layer, head, cache.A(layer)[0, head], writes[0].norm(dim=-1))
 
 
