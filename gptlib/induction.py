@@ -22,7 +22,14 @@ import torch
 
 from .cache import run_with_cache
 from .circuits import W_OV, W_QK
+from .config import GPTConfig
 from .model import GPT
+
+INDUCTION_CONFIG = GPTConfig(V=65, T_max=64, d=64, H=4, L=2, attn_only=True)
+"""The two-layer attention-only model of the induction task (vocabulary: the course's 65 characters)."""
+
+INDUCTION_EVAL_SEED = 1234  # generator seed of the fixed evaluation batch, distinct from training's
+INDUCTION_EVAL_SHAPE = (256, 32)  # (sequences, n): n random tokens repeated twice, 2n = T_max
 
 
 def repeated_random_tokens(B: int, n: int, V: int, generator: torch.Generator) -> torch.Tensor:
@@ -31,6 +38,12 @@ def repeated_random_tokens(B: int, n: int, V: int, generator: torch.Generator) -
         raise ValueError(f"need n >= 2 tokens to repeat, got n={n}")
     first = torch.randint(V, (B, n), generator=generator)  # (B, n)
     return torch.cat([first, first], dim=1)  # (B, 2n)
+
+
+def induction_eval_tokens(config: GPTConfig = INDUCTION_CONFIG) -> torch.Tensor:
+    """The fixed evaluation batch (256, 64) of the induction task."""
+    B, n = INDUCTION_EVAL_SHAPE
+    return repeated_random_tokens(B, n, config.V, torch.Generator().manual_seed(INDUCTION_EVAL_SEED))
 
 
 def training_batch(B: int, T: int, V: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:

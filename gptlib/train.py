@@ -24,14 +24,11 @@ from tqdm.auto import tqdm
 
 from . import data, induction
 from .checkpoint import load_weights_into, save_checkpoint
-from .config import COURSE_CONFIG, GPTConfig
+from .config import COURSE_CONFIG
+from .induction import induction_eval_tokens  # noqa: F401  (notebook 08 imports it from here until it is re-run)
 from .model import GPT
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # inputs (B, T), targets (B, T)
-
-INDUCTION_CONFIG = GPTConfig(V=65, T_max=64, d=64, H=4, L=2, attn_only=True)
-"""The two-layer attention-only model of the induction task (vocabulary: the course's 65 characters)."""
-
 
 @dataclass(frozen=True)
 class TrainSettings:
@@ -157,20 +154,10 @@ def shakespeare_task(settings: TrainSettings, args: argparse.Namespace):
     return COURSE_CONFIG, next_batch, evaluate, final_metrics
 
 
-INDUCTION_EVAL_SEED = 1234  # generator seed of the fixed evaluation batch, distinct from training's
-INDUCTION_EVAL_SHAPE = (256, 32)  # (sequences, n): n random tokens repeated twice, 2n = T_max
-
-
-def induction_eval_tokens(config: GPTConfig = INDUCTION_CONFIG) -> torch.Tensor:
-    """The fixed evaluation batch (256, 64) of the induction task."""
-    B, n = INDUCTION_EVAL_SHAPE
-    return induction.repeated_random_tokens(B, n, config.V, torch.Generator().manual_seed(INDUCTION_EVAL_SEED))
-
-
 def induction_task(settings: TrainSettings, args: argparse.Namespace):
     """Repeated random segments for training; evaluation: loss on each half of the fixed batch, head scores."""
-    config = INDUCTION_CONFIG
-    tokens = induction_eval_tokens(config)
+    config = induction.INDUCTION_CONFIG
+    tokens = induction.induction_eval_tokens(config)
 
     def next_batch(generator):
         return induction.training_batch(settings.batch_size, settings.T, config.V, generator)

@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from gptlib import GPT, data, induction, pretrained
+from gptlib.induction import INDUCTION_CONFIG, induction_eval_tokens
 from gptlib.sampling import next_token_probabilities, sample
-from gptlib.train import INDUCTION_CONFIG, TrainSettings, induction_eval_tokens, mean_loss
+from gptlib.train import TrainSettings, mean_loss
 
 MARGIN = 0.01  # nats: room for summation-order differences across machines and thread counts
 
