@@ -11,13 +11,8 @@ from __future__ import annotations
 
 import torch
 
+from .checks import check_token_sequence
 from .model import GPT
-
-
-def _check_sequence(model: GPT, idx: torch.Tensor) -> None:
-    model.check_tokens(idx)
-    if idx.dim() != 1:
-        raise ValueError(f"the dependency maps take one sequence of token ids (T,), got shape {tuple(idx.shape)}")
 
 
 @torch.no_grad()
@@ -27,7 +22,7 @@ def perturbation_map(model: GPT, idx: torch.Tensor, shift: int = 1) -> torch.Ten
     Token x_s is replaced by (x_s + shift) mod V. The original sequence and its T perturbed
     copies run as one batch, so every row goes through the same kernels.
     """
-    _check_sequence(model, idx)
+    check_token_sequence(model, idx)
     V = model.config.V
     if not isinstance(shift, int) or not 1 <= shift < V:
         raise ValueError(f"shift must be an integer in [1, V) = [1, {V}) so the token really changes, got {shift!r}")
@@ -47,7 +42,7 @@ def gradient_map(model: GPT, idx: torch.Tensor) -> torch.Tensor:
     X^(0) = E[x] + P (GPT.forward_from_embeddings). For each t, V copies of X^(0) back-propagate
     the V unit vectors e_v at row t in one batch, giving the (V, T, d) block of the Jacobian.
     """
-    _check_sequence(model, idx)
+    check_token_sequence(model, idx)
     T, V = idx.shape[0], model.config.V
     with torch.no_grad():
         X0 = model.embed(idx)  # X^(0), (T, d)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from .cache import Cache
+from .checks import check_batch
 from .config import GPTConfig
 from .model import GPT, MultiHeadAttention
 
@@ -31,13 +32,6 @@ from .model import GPT, MultiHeadAttention
 def _check_head(attn: MultiHeadAttention, h: int) -> None:
     if not isinstance(h, int) or isinstance(h, bool) or not 0 <= h < attn.H:
         raise ValueError(f"head index h must be an integer in [0, H) = [0, {attn.H}), got {h!r}")
-
-
-def _check_input(attn: MultiHeadAttention, X: torch.Tensor) -> None:
-    d = attn.W_O.shape[0]
-    if not isinstance(X, torch.Tensor) or X.dim() != 3 or X.shape[-1] != d:
-        shape = tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__
-        raise ValueError(f"X must be a (B, T, d) tensor with d={d}, got {shape}")
 
 
 def W_QK(attn: MultiHeadAttention, h: int) -> torch.Tensor:
@@ -64,7 +58,7 @@ def head_contributions(attn: MultiHeadAttention, X: torch.Tensor, A: torch.Tenso
     (cache.A(l) for X = attention_input(model, cache, l)), to reuse it; without A it is
     computed from X.
     """
-    _check_input(attn, X)
+    check_batch(X, attn.W_O.shape[0])
     if A is None:
         q, k, _ = attn.qkv(X)  # each (B, H, T, d_head)
         A = attn.attention_matrices(q, k)  # (B, H, T, T)
@@ -78,7 +72,7 @@ def head_contributions(attn: MultiHeadAttention, X: torch.Tensor, A: torch.Tenso
 
 def mha_by_definition(attn: MultiHeadAttention, X: torch.Tensor) -> torch.Tensor:
     """Definition 1.1 written head by head: C^h = A^h X W_V^h, then [C^1 | ... | C^H] W_O + b_O: (B, T, d)."""
-    _check_input(attn, X)
+    check_batch(X, attn.W_O.shape[0])
     q, k, _ = attn.qkv(X)  # each (B, H, T, d_head)
     A = attn.attention_matrices(q, k)  # (B, H, T, T)
     heads = [A[:, h] @ X @ attn.W_V[h] for h in range(attn.H)]  # H tensors (B, T, d_head)
@@ -87,7 +81,7 @@ def mha_by_definition(attn: MultiHeadAttention, X: torch.Tensor) -> torch.Tensor
 
 def scores(attn: MultiHeadAttention, X: torch.Tensor) -> torch.Tensor:
     """S^h = X W_QK^h X^T / sqrt(d_head) for every head, before the causal mask: (B, H, T, T)."""
-    _check_input(attn, X)
+    check_batch(X, attn.W_O.shape[0])
     W_QK_all = torch.stack([W_QK(attn, h) for h in range(attn.H)])  # (H, d, d)
     return torch.einsum("btd,hde,bse->bhts", X, W_QK_all, X) / math.sqrt(attn.d_head)
 

@@ -19,12 +19,7 @@ import math
 
 import torch
 
-
-def _check_rows(u: torch.Tensor, name: str = "u") -> None:
-    if not isinstance(u, torch.Tensor) or not u.dtype.is_floating_point:
-        raise ValueError(f"{name} must be a floating-point torch.Tensor")
-    if u.dim() == 0 or u.shape[-1] < 1:
-        raise ValueError(f"{name} must have a last (feature) dimension d >= 1, got shape {tuple(u.shape)}")
+from .checks import check_rows
 
 
 def _check_eps(eps: float) -> None:
@@ -62,7 +57,7 @@ def projector_facts(d: int) -> dict[str, float]:
 
 def center(u: torch.Tensor) -> torch.Tensor:
     """Step 1 of Proposition 4.2: u - mean(u) 1, the orthogonal projection onto 1-perp. (..., d) -> (..., d)."""
-    _check_rows(u)
+    check_rows(u)
     return u - u.mean(dim=-1, keepdim=True)
 
 
@@ -72,7 +67,7 @@ def radial_rescale(v: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
     With eps = 0 this is sqrt(d) v / ||v||: radial projection onto the sphere of radius sqrt(d)
     (step 2 of Proposition 4.2). A zero row with eps = 0 maps to zero instead of 0/0.
     """
-    _check_rows(v, "v")
+    check_rows(v, "v")
     _check_eps(eps)
     denominator = v.pow(2).mean(dim=-1, keepdim=True) + eps  # (..., 1)
     positive = denominator > 0
@@ -111,7 +106,7 @@ def batch_norm(U: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
     statistics (biased variance), as torch.nn.functional.batch_norm(training=True) uses.
     A batch of one has no spread to measure, so it is refused (torch refuses it too).
     """
-    _check_rows(U, "U")
+    check_rows(U, "U")
     if U.dim() != 2:
         raise ValueError(f"U must be a batch of shape (B, d), got shape {tuple(U.shape)}")
     if U.shape[0] < 2:

@@ -17,15 +17,10 @@ import torch.nn.functional as F
 from torch.func import jacrev
 
 from .cache import run_with_cache
+from .checks import check_sequence
 from .config import GPTConfig
 from .data import encode
 from .model import GPT, Block
-
-
-def _check_sequence(X: torch.Tensor, d: int) -> None:
-    if not isinstance(X, torch.Tensor) or X.dim() != 2 or X.shape[1] != d:
-        shape = tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__
-        raise ValueError(f"X must be one sequence of shape (T, d) with d = {d}, got {shape}")
 
 
 def _as_flat_map(fn, T: int, d: int):
@@ -44,7 +39,7 @@ def jacobian_of(fn, X: torch.Tensor) -> torch.Tensor:
 
 def block_jacobian(block: Block, X: torch.Tensor) -> torch.Tensor:
     """d vec(block(X)) / d vec(X) at one sequence X (T, d): a (T d, T d) matrix."""
-    _check_sequence(X, block.ln_1.gamma.shape[0])
+    check_sequence(X, block.ln_1.gamma.shape[0])
     return jacobian_of(lambda Z: block(Z, explicit=True), X)
 
 
@@ -62,7 +57,7 @@ def residual_branch(block: Block, X: torch.Tensor) -> torch.Tensor:
 
 def branch_jacobian(block: Block, X: torch.Tensor) -> torch.Tensor:
     """DF at X (T, d) for a pre-norm block, (T d, T d); Definition 3.1 says block_jacobian = I + DF."""
-    _check_sequence(X, block.ln_1.gamma.shape[0])
+    check_sequence(X, block.ln_1.gamma.shape[0])
     return jacobian_of(lambda Z: residual_branch(block, Z), X)
 
 

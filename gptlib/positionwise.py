@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .checks import check_batch
+
 
 def gelu_exact(t: torch.Tensor) -> torch.Tensor:
     """sigma(t) = t Phi(t) with Phi(t) = (1 + erf(t / sqrt 2)) / 2, the normal CDF (Definition 2.1)."""
@@ -26,15 +28,9 @@ def gelu_tanh(t: torch.Tensor) -> torch.Tensor:
     return 0.5 * t * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (t + 0.044715 * t**3)))
 
 
-def _check_sequence(X: torch.Tensor) -> None:
-    if not isinstance(X, torch.Tensor) or X.dim() != 3:
-        shape = tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__
-        raise ValueError(f"X must be a (B, T, d) tensor, got {shape}")
-
-
 def permutation_error(f: Callable[[torch.Tensor], torch.Tensor], X: torch.Tensor, perm: torch.Tensor) -> float:
     """max |f(X[:, perm]) - f(X)[:, perm]|: zero for a map applied to every row alike (Definition 2.1)."""
-    _check_sequence(X)
+    check_batch(X)
     T = X.shape[1]
     if sorted(perm.tolist()) != list(range(T)):
         raise ValueError(f"perm must be a permutation of 0..{T - 1}")
@@ -45,7 +41,7 @@ def row_isolation_error(
     f: Callable[[torch.Tensor], torch.Tensor], X: torch.Tensor, t: int, generator: torch.Generator | None = None
 ) -> float:
     """max |f(X')_t - f(X)_t| where X' redraws every row except t: zero when row t ignores the others."""
-    _check_sequence(X)
+    check_batch(X)
     if not 0 <= t < X.shape[1]:
         raise ValueError(f"position t must lie in [0, T) = [0, {X.shape[1]}), got {t}")
     X_other = torch.randn(X.shape, generator=generator, dtype=X.dtype) * X.std()  # (B, T, d)
