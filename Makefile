@@ -4,9 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 BENCH_READY := $(VENV)/.bench-ready
+APP_PORT ?= 8866
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: lab test unit notebooks env train-shakespeare train-induction bench
+.PHONY: lab app test unit notebooks env train-shakespeare train-induction bench
 
 $(READY): pyproject.toml tools/ensure_env.py
 	$(PYTHON) tools/ensure_env.py --venv $(VENV)
@@ -16,6 +17,9 @@ env: $(READY)
 
 lab: $(READY)  ## open notebooks/ in JupyterLab, bound to localhost
 	$(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=notebooks $(ROOT_FLAG)
+
+app: $(READY)  ## the three explorers as one page for the lecture hall: Voila on 127.0.0.1, code hidden
+	$(BIN)/voila app/explorers.ipynb --Voila.ip=127.0.0.1 --port=$(APP_PORT) --strip_sources=True
 
 test: $(READY)  ## the whole suite: unit tests, nbval over every notebook, browser tests
 	@command -v chromium >/dev/null || $(PYTHON) tools/ensure_env.py --chromium

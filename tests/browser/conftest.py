@@ -8,8 +8,10 @@ that keep it off this machine's closed network.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -50,6 +52,43 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def server_env(tmp: Path) -> dict:
+    """The environment of a server under test: its own Jupyter, IPython and matplotlib dirs."""
+    return dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(tmp / "config"),
+        JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(tmp / "settings"),
+        IPYTHONDIR=str(tmp / "ipython"),
+        MPLCONFIGDIR=str(tmp / "mpl"),
+    )
+
+
+@contextlib.contextmanager
+def serve(cmd: list[str], ready_url: str, log_path: Path, env: dict | None = None, cwd: Path | None = None):
+    """Start a server process, wait until `ready_url` answers, and stop it (the one we started) after."""
+    log = open(log_path, "w")
+    server = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(ready_url, timeout=2)
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"{cmd[2]} did not start; see {log_path}")
+                time.sleep(0.3)
+        yield
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):
     """A JupyterLab server on 127.0.0.1 serving a copy of notebooks/; yields (base_url, token)."""
@@ -59,14 +98,6 @@ def lab(tmp_path_factory):
     settings = tmp / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
-    env = dict(
-        os.environ,
-        JUPYTER_CONFIG_DIR=str(tmp / "config"),
-        JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
-        JUPYTERLAB_SETTINGS_DIR=str(tmp / "settings"),
-        IPYTHONDIR=str(tmp / "ipython"),
-        MPLCONFIGDIR=str(tmp / "mpl"),
-    )
     port, token = free_port(), secrets.token_hex(16)
     cmd = [
         sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
@@ -75,27 +106,23 @@ def lab(tmp_path_factory):
     ]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
-    log = open(tmp / "server.log", "w")
-    server = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"JupyterLab did not start; see {tmp / 'server.log'}")
-                time.sleep(0.3)
+    with serve(cmd, f"{base}/api/status?token={token}", tmp / "server.log", server_env(tmp)):
         yield base, token
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+
+
+@pytest.fixture(scope="session")
+def voila_app(tmp_path_factory):
+    """`make app`'s Voila server (app/explorers.ipynb, code hidden) on 127.0.0.1; yields its URL."""
+    tmp = tmp_path_factory.mktemp("voila")
+    port = free_port()
+    cmd = [
+        sys.executable, "-m", "voila", str(ROOT / "app" / "explorers.ipynb"), "--Voila.ip=127.0.0.1",
+        f"--port={port}", "--Voila.port_retries=0", "--no-browser", "--strip_sources=True",
+    ]
+    base = f"http://127.0.0.1:{port}"
+    with serve(cmd, f"{base}/voila/static/voila.js", tmp / "server.log", server_env(tmp)):
+        yield base
 
 
 @pytest.fixture(scope="session")
@@ -110,8 +137,13 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    """A fresh page; any uncaught JavaScript error fails the test."""
+    """A fresh page; any uncaught JavaScript error fails the test.
+
+    Requests that leave 127.0.0.1 are refused at once (Voila's template asks a CDN for
+    icons): offline they would otherwise wait on name resolution and delay the page's load.
+    """
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.route(re.compile(r"^https?://(?!127\.0\.0\.1[:/])"), lambda route: route.abort())
     new_page = context.new_page()
     errors: list[str] = []
     new_page.on("pageerror", lambda exc: errors.append(str(exc)))
