@@ -1,7 +1,15 @@
+"""Fixtures shared by the unit tests: a seed, small configs, random weights, state equality, the corpus.
+
+They are fixtures rather than importable names because tests/browser has a conftest.py
+of its own, so `from conftest import ...` would be ambiguous.
+"""
+
 import pytest
 import torch
 
-from gptlib import COURSE_CONFIG, GPT
+from gptlib import COURSE_CONFIG, GPT, GPTConfig, data
+
+SMALL = GPTConfig(V=65, T_max=16, d=32, H=2, L=2)
 
 
 @pytest.fixture(autouse=True)
@@ -12,3 +20,55 @@ def _seeded():
 @pytest.fixture
 def course_model():
     return GPT(COURSE_CONFIG).eval()
+
+
+@pytest.fixture
+def small_config() -> GPTConfig:
+    """A small GPT (V=65, T_max=16, d=32, H=2, L=2): fast enough for Jacobians; tests .replace() what they vary."""
+    return SMALL
+
+
+def _sharp_model(norm: str = "pre", L: int = 3, ln_eps: float = 1e-5) -> tuple[GPT, torch.Tensor]:
+    torch.manual_seed(0)
+    model = GPT(SMALL.replace(d=16, norm=norm, L=L, init_std=0.3, ln_eps=ln_eps)).double().eval()
+    X = torch.randn(4, 16, dtype=torch.float64)  # (T, d)
+    return model, X
+
+
+@pytest.fixture
+def sharp_model():
+    """sharp_model(norm="pre", L=3, ln_eps=1e-5) -> (model, X): a float64 GPT with d = 16 and weights of
+    std 0.3, so every branch does visible work (a nontrivial DF), and one input sequence X (4, 16)."""
+    return _sharp_model
+
+
+@torch.no_grad()
+def _with_random_weights(module: torch.nn.Module, std: float) -> torch.nn.Module:
+    for p in module.parameters():
+        p.normal_(std=std)
+    return module
+
+
+@pytest.fixture
+def with_random_weights():
+    """with_random_weights(module, std): every parameter, biases too, redrawn from N(0, std^2); returns the module."""
+    return _with_random_weights
+
+
+def _same_state(a, b) -> bool:
+    a, b = (x.state_dict() if isinstance(x, torch.nn.Module) else x for x in (a, b))
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.fixture
+def same_state():
+    """same_state(a, b): two models or state dicts hold the same names and bit-identical tensors."""
+    return _same_state
+
+
+@pytest.fixture
+def corpus_path():
+    """The tiny-Shakespeare corpus beside this checkout; the test is skipped where it is absent (CI has it)."""
+    if not data.LOCAL_CORPUS.is_file():
+        pytest.skip(f"tiny-Shakespeare corpus absent at {data.LOCAL_CORPUS} (CI has it)")
+    return data.LOCAL_CORPUS

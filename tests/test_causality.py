@@ -3,11 +3,15 @@
 import pytest
 import torch
 
-from gptlib import COURSE_CONFIG, GPT, encode
+from gptlib import GPT, encode
 from gptlib.causality import future_dependence, gradient_map, perturbation_map, weakest_present_dependence
 
-SMALL = COURSE_CONFIG.replace(d=32, H=4, L=2)
 IDX = encode("First")  # T = 5
+
+
+@pytest.fixture
+def small(small_config):
+    return small_config.replace(T_max=64, H=4)
 
 
 def model_of(config):
@@ -15,42 +19,42 @@ def model_of(config):
 
 
 @pytest.mark.parametrize(
-    "config",
-    [SMALL, SMALL.replace(norm="post"), SMALL.replace(attn_only=True), SMALL.replace(tie_weights=True)],
+    "changes",
+    [{}, {"norm": "post"}, {"attn_only": True}, {"tie_weights": True}],
     ids=["pre-norm", "post-norm", "attn-only", "tied"],
 )
-def test_causal_models_have_exactly_lower_triangular_maps(config):
-    model = model_of(config)
+def test_causal_models_have_exactly_lower_triangular_maps(small, changes):
+    model = model_of(small.replace(**changes))
     for dependency_map in (perturbation_map(model, IDX), gradient_map(model, IDX)):
         assert dependency_map.shape == (len(IDX), len(IDX))
         assert future_dependence(dependency_map) <= 1e-6  # Exercise 2's tolerance; measured 0.0
         assert weakest_present_dependence(dependency_map) > 0  # Z_t does move with every x_s, s <= t
 
 
-def test_unmasked_model_is_caught_by_both_maps():
+def test_unmasked_model_is_caught_by_both_maps(small):
     # The check can fail: without the causal mask every Z_t depends on every x_s.
-    model = model_of(SMALL.replace(causal=False))
+    model = model_of(small.replace(causal=False))
     for dependency_map in (perturbation_map(model, IDX), gradient_map(model, IDX)):
         upper = dependency_map.triu(1)[torch.ones(len(IDX), len(IDX), dtype=torch.bool).triu(1)]
         assert (upper > 1e-4).all()
         assert future_dependence(dependency_map) > 1e-4
 
 
-def test_perturbation_map_matches_one_sequence_at_a_time():
+def test_perturbation_map_matches_one_sequence_at_a_time(small):
     # Independent reference: perturb one token, run that sequence alone, compare logits.
-    model = model_of(SMALL)
+    model = model_of(small)
     dependency_map = perturbation_map(model, IDX, shift=5)
     with torch.no_grad():
         Z = model(IDX)  # (T, V)
         for s in range(len(IDX)):
             changed = IDX.clone()
-            changed[s] = (changed[s] + 5) % SMALL.V
+            changed[s] = (changed[s] + 5) % small.V
             expected = (model(changed) - Z).abs().amax(dim=-1)  # (T,)
             torch.testing.assert_close(dependency_map[:, s], expected, atol=1e-5, rtol=1e-4)
 
 
-def test_gradient_map_matches_torch_jacobian():
-    model = model_of(SMALL.replace(causal=False))
+def test_gradient_map_matches_torch_jacobian(small):
+    model = model_of(small.replace(causal=False))
     X0 = (model.E[IDX] + model.P[: len(IDX)]).detach()  # (T, d)
     J = torch.autograd.functional.jacobian(
         lambda X: model.forward_from_embeddings(X[None])[0], X0, vectorize=True
@@ -58,13 +62,13 @@ def test_gradient_map_matches_torch_jacobian():
     torch.testing.assert_close(gradient_map(model, IDX), J.pow(2).sum(dim=(1, 3)).sqrt())
 
 
-def test_gradient_map_agrees_with_central_differences():
+def test_gradient_map_agrees_with_central_differences(small):
     # Column s of the map from finite differences of X^(0)_s, coordinate by coordinate.
-    model = model_of(SMALL).double()
+    model = model_of(small).double()
     idx, s, eps = IDX[:5], 2, 1e-5
     X0 = (model.E[idx] + model.P[:5]).detach()  # (T, d)
-    steps = torch.zeros(SMALL.d, 5, SMALL.d, dtype=torch.double)  # (d, T, d): one bump per coordinate
-    steps[torch.arange(SMALL.d), s, torch.arange(SMALL.d)] = eps
+    steps = torch.zeros(small.d, 5, small.d, dtype=torch.double)  # (d, T, d): one bump per coordinate
+    steps[torch.arange(small.d), s, torch.arange(small.d)] = eps
     with torch.no_grad():
         fd = (model.forward_from_embeddings(X0 + steps) - model.forward_from_embeddings(X0 - steps)) / (2 * eps)
     expected = fd.pow(2).sum(dim=(0, 2)).sqrt()  # (T,): || dZ_t / dX^(0)_s ||_F
@@ -80,11 +84,11 @@ def test_summaries_on_hand_made_maps():
     assert weakest_present_dependence(torch.tensor([[1.0, 0.0], [0.0, 3.0]])) == 0.0
 
 
-def test_bad_input_is_refused():
-    model = model_of(SMALL)
+def test_bad_input_is_refused(small):
+    model = model_of(small)
     with pytest.raises(ValueError, match="one sequence"):
         perturbation_map(model, IDX[None])
     with pytest.raises(ValueError, match="shift"):
         perturbation_map(model, IDX, shift=0)
     with pytest.raises(ValueError, match="T_max"):
-        gradient_map(model, torch.zeros(SMALL.T_max + 1, dtype=torch.long))
+        gradient_map(model, torch.zeros(small.T_max + 1, dtype=torch.long))

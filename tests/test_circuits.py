@@ -5,45 +5,38 @@ import math
 import pytest
 import torch
 
-from gptlib import COURSE_CONFIG, GPT, GPTConfig, circuits, run_with_cache
+from gptlib import COURSE_CONFIG, GPT, circuits, run_with_cache
 from gptlib.model import MultiHeadAttention
 
-SMALL = GPTConfig(V=65, T_max=12, d=24, H=3, L=2)
-SHARP = SMALL.replace(init_std=0.3)  # large weights: peaked attention, so errors show in the logits
+
+@pytest.fixture
+def small(small_config):
+    return small_config.replace(T_max=12, d=24, H=3)
 
 
-@torch.no_grad()
-def with_random_weights(module, std):
-    """The module with every parameter (biases too) redrawn from N(0, std^2)."""
-    for p in module.parameters():
-        p.normal_(std=std)
-    return module
-
-
-def random_attention(config=SMALL):
+@pytest.fixture
+def attn(small, with_random_weights):
     """A MultiHeadAttention with large random weights and a nonzero b_O, so b_O's handling is tested."""
-    return with_random_weights(MultiHeadAttention(config), 0.3)
+    return with_random_weights(MultiHeadAttention(small), 0.3)
 
 
 @torch.no_grad()
-def test_proposition_1_2_heads_plus_bias_give_the_modules_output():
-    attn = random_attention()
-    X = torch.randn(2, 10, SMALL.d)
+def test_proposition_1_2_heads_plus_bias_give_the_modules_output(attn, small):
+    X = torch.randn(2, 10, small.d)
     terms = circuits.head_contributions(attn, X)  # (B, H, T, d)
-    assert terms.shape == (2, SMALL.H, 10, SMALL.d)
+    assert terms.shape == (2, small.H, 10, small.d)
     reference = attn(X)  # the fused scaled_dot_product_attention path, written independently
     torch.testing.assert_close(terms.sum(1) + attn.b_O, reference, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(circuits.mha_by_definition(attn, X), reference, atol=1e-5, rtol=1e-5)
 
 
 @torch.no_grad()
-def test_a_wrong_decomposition_is_caught():
+def test_a_wrong_decomposition_is_caught(attn, small):
     """Pairing each head with the next head's W_O block, or dropping b_O, fails the same check."""
-    attn = random_attention()
-    X = torch.randn(1, 10, SMALL.d)
+    X = torch.randn(1, 10, small.d)
     q, k, v = attn.qkv(X)
     A = attn.attention_matrices(q, k)
-    H = SMALL.H
+    H = small.H
     wrong = sum(A[:, h] @ X @ attn.W_V[h] @ attn.W_O_head((h + 1) % H) for h in range(H)) + attn.b_O
     assert (wrong - attn(X)).abs().max() > 1e-2
     without_bias = circuits.head_contributions(attn, X).sum(1)
@@ -52,8 +45,8 @@ def test_a_wrong_decomposition_is_caught():
 
 @pytest.mark.parametrize("norm", ["pre", "post"])
 @torch.no_grad()
-def test_contributions_match_every_layers_cached_write(norm):
-    model = GPT(SMALL.replace(norm=norm)).eval()
+def test_contributions_match_every_layers_cached_write(norm, small):
+    model = GPT(small.replace(norm=norm)).eval()
     with torch.no_grad():
         for block in model.blocks:
             block.attn.b_O.normal_()
@@ -67,17 +60,16 @@ def test_contributions_match_every_layers_cached_write(norm):
 
 
 @torch.no_grad()
-def test_circuit_matrices_reproduce_scores_and_values():
-    attn = random_attention()
-    X = torch.randn(1, 7, SMALL.d)
+def test_circuit_matrices_reproduce_scores_and_values(attn, small):
+    X = torch.randn(1, 7, small.d)
     q, k, v = attn.qkv(X)  # (1, H, T, d_head)
     S = circuits.scores(attn, X)
-    torch.testing.assert_close(S, q @ k.transpose(-2, -1) / math.sqrt(SMALL.d_head), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(S, q @ k.transpose(-2, -1) / math.sqrt(small.d_head), atol=1e-5, rtol=1e-5)
     mask = torch.ones(7, 7, dtype=torch.bool).triu(1)
     torch.testing.assert_close(S.masked_fill(mask, float("-inf")).softmax(-1), attn.attention_matrices(q, k))
-    for h in range(SMALL.H):
+    for h in range(small.H):
         torch.testing.assert_close(X @ circuits.W_OV(attn, h), v[:, h] @ attn.W_O_head(h), atol=1e-5, rtol=1e-5)
-        assert circuits.W_QK(attn, h).shape == (SMALL.d, SMALL.d)
+        assert circuits.W_QK(attn, h).shape == (small.d, small.d)
 
 
 def test_numerical_rank_agrees_with_torch_and_sees_products():
@@ -104,12 +96,12 @@ def test_course_heads_have_rank_d_head():
 
 
 @torch.no_grad()
-def test_gauge_transform_keeps_circuits_and_logits():
-    model = GPT(SHARP).eval()
+def test_gauge_transform_keeps_circuits_and_logits(small):
+    model = GPT(small.replace(init_std=0.3)).eval()  # large weights: peaked attention, so errors show in the logits
     idx = torch.randint(0, 65, (2, 12))
     generator = torch.Generator().manual_seed(2)
-    R_qk = circuits.random_invertible(SMALL.d_head, generator)
-    R_ov = circuits.random_invertible(SMALL.d_head, generator)
+    R_qk = circuits.random_invertible(small.d_head, generator)
+    R_ov = circuits.random_invertible(small.d_head, generator)
     new = circuits.gauge_transform(model, 1, 2, R_qk, R_ov)
     old_attn, new_attn = model.blocks[1].attn, new.blocks[1].attn
     assert (new_attn.W_Q[2] - old_attn.W_Q[2]).abs().max() > 1e-3  # the factors did change
@@ -121,11 +113,11 @@ def test_gauge_transform_keeps_circuits_and_logits():
 
 
 @torch.no_grad()
-def test_a_wrong_gauge_changes_the_logits():
+def test_a_wrong_gauge_changes_the_logits(small):
     """W_K^h R^{-1} instead of W_K^h R^{-T}: the checks above would catch this mistake."""
-    model = GPT(SHARP).eval()
+    model = GPT(small.replace(init_std=0.3)).eval()  # large weights: peaked attention, so errors show in the logits
     idx = torch.randint(0, 65, (1, 12))
-    R = circuits.random_invertible(SHARP.d_head, torch.Generator().manual_seed(3))
+    R = circuits.random_invertible(small.d_head, torch.Generator().manual_seed(3))
     wrong = circuits.gauge_transform(model, 0, 0)  # an unchanged copy
     attn = wrong.blocks[0].attn
     attn.W_Q[0] = attn.W_Q[0] @ R
@@ -134,16 +126,16 @@ def test_a_wrong_gauge_changes_the_logits():
     assert (wrong(idx) - model(idx)).abs().max() > 1e-3
 
 
-def test_gauge_transform_refuses_bad_matrices():
-    model = GPT(SMALL)
+def test_gauge_transform_refuses_bad_matrices(small):
+    model = GPT(small)
     with pytest.raises(ValueError, match="invertible"):
-        circuits.gauge_transform(model, 0, 0, R_qk=torch.zeros(SMALL.d_head, SMALL.d_head))
+        circuits.gauge_transform(model, 0, 0, R_qk=torch.zeros(small.d_head, small.d_head))
     with pytest.raises(ValueError, match="d_head"):
-        circuits.gauge_transform(model, 0, 0, R_ov=torch.eye(SMALL.d_head + 1))
+        circuits.gauge_transform(model, 0, 0, R_ov=torch.eye(small.d_head + 1))
     with pytest.raises(ValueError, match="layer"):
-        circuits.gauge_transform(model, SMALL.L, 0)
+        circuits.gauge_transform(model, small.L, 0)
     with pytest.raises(ValueError, match="head index"):
-        circuits.gauge_transform(model, 0, SMALL.H)
+        circuits.gauge_transform(model, 0, small.H)
 
 
 def explicit_jacobian_rank(d, d_head, seed):
@@ -181,13 +173,12 @@ def test_remark_1_4_same_budget_more_distributions():
         assert row.max_head_rank == row.d_head == d // row.H
 
 
-def test_inputs_are_checked():
-    attn = random_attention()
+def test_inputs_are_checked(attn, small):
     with pytest.raises(ValueError, match="head index"):
         circuits.W_QK(attn, -1)
     with pytest.raises(ValueError, match=r"\(B, T, d\)"):
-        circuits.head_contributions(attn, torch.randn(5, SMALL.d))
+        circuits.head_contributions(attn, torch.randn(5, small.d))
     with pytest.raises(ValueError, match=r"\(B, H, T, T\)"):
-        circuits.head_contributions(attn, torch.randn(1, 5, SMALL.d), torch.rand(1, SMALL.H, 4, 4))
+        circuits.head_contributions(attn, torch.randn(1, 5, small.d), torch.rand(1, small.H, 4, 4))
     with pytest.raises(ValueError, match="2-D"):
         circuits.numerical_rank(torch.randn(3))

@@ -2,8 +2,7 @@
 
 import pytest
 
-from gptlib import COURSE_CONFIG, GPT
-from gptlib import cost
+from gptlib import COURSE_CONFIG, GPT, cost
 
 CONFIGS = [
     (COURSE_CONFIG, 64, 1),

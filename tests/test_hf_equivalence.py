@@ -17,7 +17,7 @@ from benchmarks.peers import (
     max_logit_difference,
     scrambled_model,
 )
-from gptlib import COURSE_CONFIG, GPT, GPTConfig
+from gptlib import COURSE_CONFIG, GPTConfig
 
 TOLERANCE = 1e-5  # float32 logits of order 1
 CONFIGS = {

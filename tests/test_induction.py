@@ -4,15 +4,17 @@ import numpy as np
 import pytest
 import torch
 
-from gptlib import GPT, GPTConfig, run_with_cache
-from gptlib import induction
-
-SMALL = GPTConfig(V=65, T_max=32, d=32, H=2, L=2, attn_only=True)
+from gptlib import GPT, GPTConfig, induction, run_with_cache
 
 
 @pytest.fixture
-def model():
-    return GPT(SMALL).eval()
+def small(small_config):
+    return small_config.replace(T_max=32, attn_only=True)
+
+
+@pytest.fixture
+def model(small):
+    return GPT(small).eval()
 
 
 def test_repeated_tokens_repeat():
@@ -62,7 +64,7 @@ def test_half_losses_match_per_position_cross_entropy(model):
 
 def test_full_ov_eigenvalues_match_numpy(model):
     attn = model.blocks[1].attn
-    d_head = SMALL.d_head
+    d_head = model.config.d_head
     circuit = (model.E @ attn.W_V[1] @ attn.W_O[d_head : 2 * d_head] @ model.W_U).detach().double().numpy()
     expected = np.sort_complex(np.linalg.eigvals(circuit))
     found = np.sort_complex(induction.full_ov_eigenvalues(model, 1, 1).numpy())
@@ -75,7 +77,7 @@ def test_eigenvalue_summaries_closed_forms(model):
     expected = (1 - 2 + 3 + 0 + 0) / (2**0.5 + 2 + 10**0.5 + 2e-9)
     assert induction.copying_score(eigenvalues) == pytest.approx(expected)
     # E W_OV W_U has rank <= d_head: only d_head eigenvalues survive the cut
-    assert len(induction.significant(induction.full_ov_eigenvalues(model, 0, 0))) == SMALL.d_head
+    assert len(induction.significant(induction.full_ov_eigenvalues(model, 0, 0))) == model.config.d_head
 
 
 def test_positive_fraction_detects_copying_and_its_opposite():
@@ -96,7 +98,7 @@ def test_positive_fraction_detects_copying_and_its_opposite():
 def test_k_composition_against_its_formula_and_edge_cases(model):
     scores = induction.k_composition(model)
     a0, a1 = model.blocks[0].attn, model.blocks[1].attn
-    d_head = SMALL.d_head
+    d_head = model.config.d_head
     for b in range(2):
         qk = (a1.W_Q[b] @ a1.W_K[b].T).detach().numpy()
         for a in range(2):

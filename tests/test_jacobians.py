@@ -3,9 +3,7 @@
 import pytest
 import torch
 
-from gptlib import GPT, GPTConfig, encode, jacobians, residual, run_with_cache
-
-SMALL = GPTConfig(V=65, T_max=16, d=16, H=2, L=3)
+from gptlib import encode, jacobians
 
 
 def finite_difference_jacobian(fn, X, h=1e-6):
@@ -21,16 +19,9 @@ def finite_difference_jacobian(fn, X, h=1e-6):
     return torch.stack(columns, dim=1)
 
 
-def small_model(norm="pre", L=3, ln_eps=1e-5):
-    torch.manual_seed(0)
-    model = GPT(SMALL.replace(norm=norm, L=L, init_std=0.3, ln_eps=ln_eps)).double().eval()  # larger weights: a nontrivial DF
-    X = torch.randn(4, SMALL.d, dtype=torch.float64)  # (T, d)
-    return model, X
-
-
 @pytest.mark.parametrize("norm", ["pre", "post"])
-def test_block_jacobian_matches_finite_differences(norm):
-    model, X = small_model(norm)
+def test_block_jacobian_matches_finite_differences(norm, sharp_model):
+    model, X = sharp_model(norm)
     block = model.blocks[0]
     J = jacobians.block_jacobian(block, X)
     with torch.no_grad():
@@ -39,8 +30,8 @@ def test_block_jacobian_matches_finite_differences(norm):
     assert not torch.allclose(J.T, numeric, rtol=1e-3, atol=1e-4)  # a transposed Jacobian would be caught
 
 
-def test_pre_norm_block_jacobian_is_identity_plus_branch_jacobian():
-    model, X = small_model("pre")
+def test_pre_norm_block_jacobian_is_identity_plus_branch_jacobian(sharp_model):
+    model, X = sharp_model("pre")
     block = model.blocks[1]
     J = jacobians.block_jacobian(block, X)
     DF = jacobians.branch_jacobian(block, X)
@@ -51,8 +42,8 @@ def test_pre_norm_block_jacobian_is_identity_plus_branch_jacobian():
     torch.testing.assert_close(DF, numeric_DF, rtol=1e-6, atol=1e-7)
 
 
-def test_post_norm_has_no_residual_branch_and_loses_two_directions_per_position():
-    model, X = small_model("post", ln_eps=0.0)  # eps = 0: the radial direction is killed exactly
+def test_post_norm_has_no_residual_branch_and_loses_two_directions_per_position(sharp_model):
+    model, X = sharp_model("post", ln_eps=0.0)  # eps = 0: the radial direction is killed exactly
     with pytest.raises(ValueError, match="pre-norm"):
         jacobians.residual_branch(model.blocks[0], X.unsqueeze(0))
     J = jacobians.block_jacobian(model.blocks[0], X)
@@ -61,8 +52,8 @@ def test_post_norm_has_no_residual_branch_and_loses_two_directions_per_position(
     assert torch.linalg.matrix_rank(J) == T * (d - 2)
 
 
-def test_product_of_block_jacobians_is_the_end_to_end_jacobian():
-    model, X = small_model("pre")
+def test_product_of_block_jacobians_is_the_end_to_end_jacobian(sharp_model):
+    model, X = sharp_model("pre")
     product = jacobians.product_of_jacobians(jacobians.stack_jacobians(model.blocks, X))
 
     def stack(Z):
@@ -73,12 +64,12 @@ def test_product_of_block_jacobians_is_the_end_to_end_jacobian():
     torch.testing.assert_close(product, jacobians.jacobian_of(stack, X))
 
 
-def test_layer_gradient_norms_match_autograd_through_the_model():
-    model, _ = small_model("pre")
+def test_layer_gradient_norms_match_autograd_through_the_model(sharp_model):
+    model, _ = sharp_model("pre")
     tokens = encode("hello!")
     idx, targets = tokens[:-1], tokens[1:]
     norms = jacobians.layer_gradient_norms(model, idx, targets)
-    assert norms.shape == (SMALL.L + 1,)
+    assert norms.shape == (model.config.L + 1,)
     # independent: X^(0) = E[x] + P[:T], so d loss / d P[:T] is the gradient at X^(0)
     model.zero_grad()
     _, loss = model(idx, targets)
@@ -95,47 +86,7 @@ def test_depth_study_shapes_and_identity_path():
         jacobians.depth_study("pre", [1], T=20, text="short")
 
 
-def test_block_jacobian_refuses_a_batch():
-    model, X = small_model("pre")
+def test_block_jacobian_refuses_a_batch(sharp_model):
+    model, X = sharp_model("pre")
     with pytest.raises(ValueError, match="one sequence of shape"):
         jacobians.block_jacobian(model.blocks[0], X.unsqueeze(0))
-
-
-def test_stream_measurements_against_direct_formulas():
-    model, _ = small_model("pre")
-    idx = encode("To be or").unsqueeze(0)
-    with torch.no_grad():
-        _, cache = run_with_cache(model, idx)
-    X3 = cache.X(3)[0]
-    torch.testing.assert_close(residual.stream_norms(cache)[3], X3.norm(dim=1).mean())
-    cos = (X3 * cache.X(0)[0]).sum(1) / (X3.norm(dim=1) * cache.X(0)[0].norm(dim=1))
-    torch.testing.assert_close(residual.cosine_to_initial(cache)[3], cos.mean())
-    ratios = residual.branch_write_ratios(cache)
-    torch.testing.assert_close(ratios["mlp"][1], (cache.mlp_write(1)[0].norm(dim=1) / cache.Y(1)[0].norm(dim=1)).mean())
-
-
-def test_injected_direction_is_read_back_exactly_at_its_own_layer():
-    model, _ = small_model("pre")
-    idx = encode("To be or").unsqueeze(0)
-    w = torch.randn(SMALL.d, dtype=torch.float64)
-    with torch.no_grad():
-        readout = residual.injected_direction_readout(model, idx, w, after_block=0)
-    assert readout.shape == (SMALL.L,)
-    torch.testing.assert_close(readout[0], torch.tensor(1.0, dtype=torch.float64))
-    with pytest.raises(ValueError, match="after_block"):
-        residual.injected_direction_readout(model, idx, w, after_block=SMALL.L)
-
-
-def test_block_drop_losses_match_a_model_built_without_that_block():
-    model, _ = small_model("pre")
-    tokens = encode("To be, or not")
-    idx, targets = tokens[:-1], tokens[1:]
-    result = residual.block_drop_losses(model, idx, targets)
-    shorter = GPT(model.config.replace(L=SMALL.L - 1)).double().eval()
-    state = {k: v for k, v in model.state_dict().items() if not k.startswith("blocks.1.")}
-    state = {k.replace("blocks.2.", "blocks.1."): v for k, v in state.items()}
-    shorter.load_state_dict(state)
-    with torch.no_grad():
-        _, expected = shorter(idx, targets)
-    torch.testing.assert_close(result["dropped"][1], expected)
-    assert isinstance(model.blocks[1], type(model.blocks[0]))  # the model is restored

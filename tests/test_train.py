@@ -5,12 +5,16 @@ import math
 import pytest
 import torch
 
-from gptlib import GPT, GPTConfig, data, induction
+from gptlib import GPT, data
 from gptlib.checkpoint import load_checkpoint, load_weights_into, save_checkpoint
 from gptlib.train import TrainSettings, learning_rate, main, mean_loss, train
 
-TINY = GPTConfig(V=65, T_max=16, d=32, H=2, L=1)
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" * 4
+
+
+@pytest.fixture
+def tiny(small_config):
+    return small_config.replace(L=1)
 
 
 def text_batches(B=8, T=16):
@@ -18,10 +22,10 @@ def text_batches(B=8, T=16):
     return ids, (lambda generator: data.sample_batch(ids, B, T, generator))
 
 
-def test_a_few_steps_lower_the_loss():
+def test_a_few_steps_lower_the_loss(tiny):
     ids, next_batch = text_batches()
     windows = data.heldout_windows(ids, 16)
-    model = GPT(TINY)
+    model = GPT(tiny)
     before = mean_loss(model, *windows)
     assert abs(before - math.log(65)) < 0.1  # a fresh model is close to uniform over V = 65
     train(model, next_batch, TrainSettings(steps=40, warmup=5, lr=1e-2, eval_every=40), progress=False)
@@ -29,10 +33,10 @@ def test_a_few_steps_lower_the_loss():
     assert after < before - 1.0
 
 
-def test_mean_loss_matches_a_per_window_loop():
+def test_mean_loss_matches_a_per_window_loop(tiny):
     ids, _ = text_batches()
     x, y = data.heldout_windows(ids, 16)
-    model = GPT(TINY).eval()
+    model = GPT(tiny).eval()
     by_loop = sum(torch.nn.functional.cross_entropy(model(x[i]), y[i]).item() for i in range(len(x))) / len(x)
     assert mean_loss(model, x, y, chunk=3) == pytest.approx(by_loop, rel=1e-6)
 
@@ -49,42 +53,38 @@ def test_learning_rate_schedule_closed_form():
         TrainSettings(steps=0)
 
 
-def params_equal(a, b):
-    return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
-
-
-def test_resume_through_a_checkpoint_is_bit_exact(tmp_path):
+def test_resume_through_a_checkpoint_is_bit_exact(tmp_path, tiny, same_state):
     _, next_batch = text_batches()
     settings = TrainSettings(steps=6, warmup=2, lr=1e-2, eval_every=3)
     torch.manual_seed(1)
-    straight = GPT(TINY)
+    straight = GPT(tiny)
     train(straight, next_batch, settings, progress=False)
 
     torch.manual_seed(1)
-    first = GPT(TINY)
+    first = GPT(tiny)
     state = train(first, next_batch, TrainSettings(**{**settings.__dict__, "steps": 3}), progress=False)
     path = save_checkpoint(tmp_path / "state.pt", first, training=state)
-    resumed = GPT(TINY)
+    resumed = GPT(tiny)
     resume = load_weights_into(resumed, path)["training"]
     train(resumed, next_batch, settings, resume=resume, progress=False)
-    assert params_equal(straight, resumed)
+    assert same_state(straight, resumed)
 
     # the check can fail: resuming without the batch generator's state gives other weights
-    wrong = GPT(TINY)
+    wrong = GPT(tiny)
     load_weights_into(wrong, path)
     fresh_generator = torch.Generator().manual_seed(settings.seed).get_state()
     train(wrong, next_batch, settings, resume={**resume, "generator": fresh_generator}, progress=False)
-    assert not params_equal(straight, wrong)
+    assert not same_state(straight, wrong)
 
 
-def test_cli_trains_the_induction_task_and_resumes(tmp_path):
+def test_cli_trains_the_induction_task_and_resumes(tmp_path, same_state):
     common = ["induction", "--batch-size", "4", "--eval-every", "2", "--warmup", "1"]
     main(common + ["--steps", "4", "--out", str(tmp_path / "straight.pt")])
     main(common + ["--steps", "2", "--out", str(tmp_path / "half.pt"), "--state", str(tmp_path / "s.pt")])
     main(common + ["--steps", "4", "--out", str(tmp_path / "resumed.pt"), "--state", str(tmp_path / "s.pt"), "--resume"])
     straight, meta = load_checkpoint(tmp_path / "straight.pt")
     resumed, _ = load_checkpoint(tmp_path / "resumed.pt")
-    assert params_equal(straight, resumed)
+    assert same_state(straight, resumed)
     metadata = meta["metadata"]
     assert metadata["command"].startswith("python -m gptlib.train induction") and metadata["steps"] == 4
     assert metadata["tokens_seen"] == 4 * 4 * 64 and len(metadata["induction_scores"]) == 2

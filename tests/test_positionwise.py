@@ -16,7 +16,6 @@ from gptlib.positionwise import (
     row_isolation_error,
     separating_direction,
 )
-from test_circuits import with_random_weights
 
 
 def test_gelu_exact_matches_torch_and_closed_form_values():
@@ -34,13 +33,13 @@ def test_gelu_tanh_matches_torch_but_not_exactly_the_erf_form():
     assert 1e-5 < gap < 1e-3  # a real approximation error, small (about 4.7e-4 on this grid)
 
 
-def make_mlp():
+@pytest.fixture
+def mlp(with_random_weights):
     return with_random_weights(MLP(GPTConfig(d=16)), 0.5)
 
 
 @torch.no_grad()
-def test_mlp_commutes_with_permutations_and_ignores_other_rows():
-    mlp = make_mlp()
+def test_mlp_commutes_with_permutations_and_ignores_other_rows(mlp):
     X = torch.randn(2, 9, 16)
     perm = torch.randperm(9)
     assert permutation_error(mlp, X, perm) <= 1e-6
@@ -48,7 +47,7 @@ def test_mlp_commutes_with_permutations_and_ignores_other_rows():
 
 
 @torch.no_grad()
-def test_causal_attention_fails_both_checks():
+def test_causal_attention_fails_both_checks(with_random_weights):
     """The same checks catch a map that mixes positions, so they can fail."""
     attn = with_random_weights(MultiHeadAttention(GPTConfig(d=16, H=2)), 0.5)
     X = torch.randn(1, 9, 16)
@@ -91,12 +90,12 @@ def test_points_outside_the_hull_are_certified():
     assert math.isclose(float(off_plane.direction.norm()), 1.0)
 
 
-def test_bad_inputs_raise():
+def test_bad_inputs_raise(mlp):
     with pytest.raises(ValueError, match="permutation"):
-        permutation_error(make_mlp(), torch.randn(1, 3, 16), torch.tensor([0, 0, 1]))
+        permutation_error(mlp, torch.randn(1, 3, 16), torch.tensor([0, 0, 1]))
     with pytest.raises(ValueError, match=r"\(B, T, d\)"):
-        row_isolation_error(make_mlp(), torch.randn(3, 16), 0)
+        row_isolation_error(mlp, torch.randn(3, 16), 0)
     with pytest.raises(ValueError, match="position t"):
-        row_isolation_error(make_mlp(), torch.randn(1, 3, 16), 3)
+        row_isolation_error(mlp, torch.randn(1, 3, 16), 3)
     with pytest.raises(ValueError, match="point"):
         separating_direction(torch.randn(3), torch.randn(4, 2))
