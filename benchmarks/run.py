@@ -175,7 +175,7 @@ def summarize(times: dict, case_rows: list) -> list[dict]:
 
 
 def verdicts(rows: list[dict], imports: dict) -> dict:
-    """Each target of the issue: the measured value and whether it is met."""
+    """Each of TARGETS: the measured value and whether it is met."""
     worst_train = max(max(row["ratio"]["train_step"].values()) for row in rows)
     course_attn = rows[0]["attn_over_fast"]
     return {

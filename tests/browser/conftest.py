@@ -1,9 +1,8 @@
 """A real JupyterLab server and headless Debian Chromium, driven by Playwright.
 
-Recipe from shared/notes/browser-testing.md: the notebooks are copied into a temporary
-root (JupyterLab autosaves into what it opens), the server gets its own config, runtime,
-settings and IPython directories, and Chromium runs with the background-networking flags
-that keep it off this machine's closed network.
+The notebooks are copied into a temporary root (JupyterLab autosaves into what it opens),
+the server gets its own config, runtime, settings and IPython directories, and Chromium
+runs with the background-networking flags that keep it off this machine's closed network.
 """
 
 from __future__ import annotations
