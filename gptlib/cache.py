@@ -9,6 +9,8 @@
     cache.attn_write(l)   MHA(LN_1(X^(l)))           (B, T, d)
     cache.mlp_write(l)    MLP(LN_2(Y^(l)))           (B, T, d)
     cache.Z               logits                     (B, T, V)
+
+shape_table(rows) prints such a trace: one line per (symbol, tensor, meaning).
 """
 
 from __future__ import annotations
@@ -78,3 +80,8 @@ def run_with_cache(model: GPT, idx: torch.Tensor) -> tuple[torch.Tensor, Cache]:
     record: dict[str, torch.Tensor] = {}
     Z = model(idx, explicit=True, record=record)
     return Z, Cache(record)
+
+
+def shape_table(rows, width: int = 22) -> str:
+    """One line per (symbol, tensor, meaning): the symbol padded to `width`, then the shape, then the meaning."""
+    return "\n".join(f"{symbol:<{width}}{str(tuple(tensor.shape)):<18}{meaning}" for symbol, tensor, meaning in rows)

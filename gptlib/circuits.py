@@ -7,6 +7,7 @@
     mha_by_definition(attn, X)  [C^1 | ... | C^H] W_O + b_O (Definition 1.1) (B, T, d)
     scores(attn, X)             S^h = X W_QK^h X^T / sqrt(d_head), unmasked  (B, H, T, T)
     numerical_rank(M)           singular values, the stated tolerance, the rank
+    head_ranks(model, cache)    Exercise 6: ranks of W_QK^h, W_OV^h, S^h in every head (format_head_ranks)
     gauge_transform(...)        Remark 1.3's GL(d_head) reparametrization of one head
     factor_pair_dimension(...)  Exercise 3: the dimension of the set of (W_Q, W_K) giving one W_QK
     head_budget_comparison(...) Remark 1.4: one full-width head against H heads
@@ -111,6 +112,46 @@ def numerical_rank(M: torch.Tensor, rtol: float | None = None) -> NumericalRank:
     sigma = torch.linalg.svdvals(M.detach())  # descending
     tolerance = float(sigma[0]) * rtol if sigma.numel() else 0.0
     return NumericalRank(sigma, tolerance, int((sigma > tolerance).sum()))
+
+
+@dataclass(frozen=True)
+class HeadRanks:
+    """Exercise 6 for one head: the numerical ranks of its circuits and of S^h, and how sharp the cut is."""
+
+    layer: int
+    head: int
+    rank_W_QK: int
+    rank_W_OV: int
+    rank_S: int  # of S^h on the cache's first sequence, before the causal mask
+    cut_W_OV: float  # sigma_{d_head} / sigma_{d_head + 1} of W_OV^h: the drop after the rank bound
+    spread_W_OV: float  # sigma_1 / sigma_{d_head} of W_OV^h: how unevenly the head uses its d_head directions
+    spread_W_QK: float  # sigma_1 / sigma_{d_head} of W_QK^h
+
+
+@torch.no_grad()
+def head_ranks(model: GPT, cache: Cache) -> list[HeadRanks]:
+    """HeadRanks for every head of every layer, S^h read from the sequence the cache ran on."""
+    k = model.config.d_head  # sigma_k is sigma[k - 1] in code
+    rows = []
+    for l, block in enumerate(model.blocks):
+        S = scores(block.attn, attention_input(model, cache, l))[0]  # (H, T, T)
+        for h in range(model.config.H):
+            qk, ov = numerical_rank(W_QK(block.attn, h)), numerical_rank(W_OV(block.attn, h))
+            sv_qk, sv_ov = qk.singular_values, ov.singular_values
+            cut = float(sv_ov[k - 1] / sv_ov[k]) if k < len(sv_ov) else math.inf  # H = 1: nothing after sigma_d
+            spreads = float(sv_ov[0] / sv_ov[k - 1]), float(sv_qk[0] / sv_qk[k - 1])
+            rows.append(HeadRanks(l, h, qk.rank, ov.rank, numerical_rank(S[h]).rank, cut, *spreads))
+    return rows
+
+
+def format_head_ranks(rows: list[HeadRanks], d_head: int) -> str:
+    """The table of head_ranks, one line per head."""
+    k = d_head
+    lines = [f"{'layer':>5} {'head':>4}  {'rank W_QK':>9} {'rank W_OV':>9} {'rank S^h':>8}   "
+             f"W_OV: sigma_{k}/sigma_{k + 1}  sigma_1/sigma_{k}   W_QK: sigma_1/sigma_{k}"]
+    lines += [f"{r.layer:>5} {r.head:>4}  {r.rank_W_QK:>9} {r.rank_W_OV:>9} {r.rank_S:>8}   "
+              f"{r.cut_W_OV:>17.1e} {r.spread_W_OV:>14.0f} {r.spread_W_QK:>17.0f}" for r in rows]
+    return "\n".join(lines)
 
 
 def random_invertible(n: int, generator: torch.Generator | None = None) -> torch.Tensor:

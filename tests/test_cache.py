@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, run_with_cache
-from gptlib.cache import Cache
+from gptlib.cache import Cache, shape_table
 from gptlib.model import BLOCK_RECORD_NAMES, FINAL_RECORD_NAMES, record_key
 
 
@@ -48,3 +48,10 @@ def test_recording_on_the_fused_path_keeps_everything_but_A():
     model(idx, record=fused)
     model(idx, explicit=True, record=explicit)
     assert sorted(fused) == sorted(k for k in explicit if k != record_key("A", 0))
+
+
+def test_shape_table_lines_up_symbol_shape_and_meaning():
+    rows = [("x", torch.zeros(5, dtype=torch.long), "ids"), ("A^(0)", torch.zeros(1, 4, 5, 5), "one per head")]
+    lines = shape_table(rows, width=8).splitlines()
+    assert lines == ["x       (5,)              ids", "A^(0)   (1, 4, 5, 5)      one per head"]
+    assert shape_table(rows).splitlines()[1].index("(1, 4") == 22  # the default symbol column

@@ -182,3 +182,26 @@ def test_inputs_are_checked(attn, small):
         circuits.head_contributions(attn, torch.randn(1, 5, small.d), torch.rand(1, small.H, 4, 4))
     with pytest.raises(ValueError, match="2-D"):
         circuits.numerical_rank(torch.randn(3))
+
+
+def test_head_ranks_agree_with_torch_matrix_rank_and_the_singular_values(small):
+    model = GPT(small).eval()
+    _, cache = run_with_cache(model, torch.randint(0, 65, (1, small.T_max)))
+    rows = circuits.head_ranks(model, cache)
+    assert [(r.layer, r.head) for r in rows] == [(l, h) for l in range(small.L) for h in range(small.H)]
+    k = small.d_head
+    with torch.no_grad():
+        for r in rows:
+            attn = model.blocks[r.layer].attn
+            W_OV = attn.W_V[r.head] @ attn.W_O_head(r.head)  # written out, not circuits.W_OV
+            W_QK = attn.W_Q[r.head] @ attn.W_K[r.head].T
+            assert r.rank_W_OV == int(torch.linalg.matrix_rank(W_OV)) == k
+            assert r.rank_W_QK == int(torch.linalg.matrix_rank(W_QK)) == k
+            X = circuits.attention_input(model, cache, r.layer)[0]  # (T, d)
+            assert r.rank_S == int(torch.linalg.matrix_rank(X @ W_QK @ X.T)) == k  # T = 12 > d_head = 8
+            sv = torch.linalg.svdvals(W_OV)
+            assert r.cut_W_OV == pytest.approx(float(sv[k - 1] / sv[k]), rel=1e-4) and r.cut_W_OV > 1e3
+            assert r.spread_W_OV == pytest.approx(float(sv[0] / sv[k - 1]), rel=1e-4)
+    table = circuits.format_head_ranks(rows, k).splitlines()
+    assert len(table) == 1 + len(rows) and f"sigma_{k}/sigma_{k + 1}" in table[0]
+    assert table[1].split()[:5] == ["0", "0", str(k), str(k), str(k)]

@@ -1,0 +1,18 @@
+"""Figures for the induction-head model (gptlib.induction)."""
+
+from __future__ import annotations
+
+import torch
+from matplotlib.figure import Figure
+
+
+def ov_eigenvalues_figure(eigenvalues: torch.Tensor, title: str) -> Figure:
+    """The eigenvalues of a full OV circuit E W_OV W_U in the complex plane; a copying head's lie right of 0."""
+    fig = Figure(figsize=(5, 4), layout="constrained")
+    ax = fig.subplots()
+    ax.scatter(eigenvalues.real.numpy(), eigenvalues.imag.numpy(), s=14)
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_xlabel("real part")
+    ax.set_ylabel("imaginary part")
+    ax.set_title(title)
+    return fig
