@@ -1,0 +1,51 @@
+"""Checkers for the eight exercises of Lecture 5, plus a check of a learner's own GPT.
+
+Each checker takes the learner's own code (a function, a number or a model), runs it against
+gptlib's reference and independent measurements, and returns a `Result`: `.passed`, a message
+that names the typical mistake it recognised, details; it prints as a short verdict in a
+notebook and never raises on a learner's mistake (a stub raising NotImplementedError reads
+"not attempted yet"). `hint(n, level)` gives progressive hints, `show_solution(n)` the
+reference solution (gptlib/exercises/solutions.py).
+
+    Exercise 1 ★  check_parameter_count(count), check_parameter_table(rows)      counts.py
+    Exercise 2 ★  check_causality(model), check_dependency_map(fn)              causal.py
+    Exercise 3    check_factor_pair_dimension(fn)                               heads.py
+    Exercise 4    check_layer_norm(project, rescale), check_weight_decay(fn)    layernorm.py
+    Exercise 5    check_tied_count(count)                                       counts.py
+    Exercise 6    check_head_circuits(fn), check_rank_bounds(fn)                heads.py
+    Exercise 7    check_post_norm_jacobian(fn), check_post_norm_statement(x)    jacobian.py
+    Exercise 8    check_training_flops(fn), check_attention_takeover(fn)        flops.py
+    your own GPT  check_own_model(model, V=..., T_max=..., d=..., L=...)        own_model.py
+"""
+
+from .causal import check_causality, check_dependency_map
+from .counts import check_parameter_count, check_parameter_table, check_tied_count
+from .flops import check_attention_takeover, check_training_flops
+from .heads import check_factor_pair_dimension, check_head_circuits, check_rank_bounds
+from .hints import hint, show_solution
+from .jacobian import check_post_norm_jacobian, check_post_norm_statement, statements
+from .layernorm import check_layer_norm, check_weight_decay
+from .own_model import check_own_model
+from .result import Result
+
+__all__ = [
+    "Result",
+    "check_attention_takeover",
+    "check_causality",
+    "check_dependency_map",
+    "check_factor_pair_dimension",
+    "check_head_circuits",
+    "check_layer_norm",
+    "check_own_model",
+    "check_parameter_count",
+    "check_parameter_table",
+    "check_post_norm_jacobian",
+    "check_post_norm_statement",
+    "check_rank_bounds",
+    "check_tied_count",
+    "check_training_flops",
+    "check_weight_decay",
+    "hint",
+    "show_solution",
+    "statements",
+]

@@ -1,0 +1,137 @@
+"""Exercise 8: training FLOPs per token, and where attention's T^2 work overturns the 6N rule.
+
+    check_training_flops(fn)        fn(config, T) -> FLOPs per token of one training step
+                                    (forward + backward) on sequences of length T, compared with
+                                    torch's FlopCounterMode on gptlib's GPT (meta device: instant)
+    check_attention_takeover(fn)    fn(config) -> the T at which attention's scores and aggregation
+                                    cost as much as the projections and the MLP together, checked
+                                    against FlopCounterMode at the T it returns
+
+Conventions as in gptlib.cost: one multiply-add = 2 FLOPs; only matrix products count (what
+FlopCounterMode counts); the attention products are counted in full T x T.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .. import cost
+from ..config import COURSE_CONFIG, GPTConfig
+from .result import Wrong, as_float, as_int, call, checker
+
+EX8 = "Exercise 8"
+
+FLOP_POINTS = (
+    (COURSE_CONFIG, 64),
+    (COURSE_CONFIG, 1024),
+    (GPTConfig(V=50, T_max=64, d=64, H=4, L=2, d_ff=128), 16),
+    (GPTConfig(V=300, T_max=32, d=48, H=3, L=5), 1),
+)
+
+
+@functools.cache
+def measured_per_token(config: GPTConfig, T: int) -> int:
+    """FlopCounterMode's count of one training step on one sequence of length T, per token."""
+    total = cost.measured_flops(config, T, training=True)
+    assert total % T == 0, "every counted product is linear in the number of tokens"
+    return total // T
+
+
+def _parts(c: GPTConfig, T: int, d_ff: int | None = None) -> tuple[int, int, int]:
+    """Forward FLOPs per token: (weight matrices in the blocks, unembedding, attention scores + aggregation)."""
+    d_ff = c.d_ff if d_ff is None else d_ff
+    return 2 * c.L * (4 * c.d * c.d + 2 * c.d * d_ff), 2 * c.d * c.V, 4 * c.L * T * c.d
+
+
+def flop_variants(c: GPTConfig, T: int) -> dict[str, float]:
+    blocks, unembedding, attention = _parts(c, T)
+    truth = 3 * (blocks + unembedding + attention)
+    N = cost.non_embedding_parameters(c)
+    embeddings = (c.V + c.T_max) * c.d
+    return {
+        "you left out attention's scores and aggregation, the T^2 terms (12 L T d per token)": 3 * (blocks + unembedding),
+        "that is the 6N rule: it leaves out the T^2 terms, and N's biases and LayerNorm parameters do no matmul work": 6 * N,
+        "that is 6N with the embeddings counted: a lookup in E or P does no multiply-adds, and the T^2 terms are missing": 6
+        * (N + embeddings),
+        "you counted the embeddings E and P as matmuls: a table lookup does no multiply-adds": truth + 6 * embeddings,
+        "your N includes biases and LayerNorm parameters, which do no matmul work": 6 * N + 3 * attention,
+        "that is the forward pass only: the backward pass costs twice the forward (gradients for inputs and for weights)": truth
+        / 3,
+        "you counted a multiply-add as 1 FLOP: FlopCounterMode (and the 6N rule) count 2": truth / 2,
+        "you halved the attention products for the causal mask: FlopCounterMode counts the full T x T products": truth
+        - 3 * attention / 2,
+        "you left out the unembedding W_U (6 d V per token)": truth - 3 * unembedding,
+        "that is per sequence of T tokens: divide by T": truth * T,
+        "your attention term is per sequence (T^2 d), the rest per token: divide it by T": 3 * (blocks + unembedding + attention * T),
+        "you assumed d_ff = 4d: use config.d_ff": 3 * (_parts(c, T, 4 * c.d)[0] + unembedding + attention),
+    }
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(abs(b), 1)
+
+
+@checker(EX8)
+def check_training_flops(flops_per_token) -> tuple[str, list[str]]:
+    """Exercise 8: flops_per_token(config, T) -> FLOPs per token of a training step (forward and
+    backward) on sequences of length T; matmuls only, a multiply-add is 2 FLOPs."""
+    answers = {
+        point: as_float(call(flops_per_token, *point, what="flops_per_token(config, T)"), "your FLOPs per token")
+        for point in FLOP_POINTS
+    }
+    for c, T in FLOP_POINTS:
+        truth = measured_per_token(c, T)
+        if _close(answers[(c, T)], truth):
+            continue
+        details = [f"(d, d_ff, L, V) = ({c.d}, {c.d_ff}, {c.L}, {c.V}), T = {T}: yours {answers[(c, T)]:,.0f}, FlopCounterMode {truth:,}"]
+        variants = {point: flop_variants(*point) for point in FLOP_POINTS}
+        for name in variants[(c, T)]:
+            if all(_close(answers[point], variants[point][name]) for point in FLOP_POINTS):
+                raise Wrong(name + ".", details)
+        raise Wrong("your count differs from FlopCounterMode's.", details)
+    return f"equal to FlopCounterMode's count on all {len(FLOP_POINTS)} (config, T) points.", [
+        f"course config: T = 64 -> {measured_per_token(COURSE_CONFIG, 64):,} per token, T = 1024 -> {measured_per_token(COURSE_CONFIG, 1024):,}"
+    ]
+
+
+TAKEOVER_CONFIGS = (COURSE_CONFIG, GPTConfig(d=64, H=4, d_ff=128), GPTConfig(d=48, H=3, L=2, d_ff=300))
+
+TAKEOVER_MISTAKES = {
+    "you assumed d_ff = 4d (T = 6d): the MLP's work is 4 T d d_ff per block, use config.d_ff": lambda c: 6 * c.d,
+    "you left out the MLP: its work (4 T d d_ff per block) counts on the parameter side too": lambda c: 2 * c.d,
+    "you counted one attention product: the scores Q K^T AND the aggregation A V each cost 2 T^2 d": lambda c: 2 * (2 * c.d + c.d_ff),
+    "you counted the attention products twice": lambda c: (2 * c.d + c.d_ff) // 2,
+    "T = d is where one score row costs as much as one projection row; compare whole blocks": lambda c: c.d,
+}
+
+
+def measured_split(config: GPTConfig, T: int) -> tuple[int, int]:
+    """FlopCounterMode's forward FLOPs at length T: (scores + aggregation, projections + MLPs)."""
+    attention = cost.measured_score_and_aggregate_flops(config, T)
+    total = cost.measured_flops(config, T)
+    return attention, total - attention - 2 * T * config.d * config.V  # without the unembedding
+
+
+@checker(EX8)
+def check_attention_takeover(takeover_T) -> tuple[str, list[str]]:
+    """Exercise 8: takeover_T(config) -> the sequence length T at which attention's scores and
+    aggregation (the T^2 terms) cost as much as all projections and MLPs of the blocks. Beyond it
+    the 6N rule, which sees only the latter, misses more than half of the work."""
+    answers = {c: as_int(call(takeover_T, c, what="takeover_T(config)"), "your T") for c in TAKEOVER_CONFIGS}
+    for c in TAKEOVER_CONFIGS:
+        T = answers[c]
+        if T < 1:
+            raise Wrong(f"T must be a positive length, got {T}")
+        attention, rest = measured_split(c, T)
+        if attention == rest:
+            continue
+        details = [f"(d, d_ff) = ({c.d}, {c.d_ff}), your T = {T}: FlopCounterMode counts attention {attention:,}, the rest {rest:,}"]
+        for name, formula in TAKEOVER_MISTAKES.items():
+            if all(answers[k] == formula(k) for k in TAKEOVER_CONFIGS):
+                raise Wrong(name + ".", details)
+        raise Wrong(f"at your T attention's products are {attention / rest:.2f} times the rest, not equal.", details)
+    return (
+        f"at your T the two are equal on all {len(TAKEOVER_CONFIGS)} configs (FlopCounterMode): "
+        "for longer sequences attention dominates and 6N misses more than half of the work.",
+        [f"course config: T = {answers[COURSE_CONFIG]}"],
+    )

@@ -1,0 +1,190 @@
+"""Exercises 3 and 6: heads as low-rank circuits (Lecture 5, Section 1).
+
+    check_factor_pair_dimension(fn)  Exercise 3: fn(d, d_head) -> the dimension of the set of
+                                     pairs (W_Q, W_K) with W_Q W_K^T equal to one generic W_QK,
+                                     compared with the dimension measured by circuits.factor_pair_dimension
+    check_head_circuits(fn)          Exercise 6: fn(attn, h) -> (W_QK^h, W_OV^h) from a
+                                     MultiHeadAttention's per-head weights, compared with gptlib.circuits
+    check_rank_bounds(fn)            Exercise 6: fn(d, H, T) -> upper bounds on the ranks of W_QK^h,
+                                     W_OV^h and S^h, compared with numerical ranks of random heads:
+                                     a bound must never be exceeded and must be reached (tight)
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+from .. import circuits
+from ..config import GPTConfig
+from ..model import MultiHeadAttention
+from .result import Wrong, as_int, as_matrix, call, checker, matching
+
+EX3, EX6 = "Exercise 3", "Exercise 6"
+
+FACTOR_SHAPES = ((4, 1), (6, 2), (8, 3), (10, 4), (12, 6), (9, 9))  # (d, d_head)
+
+FACTOR_MISTAKES = {
+    "2 d d_head counts every entry of (W_Q, W_K): that is the space the pairs live in, not the set giving one W_QK": lambda d, k: 2
+    * d
+    * k,
+    "d^2 is the size of W_QK itself, not of the set of its factorizations": lambda d, k: d * d,
+    "2 d d_head - d_head^2 is the dimension of the set of products (rank-d_head matrices); the pairs giving ONE product are what is left": lambda d, k: 2
+    * d
+    * k
+    - k * k,
+    "0 would mean the factors are identifiable; Remark 1.3's R already gives a whole family": lambda d, k: 0,
+    "you counted only orthogonal R (d_head(d_head-1)/2): any invertible R works": lambda d, k: k * (k - 1) // 2,
+    "you counted only diagonal (scaling) R: any invertible R works": lambda d, k: k,
+    "d d_head is one factor's worth: once W_Q is chosen, W_K is fixed": lambda d, k: d * k,
+}
+
+
+@functools.cache
+def measured_factor_dimension(d: int, d_head: int) -> int:
+    return circuits.factor_pair_dimension(d, d_head).fiber_dimension
+
+
+@checker(EX3)
+def check_factor_pair_dimension(dimension) -> tuple[str, list[str]]:
+    """Exercise 3: dimension(d, d_head) -> int. Compared, shape by shape, with the dimension
+    measured from the rank of the Jacobian of (W_Q, W_K) -> W_Q W_K^T at a generic point."""
+    answers = {
+        (d, k): as_int(call(dimension, d, k, what="dimension(d, d_head)"), f"dimension({d}, {k})") for d, k in FACTOR_SHAPES
+    }
+    truths = {shape: measured_factor_dimension(*shape) for shape in FACTOR_SHAPES}
+    wrong = [shape for shape in FACTOR_SHAPES if answers[shape] != truths[shape]]
+    if not wrong:
+        return f"equal to the measured dimension on all {len(FACTOR_SHAPES)} shapes (d, d_head).", [
+            f"(d, d_head) = {shape}: {truths[shape]}" for shape in FACTOR_SHAPES[:3]
+        ]
+    d, k = wrong[0]
+    details = [f"(d, d_head) = ({d}, {k}): yours {answers[(d, k)]}, measured {truths[(d, k)]}"]
+    for name, formula in FACTOR_MISTAKES.items():
+        if all(answers[shape] == formula(*shape) for shape in FACTOR_SHAPES):
+            raise Wrong(name + ".", details)
+    raise Wrong(f"wrong on {len(wrong)} of {len(FACTOR_SHAPES)} shapes: which matrices R keep W_Q R (W_K R^-T)^T = W_QK?", details)
+
+
+def _random_attention(d: int, H: int, seed: int) -> MultiHeadAttention:
+    """A float64 MultiHeadAttention with N(0, 1) weights (generic full-rank factors)."""
+    torch.manual_seed(seed)
+    attn = MultiHeadAttention(GPTConfig(d=d, H=H)).double()
+    with torch.no_grad():
+        for p in attn.parameters():
+            p.normal_()
+    return attn
+
+
+def circuit_variants(attn: MultiHeadAttention, h: int) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """Typical wrong (W_QK^h, W_OV^h) pairs, computed from the same weights."""
+    W_QK, W_OV = circuits.W_QK(attn, h), circuits.W_OV(attn, h)
+    columns = attn.W_O[:, h * attn.d_head : (h + 1) * attn.d_head]  # (d, d_head): the wrong slice of W_O
+    return {
+        "your W_OV is transposed (W_O^h^T W_V^h^T): rows of W_OV^h index what the head reads, so W_OV^h = W_V^h W_O^h": (
+            W_QK,
+            W_OV.T,
+        ),
+        "your W_QK is transposed (W_K^h W_Q^h^T): the query side comes first, W_QK^h = W_Q^h (W_K^h)^T": (W_QK.T, W_OV),
+        "your W_QK includes 1/sqrt(d_head): that factor belongs to the scores S^h, not to W_QK^h": (
+            W_QK / math.sqrt(attn.d_head),
+            W_OV,
+        ),
+        "you took W_O^h as columns of W_O: head h's output multiplies ROWS h*d_head..(h+1)*d_head-1 of W_O": (
+            W_QK,
+            attn.W_V[h] @ columns.T,
+        ),
+        "you used head 0's weights for every head": (circuits.W_QK(attn, 0), circuits.W_OV(attn, 0)),
+    }
+
+
+@checker(EX6)
+def check_head_circuits(head_circuits) -> tuple[str, list[str]]:
+    """Exercise 6: head_circuits(attn, h) -> (W_QK^h, W_OV^h), each (d, d), from attn.W_Q[h],
+    attn.W_K[h], attn.W_V[h] (each (d, d_head)) and attn.W_O (d, d). Compared with gptlib.circuits."""
+    attn = _random_attention(d=12, H=3, seed=0)
+    d = attn.W_O.shape[0]
+    for h in range(attn.H):
+        with torch.no_grad():
+            answer = call(head_circuits, attn, h, what="head_circuits(attn, h)")
+            if not isinstance(answer, (tuple, list)) or len(answer) != 2:
+                raise Wrong(f"expected a pair (W_QK, W_OV), got {type(answer).__name__}")
+            got = tuple(as_matrix(M, (d, d), f"your {name} for head {h}") for M, name in zip(answer, ("W_QK", "W_OV")))
+            truth = (circuits.W_QK(attn, h), circuits.W_OV(attn, h))
+
+            def same(a, b):
+                return all(torch.allclose(x, y, rtol=1e-9, atol=1e-9) for x, y in zip(a, b))
+
+            if same(got, truth):
+                continue
+            names = matching(got, circuit_variants(attn, h), same)
+            which = [name for name, g, t in zip(("W_QK", "W_OV"), got, truth) if not torch.allclose(g, t, rtol=1e-9, atol=1e-9)]
+            message = names[0] if names else f"your {' and '.join(which)} for head {h} differ from W_Q^h W_K^h^T / W_V^h W_O^h"
+            raise Wrong(message + ".", [f"(d, H) = ({d}, {attn.H}), head h = {h}; compared to within 1e-9 (float64)"])
+    return f"W_QK^h and W_OV^h equal gptlib.circuits' for all {attn.H} heads (float64, to within 1e-9).", []
+
+
+RANK_SHAPES = ((12, 3, 2), (12, 3, 9), (16, 2, 5), (8, 8, 6), (10, 1, 4), (12, 4, 12))  # (d, H, T)
+
+RANK_MISTAKES = {
+    "rank <= d holds for any d x d matrix; W_QK^h and W_OV^h pass through a d_head = d/H-dimensional middle": lambda d, H, T: (
+        d,
+        d,
+        min(d, T),
+    ),
+    "S^h is T x T, so its rank is also at most T: min(T, d_head)": lambda d, H, T: (d // H, d // H, d // H),
+    "S^h = X W_QK^h X^T / sqrt(d_head) factors through W_QK^h, so rank S^h <= d_head too, not only T": lambda d, H, T: (
+        d // H,
+        d // H,
+        T,
+    ),
+    "d_head = d/H, not H: the middle of each product has d/H dimensions": lambda d, H, T: (H, H, min(H, T)),
+}
+
+
+@functools.cache
+def measured_ranks(d: int, H: int, T: int) -> tuple[int, int, int]:
+    """Largest numerical rank over the heads of W_QK^h, W_OV^h, and of S^h on a random X (1, T, d)."""
+    attn = _random_attention(d, H, seed=d + H + T)
+    X = torch.randn(1, T, d, dtype=torch.float64)
+    with torch.no_grad():
+        S = circuits.scores(attn, X)[0]  # (H, T, T)
+        return tuple(
+            max(circuits.numerical_rank(M).rank for M in matrices)
+            for matrices in (
+                [circuits.W_QK(attn, h) for h in range(H)],
+                [circuits.W_OV(attn, h) for h in range(H)],
+                list(S),
+            )
+        )
+
+
+@checker(EX6)
+def check_rank_bounds(rank_bounds) -> tuple[str, list[str]]:
+    """Exercise 6: rank_bounds(d, H, T) -> (bound on rank W_QK^h, on rank W_OV^h, on rank S^h).
+    Each bound must hold for random heads and be reached by them (the lecture's bounds are tight)."""
+    names = ("W_QK^h", "W_OV^h", "S^h")
+    answers = {}
+    for d, H, T in RANK_SHAPES:
+        answer = call(rank_bounds, d, H, T, what="rank_bounds(d, H, T)")
+        if not isinstance(answer, (tuple, list)) or len(answer) != 3:
+            raise Wrong(f"expected three bounds (W_QK, W_OV, S), got {answer!r:.60}")
+        answers[(d, H, T)] = tuple(as_int(a, f"your bound on rank {n}") for a, n in zip(answer, names))
+    for shape in RANK_SHAPES:
+        got, truth = answers[shape], measured_ranks(*shape)
+        if got == truth:
+            continue
+        details = [f"(d, H, T) = {shape}: yours {got}, random heads reach {truth}"]
+        for name, formula in RANK_MISTAKES.items():
+            if all(answers[s] == formula(*s) for s in RANK_SHAPES):
+                raise Wrong(name + ".", details)
+        for n, g, t in zip(names, got, truth):
+            if g < t:
+                raise Wrong(f"your bound on rank {n} is violated: a random head has rank {t} > {g}.", details)
+            if g > t:
+                raise Wrong(f"your bound on rank {n} holds but is not tight: random heads reach only {t}.", details)
+    return f"valid and tight on all {len(RANK_SHAPES)} shapes (d, H, T): random heads reach each bound exactly.", [
+        "rank W_QK^h, W_OV^h <= d_head; rank S^h <= min(T, d_head)"
+    ]

@@ -1,0 +1,123 @@
+"""Exercise 7: the Jacobian of one post-norm block, against one pre-norm block's I + DF.
+
+    check_post_norm_jacobian(fn)       fn(block, X) -> d vec(X') / d vec(X) of the POST-norm block
+                                       built from a pre-norm block's parts (ln_1, attn, mlp, ln_2):
+                                       Y = LN_1(X + MHA(X)), X' = LN_2(Y + MLP(Y)). Compared with
+                                       autograd on gptlib's own post-norm Block holding the same weights.
+    check_post_norm_statement(letter)  which of STATEMENTS says where it departs from I + DF
+
+vec flattens X (T, d) row by row (position-major, X.reshape(-1)), so the Jacobian is (T d, T d)
+with rows indexing the output X' and columns the input X.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .. import jacobians
+from ..config import GPTConfig
+from ..model import Block
+from .result import Wrong, as_matrix, call, checker, matching
+
+EX7 = "Exercise 7"
+_CONFIG = GPTConfig(V=11, T_max=4, d=8, H=2, L=1)
+T = 3
+
+
+def example() -> tuple[Block, torch.Tensor]:
+    """A float64 pre-norm block with every parameter random (gains, shifts and biases too) and X (T, d)."""
+    torch.manual_seed(0)
+    block = Block(_CONFIG).double()
+    with torch.no_grad():
+        for name, p in block.named_parameters():
+            p.copy_(0.5 * torch.randn_like(p) + (1.0 if name.endswith("gamma") else 0.0))  # gains near 1
+    return block, torch.randn(T, _CONFIG.d, dtype=torch.float64)
+
+
+def post_norm_twin(block: Block) -> Block:
+    """gptlib's post-norm Block with the pre-norm block's weights (the independent reference)."""
+    twin = Block(_CONFIG.replace(norm="post")).double()
+    twin.load_state_dict(block.state_dict())
+    return twin
+
+
+def jacobian_variants(block: Block, X: torch.Tensor, J: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Typical wrong Jacobians, each computed by autograd from the same parts."""
+
+    def attn(Z):
+        return block.attn(Z, {})  # the explicit attention path, which jacrev can differentiate
+
+    d = X.shape[1]
+    feature_major = torch.arange(T * d).reshape(T, d).T.reshape(-1)  # position-major index of each feature-major slot
+    return {
+        "that is the pre-norm block's Jacobian I + DF: in a post-norm block the LayerNorm comes after the addition": (
+            jacobians.block_jacobian(block, X)
+        ),
+        "your Jacobian is transposed: rows index the output X', columns the input X": J.T,
+        "you left out LN_2 at the end of the block: X' = LN_2(Y + MLP(Y))": jacobians.jacobian_of(
+            lambda Z: (lambda Y: Y + block.mlp(Y))(block.ln_1(Z + attn(Z))), X
+        ),
+        "you left out the residual additions: post-norm still adds X and Y inside the LayerNorms": jacobians.jacobian_of(
+            lambda Z: block.ln_2(block.mlp(block.ln_1(attn(Z)))), X
+        ),
+        "you flattened feature-major: vec must go row by row (X.reshape(-1), position-major)": J[feature_major][:, feature_major],
+    }
+
+
+@checker(EX7)
+def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
+    """Exercise 7: post_norm_jacobian(block, X) -> (T d, T d). `block` is a float64 pre-norm gptlib
+    Block; use its parts block.ln_1, block.attn, block.mlp, block.ln_2 (each maps (B, T, d) to
+    (B, T, d)) to form the post-norm block, and return its Jacobian at X (T, d)."""
+    block, X = example()
+    d = X.shape[1]
+    truth = jacobians.block_jacobian(post_norm_twin(block), X).detach()
+    got = as_matrix(call(post_norm_jacobian, block, X.clone(), what="post_norm_jacobian(block, X)"), (T * d, T * d), "your Jacobian")
+
+    def same(a, b):
+        return torch.allclose(a, b.detach(), rtol=1e-7, atol=1e-9)
+
+    if not same(got, truth):
+        names = matching(got, jacobian_variants(block, X, truth), same)
+        gap = (got - truth).abs().max().item()
+        raise Wrong(
+            (names[0] if names else "your Jacobian differs from autograd's on gptlib's post-norm block") + ".",
+            [f"T = {T}, d = {d}, float64; largest entry difference {gap:.3g}"],
+        )
+    identity_gap = (truth - torch.eye(T * d, dtype=truth.dtype)).abs().max().item()
+    return (
+        "equal to autograd's Jacobian of gptlib's post-norm block (float64, rtol 1e-7).",
+        [f"J - I has entries as large as {identity_gap:.2f}: no identity term survives the final LayerNorm"],
+    )
+
+
+STATEMENTS = {
+    "a": "Nothing changes: the post-norm block's Jacobian is also I + DF, with F the two branches.",
+    "b": "The identity term is gone: the Jacobian is DLN_2 (I + DMLP) DLN_1 (I + DMHA), and each "
+    "LayerNorm Jacobian removes the all-ones direction and rescales by 1/sigma, so the straight "
+    "path through the block is multiplied by these factors.",
+    "c": "Post-norm has no residual connection at all, so its Jacobian is DF alone.",
+    "d": "It differs only by a constant factor gamma, the LayerNorm gain.",
+}
+_VERDICTS = {
+    "a": "no: the LayerNorm after the addition multiplies the whole of I + DF by its own Jacobian",
+    "c": "no: the residual additions are still there, inside the LayerNorms; only the order changed",
+    "d": "no: LayerNorm's Jacobian is not a constant: it projects out the all-ones direction and divides by sigma at each row",
+}
+
+
+@checker(EX7)
+def check_post_norm_statement(letter) -> tuple[str, list[str]]:
+    """Exercise 7: the letter of the statement in STATEMENTS that says where a post-norm block's
+    Jacobian departs from I + DF."""
+    if not isinstance(letter, str) or letter.strip().lower() not in STATEMENTS:
+        raise Wrong(f"answer with one letter of {sorted(STATEMENTS)}, got {letter!r:.40}")
+    choice = letter.strip().lower()
+    if choice in _VERDICTS:
+        raise Wrong(f"({choice}) {_VERDICTS[choice]}.")
+    return "(b): in post-norm every path through the block, the straight one included, passes through LayerNorm Jacobians.", []
+
+
+def statements() -> str:
+    """The choices of check_post_norm_statement, one per line."""
+    return "\n".join(f"({letter}) {text}" for letter, text in STATEMENTS.items())

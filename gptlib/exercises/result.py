@@ -1,0 +1,153 @@
+"""What every checker returns, and the plumbing that keeps a learner's mistake from raising.
+
+A checker is a function decorated with `checker("Exercise N")`. Its body calls the learner's
+code through `call(...)`, returns `(message, details)` when everything agrees, and raises
+`Wrong(message, details)` to reject. The decorator turns each outcome into a `Result`:
+
+    passed              the body returned
+    failed              the body raised Wrong (the message names the mistake it recognised)
+    not attempted yet   the learner's code raised NotImplementedError (the scaffold's stub)
+    error               the learner's code raised anything else, or returned something the
+                        checker could not use: reported with the exception's type and message
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import numbers
+from dataclasses import dataclass
+
+import torch
+
+PASSED, FAILED, NOT_ATTEMPTED, ERROR = "passed", "failed", "not attempted yet", "error"
+_MARKS = {PASSED: "✔", FAILED: "✘", NOT_ATTEMPTED: "…", ERROR: "⚠"}
+_COLOURS = {PASSED: "#2e7d32", FAILED: "#c62828", NOT_ATTEMPTED: "#757575", ERROR: "#ef6c00"}
+
+
+@dataclass(frozen=True)
+class Result:
+    """A verdict: `passed` for tests, a short readable text for people (repr and HTML)."""
+
+    exercise: str  # "Exercise 1 ★", "Your own GPT", ...
+    status: str  # one of PASSED, FAILED, NOT_ATTEMPTED, ERROR
+    message: str
+    details: tuple[str, ...] = ()
+    parts: tuple["Result", ...] = ()  # sub-verdicts of a report (check_own_model)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+    def lines(self) -> list[str]:
+        lines = [f"{_MARKS[self.status]} {self.exercise}: {self.status}. {self.message}"]
+        lines += [f"    {detail}" for detail in self.details]
+        for part in self.parts:
+            lines += ["  " + line for line in part.lines()]
+        return lines
+
+    def __repr__(self) -> str:
+        return "\n".join(self.lines())
+
+    __str__ = __repr__
+
+    def _repr_html_(self) -> str:
+        colour = _COLOURS[self.status]
+        text = html.escape(repr(self))
+        return f'<pre style="border-left: 4px solid {colour}; padding-left: 8px; white-space: pre-wrap">{text}</pre>'
+
+
+class Wrong(Exception):
+    """Raised inside a checker body: the answer is rejected with this message and details."""
+
+    def __init__(self, message: str, details: list[str] | tuple[str, ...] = ()):
+        super().__init__(message)
+        self.message, self.details = message, tuple(details)
+
+
+class _NotAttempted(Exception):
+    pass
+
+
+class _LearnerRaised(Exception):
+    def __init__(self, what: str, error: Exception):
+        super().__init__(what)
+        self.what, self.error = what, error
+
+
+def call(fn, *args, what: str | None = None):
+    """fn(*args), with NotImplementedError read as 'not attempted' and any other exception
+    reported as the learner's, naming `what` was called (default: the function's name)."""
+    what = what or f"{getattr(fn, '__name__', 'your code')}(...)"
+    if not callable(fn):
+        raise Wrong(f"expected a function (or model) to call, got {type(fn).__name__} {fn!r:.60}")
+    try:
+        return fn(*args)
+    except NotImplementedError:
+        raise _NotAttempted(what) from None
+    except Exception as error:  # the learner's mistake, reported, never raised
+        raise _LearnerRaised(what, error) from None
+
+
+def checker(exercise: str):
+    """Decorate a check body (see the module docstring) so that it always returns a Result."""
+
+    def decorate(body):
+        @functools.wraps(body)
+        def run(*args, **kwargs) -> Result:
+            try:
+                message, details = body(*args, **kwargs)
+            except Wrong as wrong:
+                return Result(exercise, FAILED, wrong.message, wrong.details)
+            except _NotAttempted as stub:
+                return Result(
+                    exercise,
+                    NOT_ATTEMPTED,
+                    f"{stub} still raises NotImplementedError: replace the stub's body with your own code.",
+                )
+            except _LearnerRaised as raised:
+                error = raised.error
+                return Result(exercise, ERROR, f"{raised.what} raised {type(error).__name__}: {error}")
+            except Exception as error:  # an answer of a shape the checker could not use
+                return Result(exercise, ERROR, f"the checker could not use your answer: {type(error).__name__}: {error}")
+            return Result(exercise, PASSED, message, tuple(details))
+
+        return run
+
+    return decorate
+
+
+def as_int(value, what: str) -> int:
+    """A learner's count as an int: ints, integer tensors/numpy scalars and whole floats are accepted."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise Wrong(f"{what} should be a whole number, got {type(value).__name__} {value!r:.60}")
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if value != value or value in (float("inf"), float("-inf")) or value != int(value):
+        raise Wrong(f"{what} should be a whole number, got {value!r}")
+    return int(value)
+
+
+def as_float(value, what: str) -> float:
+    """A learner's number as a float (Python, numpy or a one-element tensor)."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise Wrong(f"{what} should be a number, got {type(value).__name__} {value!r:.60}")
+    return float(value)
+
+
+def as_matrix(value, shape: tuple[int, ...], what: str) -> torch.Tensor:
+    """A learner's tensor, checked for type and shape, as float64 for comparison."""
+    if not isinstance(value, torch.Tensor):
+        raise Wrong(f"{what} should be a torch.Tensor of shape {shape}, got {type(value).__name__}")
+    if tuple(value.shape) != tuple(shape):
+        raise Wrong(f"{what} should have shape {tuple(shape)}, got {tuple(value.shape)}")
+    return value.detach().to(torch.float64)
+
+
+def matching(got, variants: dict[str, object], same) -> list[str]:
+    """Names of the variants (typical wrong answers, computed) that `got` equals under `same`."""
+    return [name for name, value in variants.items() if same(got, value)]
