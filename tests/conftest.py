@@ -72,3 +72,13 @@ def corpus_path():
     if not data.LOCAL_CORPUS.is_file():
         pytest.skip(f"tiny-Shakespeare corpus absent at {data.LOCAL_CORPUS} (CI has it)")
     return data.LOCAL_CORPUS
+
+
+@pytest.fixture
+def one_thread():
+    """Run on one torch thread, as the notebooks do (make_deterministic): tiny models on a shared
+    2-core machine are many times slower with two competing threads. Restored afterwards."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -1,0 +1,86 @@
+"""gptlib.exercises' plumbing: Result, the never-raise decorator, hints and solutions."""
+
+import subprocess
+import sys
+
+import pytest
+
+from gptlib import exercises
+from gptlib.exercises import hints, result, solutions
+from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, PASSED, Wrong, as_int, call, checker
+
+
+@checker("Exercise 0")
+def _check_double(fn):
+    if call(fn, 2) != 4:
+        raise Wrong("not doubled", ["fn(2) != 4"])
+    return "doubled.", ["fn(2) == 4"]
+
+
+def test_each_outcome_becomes_a_result_with_its_status_and_text():
+    ok = _check_double(lambda x: 2 * x)
+    assert ok.passed and ok.status == PASSED and "doubled" in repr(ok) and "fn(2) == 4" in repr(ok)
+    bad = _check_double(lambda x: x)
+    assert not bad.passed and bad.status == FAILED and bad.message == "not doubled" and bad.details == ("fn(2) != 4",)
+
+
+def test_a_stub_is_not_attempted_and_other_exceptions_are_reported_with_type_and_message():
+    def stub(x):
+        raise NotImplementedError
+
+    def broken(x):
+        return x / 0
+
+    assert _check_double(stub).status == NOT_ATTEMPTED
+    assert "not attempted yet" in repr(_check_double(stub))
+    reported = _check_double(broken)
+    assert reported.status == ERROR and "ZeroDivisionError" in reported.message and "division by zero" in reported.message
+
+
+def test_a_non_callable_answer_is_rejected_not_raised():
+    r = _check_double(4)
+    assert r.status == FAILED and "expected a function" in r.message
+
+
+def test_html_repr_escapes_and_colours_by_status():
+    html = _check_double(lambda x: x)._repr_html_()
+    assert "<pre" in html and result._COLOURS[FAILED] in html and "not doubled" in html
+
+
+@pytest.mark.parametrize("value, expected", [(3, 3), (3.0, 3)])
+def test_as_int_accepts_whole_numbers(value, expected):
+    assert as_int(value, "x") == expected
+
+
+@pytest.mark.parametrize("value", [3.5, "3", True, None, float("nan")])
+def test_as_int_refuses_anything_else_with_wrong(value):
+    with pytest.raises(Wrong, match="whole number"):
+        as_int(value, "x")
+
+
+def test_hints_are_progressive_and_point_to_the_next_level(capsys):
+    for n in range(1, 9):
+        levels = len(hints.HINTS[n])
+        assert levels >= 2
+        exercises.hint(n)
+        assert f"hint 1 of {levels}" in capsys.readouterr().out
+        exercises.hint(n, levels)
+        assert f"show_solution({n})" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="1 to 8"):
+        exercises.hint(9)
+    with pytest.raises(ValueError, match="hint levels"):
+        exercises.hint(1, 0)
+
+
+def test_show_solution_prints_the_reference_source(capsys):
+    for n in range(1, 9):
+        exercises.show_solution(n)
+        out = capsys.readouterr().out
+        for fn in solutions.SOLUTIONS[n]:
+            assert f"def {fn.__name__}(" in out
+
+
+def test_importing_the_exercises_loads_neither_matplotlib_nor_ipywidgets():
+    code = "import sys, gptlib.exercises; print(sorted(m for m in ('matplotlib', 'ipywidgets') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
