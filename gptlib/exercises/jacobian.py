@@ -45,7 +45,7 @@ def jacobian_variants(block: Block, X: torch.Tensor, J: torch.Tensor) -> dict[st
     """Typical wrong Jacobians, each computed by autograd from the same parts."""
 
     def attn(Z):
-        return block.attn(Z, {})  # the explicit attention path, which jacrev can differentiate
+        return block.attn(Z, explicit=True)  # the explicit attention path, which jacrev can differentiate
 
     d = X.shape[1]
     feature_major = torch.arange(T * d).reshape(T, d).T.reshape(-1)  # position-major index of each feature-major slot
