@@ -7,7 +7,7 @@ BENCH_READY := $(VENV)/.bench-ready
 APP_PORT ?= 8866
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: lab app test unit notebooks env train-shakespeare train-induction bench
+.PHONY: lab app book test unit notebooks env train-shakespeare train-induction bench
 
 $(READY): pyproject.toml tools/ensure_env.py
 	$(PYTHON) tools/ensure_env.py --venv $(VENV)
@@ -20,6 +20,9 @@ lab: $(READY)  ## open notebooks/ in JupyterLab, bound to localhost
 
 app: $(READY)  ## the three explorers as one page for the lecture hall: Voila on 127.0.0.1, code hidden
 	$(BIN)/voila app/explorers.ipynb --Voila.ip=127.0.0.1 --port=$(APP_PORT) --strip_sources=True
+
+book: $(READY)  ## the executed notebooks as a static site in build/book/html: offline, nothing re-executed
+	$(BIN)/python tools/build_book.py
 
 test: $(READY)  ## the whole suite: unit tests, nbval over every notebook, browser tests
 	@command -v chromium >/dev/null || $(PYTHON) tools/ensure_env.py --chromium

@@ -82,3 +82,11 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def book_html(tmp_path_factory):
+    """The static book (tools/build_book.py), built once per test session; yields its html folder."""
+    from tools.build_book import build
+
+    return build(tmp_path_factory.mktemp("book"))

@@ -1,0 +1,69 @@
+"""The static book in a real browser, served from a local file server as a reader would open it."""
+
+import sys
+from urllib.parse import urldefrag, urljoin
+
+import pytest
+from conftest import free_port, serve
+
+PAGE_FACTS = """() => ({
+    ids: [...document.querySelectorAll('[id]')].map(e => e.id),
+    links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+    brokenImages: [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src),
+    images: document.images.length,
+    math: document.querySelectorAll('mjx-container').length,
+    mathErrors: document.querySelectorAll('mjx-merror').length,
+})"""
+
+
+@pytest.fixture(scope="module")
+def book_site(book_html, tmp_path_factory):
+    port = free_port()
+    cmd = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(book_html)]
+    base = f"http://127.0.0.1:{port}/"
+    with serve(cmd, base, tmp_path_factory.mktemp("book-server") / "server.log"):
+        yield base
+
+
+def open_page(page, url: str) -> dict:
+    page.goto(url)  # waits for the load event, after which the deferred MathJax script has run
+    page.evaluate("() => window.MathJax?.startup?.promise")  # resolves once the math is typeset
+    return page.evaluate(PAGE_FACTS)
+
+
+def test_every_page_loads_with_images_math_and_resolving_links(page, book_site, book_html):
+    problems: list[str] = []
+    page.on("console", lambda msg: msg.type == "error" and problems.append(f"console: {msg.text}"))
+    page.on("requestfailed", lambda request: problems.append(f"failed: {request.url}"))
+    page.on("response", lambda response: response.status >= 400 and problems.append(f"{response.status}: {response.url}"))
+
+    facts = {}
+    for html in sorted(book_html.glob("*.html")):
+        url = urljoin(book_site, html.name)
+        facts[url] = open_page(page, url)
+        assert not facts[url]["brokenImages"], f"{html.name}: images not decoded"
+        assert not facts[url]["mathErrors"], f"{html.name}: MathJax could not typeset"
+    assert not problems
+
+    for name in ("04_layernorm_geometry", "05_gpt_and_parameter_count"):
+        url = urljoin(book_site, f"{name}.html")
+        assert facts[url]["images"] > 0 and facts[url]["math"] > 0, name
+
+    downloads = {}  # links to files that are not pages: the notebook and source downloads
+    for url, seen in facts.items():
+        for link in seen["links"]:
+            target, fragment = urldefrag(link)
+            if not target.startswith(book_site):
+                continue
+            if target in facts:
+                assert not fragment or fragment in facts[target]["ids"], f"{url} links to a missing anchor {link}"
+            else:
+                downloads.setdefault(target, page.request.get(target).status)
+                assert downloads[target] == 200, f"{url} links to {link}"
+
+
+def test_search_finds_a_lecture_term(page, book_site):
+    page.goto(urljoin(book_site, "search.html?q=LayerNorm"))
+    results = page.locator("#search-results ul.search li")
+    results.first.wait_for(timeout=30_000)
+    assert results.count() >= 3
