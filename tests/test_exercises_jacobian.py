@@ -82,6 +82,8 @@ def test_stub_crash_and_shape():
         raise NotImplementedError
 
     assert check_post_norm_jacobian(stub).status == NOT_ATTEMPTED
+    r = check_post_norm_statement(None)  # the scaffold's placeholder
+    assert r.status == NOT_ATTEMPTED and "no statement chosen yet" in r.message
     r = check_post_norm_jacobian(lambda block, X: block.missing_part(X))
     assert r.status == ERROR and "AttributeError" in r.message
     r = check_post_norm_jacobian(lambda block, X: torch.eye(3))

@@ -17,7 +17,7 @@ import torch
 from .. import jacobians
 from ..config import GPTConfig
 from ..model import Block
-from .result import Wrong, as_matrix, call, checker, matching
+from .result import Wrong, as_matrix, call, checker, matching, not_attempted
 
 EX7 = "Exercise 7"
 _CONFIG = GPTConfig(V=11, T_max=4, d=8, H=2, L=1)
@@ -110,6 +110,8 @@ _VERDICTS = {
 def check_post_norm_statement(letter) -> tuple[str, list[str]]:
     """Exercise 7: the letter of the statement in STATEMENTS that says where a post-norm block's
     Jacobian departs from I + DF."""
+    if letter is None:
+        not_attempted("no statement chosen yet: set it to one of the letters printed by statements().")
     if not isinstance(letter, str) or letter.strip().lower() not in STATEMENTS:
         raise Wrong(f"answer with one letter of {sorted(STATEMENTS)}, got {letter!r:.40}")
     choice = letter.strip().lower()

@@ -66,7 +66,14 @@ class Wrong(Exception):
 
 
 class _NotAttempted(Exception):
-    pass
+    def __init__(self, what: str, message: str | None = None):
+        super().__init__(what)
+        self.message = message or f"{what} still raises NotImplementedError: replace the stub's body with your own code."
+
+
+def not_attempted(message: str):
+    """Raise inside a checker body when the answer is still the scaffold's placeholder (e.g. None)."""
+    raise _NotAttempted("", message)
 
 
 class _LearnerRaised(Exception):
@@ -100,11 +107,7 @@ def checker(exercise: str):
             except Wrong as wrong:
                 return Result(exercise, FAILED, wrong.message, wrong.details)
             except _NotAttempted as stub:
-                return Result(
-                    exercise,
-                    NOT_ATTEMPTED,
-                    f"{stub} still raises NotImplementedError: replace the stub's body with your own code.",
-                )
+                return Result(exercise, NOT_ATTEMPTED, stub.message)
             except _LearnerRaised as raised:
                 error = raised.error
                 return Result(exercise, ERROR, f"{raised.what} raised {type(error).__name__}: {error}")
