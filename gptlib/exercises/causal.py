@@ -45,7 +45,7 @@ class _EvalMode:
 
 def logits(model, idx: torch.Tensor, V: int | None) -> torch.Tensor:
     """model(idx) for idx (B, T), checked to be finite logits (B, T, V); a (logits, loss) tuple is unpacked."""
-    Z = call(model, idx, what="your model(idx)")
+    Z = call(model, idx, what="idx")
     if isinstance(Z, (tuple, list)) and Z:
         Z = Z[0]
     if not isinstance(Z, torch.Tensor):
@@ -177,7 +177,7 @@ def check_dependency_map(dependency_map) -> tuple[str, list[str]]:
     for name, model in _map_models().items():
         with torch.no_grad():
             truth = perturbation_map(model, idx) > 0  # (T, T)
-        M = as_matrix(call(dependency_map, model, idx.clone(), what="dependency_map(model, idx)"), (T, T), "your map")
+        M = as_matrix(call(dependency_map, model, idx.clone(), what="model, idx"), (T, T), "your map")
         got = M.abs() > RTOL * M.abs().max().clamp(min=1e-30)
         if got.equal(truth):
             continue

@@ -100,7 +100,7 @@ def _compare_counts(count, configs: list[GPTConfig], name: str) -> tuple[str, li
             names = explain({configs[0]: got - truth})
             raise Wrong(f"{got:,} is not the number of parameters ({'; '.join(names) or 'recount row by row'}).")
         return f"{got:,} is right for the course configuration (a number; pass a function to check it for any config).", []
-    answers = {c: as_int(call(count, c, what=f"{name}(config)"), f"{name}({_describe(c)})") for c in configs}
+    answers = {c: as_int(call(count, c, what="config"), f"{name}({_describe(c)})") for c in configs}
     truths = {c: numel(c) for c in configs}
     wrong = [c for c in configs if answers[c] != truths[c]]
     if not wrong:
@@ -135,7 +135,7 @@ def check_parameter_table(rows) -> tuple[str, list[str]]:
     names = [component for component, _ in COMPONENTS]
     configs = [COURSE_CONFIG] + (random_configs(6, tied=False) if callable(rows) else [])
     for c in configs:
-        answer = call(rows, c, what="rows(config)") if callable(rows) else rows
+        answer = call(rows, c, what="config") if callable(rows) else rows
         if isinstance(answer, dict):
             answer = [answer.get(name) for name in names]
         if not isinstance(answer, (list, tuple)) or len(answer) != 5:

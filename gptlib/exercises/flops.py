@@ -76,7 +76,7 @@ def check_training_flops(flops_per_token) -> tuple[str, list[str]]:
     """Exercise 8: flops_per_token(config, T) -> FLOPs per token of a training step (forward and
     backward) on sequences of length T; matmuls only, a multiply-add is 2 FLOPs."""
     answers = {
-        point: as_float(call(flops_per_token, *point, what="flops_per_token(config, T)"), "your FLOPs per token")
+        point: as_float(call(flops_per_token, *point, what="config, T"), "your FLOPs per token")
         for point in FLOP_POINTS
     }
     for c, T in FLOP_POINTS:
@@ -117,7 +117,7 @@ def check_attention_takeover(takeover_T) -> tuple[str, list[str]]:
     """Exercise 8: takeover_T(config) -> the sequence length T at which attention's scores and
     aggregation (the T^2 terms) cost as much as all projections and MLPs of the blocks. Beyond it
     the 6N rule, which sees only the latter, misses more than half of the work."""
-    answers = {c: as_int(call(takeover_T, c, what="takeover_T(config)"), "your T") for c in TAKEOVER_CONFIGS}
+    answers = {c: as_int(call(takeover_T, c, what="config"), "your T") for c in TAKEOVER_CONFIGS}
     for c in TAKEOVER_CONFIGS:
         T = answers[c]
         if T < 1:

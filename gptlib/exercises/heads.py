@@ -52,7 +52,7 @@ def check_factor_pair_dimension(dimension) -> tuple[str, list[str]]:
     """Exercise 3: dimension(d, d_head) -> int. Compared, shape by shape, with the dimension
     measured from the rank of the Jacobian of (W_Q, W_K) -> W_Q W_K^T at a generic point."""
     answers = {
-        (d, k): as_int(call(dimension, d, k, what="dimension(d, d_head)"), f"dimension({d}, {k})") for d, k in FACTOR_SHAPES
+        (d, k): as_int(call(dimension, d, k, what="d, d_head"), f"dimension({d}, {k})") for d, k in FACTOR_SHAPES
     }
     truths = {shape: measured_factor_dimension(*shape) for shape in FACTOR_SHAPES}
     wrong = [shape for shape in FACTOR_SHAPES if answers[shape] != truths[shape]]
@@ -108,7 +108,7 @@ def check_head_circuits(head_circuits) -> tuple[str, list[str]]:
     d = attn.W_O.shape[0]
     for h in range(attn.H):
         with torch.no_grad():
-            answer = call(head_circuits, attn, h, what="head_circuits(attn, h)")
+            answer = call(head_circuits, attn, h, what="attn, h")
             if not isinstance(answer, (tuple, list)) or len(answer) != 2:
                 raise Wrong(f"expected a pair (W_QK, W_OV), got {type(answer).__name__}")
             got = tuple(as_matrix(M, (d, d), f"your {name} for head {h}") for M, name in zip(answer, ("W_QK", "W_OV")))
@@ -168,7 +168,7 @@ def check_rank_bounds(rank_bounds) -> tuple[str, list[str]]:
     names = ("W_QK^h", "W_OV^h", "S^h")
     answers = {}
     for d, H, T in RANK_SHAPES:
-        answer = call(rank_bounds, d, H, T, what="rank_bounds(d, H, T)")
+        answer = call(rank_bounds, d, H, T, what="d, H, T")
         if not isinstance(answer, (tuple, list)) or len(answer) != 3:
             raise Wrong(f"expected three bounds (W_QK, W_OV, S), got {answer!r:.60}")
         answers[(d, H, T)] = tuple(as_int(a, f"your bound on rank {n}") for a, n in zip(answer, names))

@@ -72,7 +72,7 @@ def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
     block, X = example()
     d = X.shape[1]
     truth = jacobians.block_jacobian(post_norm_twin(block), X).detach()
-    got = as_matrix(call(post_norm_jacobian, block, X.clone(), what="post_norm_jacobian(block, X)"), (T * d, T * d), "your Jacobian")
+    got = as_matrix(call(post_norm_jacobian, block, X.clone(), what="block, X"), (T * d, T * d), "your Jacobian")
 
     def same(a, b):
         return torch.allclose(a, b.detach(), rtol=1e-7, atol=1e-9)
@@ -92,12 +92,11 @@ def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
 
 
 STATEMENTS = {
-    "a": "Nothing changes: the post-norm block's Jacobian is also I + DF, with F the two branches.",
-    "b": "The identity term is gone: the Jacobian is DLN_2 (I + DMLP) DLN_1 (I + DMHA), and each "
-    "LayerNorm Jacobian removes the all-ones direction and rescales by 1/sigma, so the straight "
-    "path through the block is multiplied by these factors.",
-    "c": "Post-norm has no residual connection at all, so its Jacobian is DF alone.",
-    "d": "It differs only by a constant factor gamma, the LayerNorm gain.",
+    "a": "Nothing changes: the Jacobian is still I + DF with F the two branches, so the identity path survives.",
+    "b": "The additions still carry an identity, but the LayerNorm after each one multiplies it by its own "
+    "Jacobian: J = DLN_2 (I + DMLP) DLN_1 (I + DMHA), and no bare I is left.",
+    "c": "Post-norm drops the residual additions, so the Jacobian is DF alone, the Jacobian of the branches.",
+    "d": "Only a constant factor changes: J = gamma (I + DF), with gamma the LayerNorm gain.",
 }
 _VERDICTS = {
     "a": "no: the LayerNorm after the addition multiplies the whole of I + DF by its own Jacobian",

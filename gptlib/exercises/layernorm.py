@@ -72,14 +72,14 @@ def check_layer_norm(project, rescale) -> tuple[str, list[str]]:
     gamma, beta must equal torch.nn.functional.layer_norm."""
     inputs = _inputs()
     for u in inputs:
-        got = as_matrix(call(project, u.clone(), what="project(u)"), u.shape, "project(u)")
+        got = as_matrix(call(project, u.clone(), what="u"), u.shape, "project(u)")
         if not _same(got, geometry.center(u)):
             names = matching(got, project_variants(u), _same)
             raise Wrong((names[0] if names else "project(u) is not u - mean(u) 1 row by row") + ".", [f"u of shape {tuple(u.shape)}"])
     for u in inputs:
         v = geometry.center(u)
         for eps in EPSILONS:
-            got = as_matrix(call(rescale, v.clone(), eps, what="rescale(v, eps)"), v.shape, "rescale(v, eps)")
+            got = as_matrix(call(rescale, v.clone(), eps, what="v, eps"), v.shape, "rescale(v, eps)")
             if not _same(got, geometry.radial_rescale(v, eps)):
                 names = matching(got, rescale_variants(v, eps), _same)
                 if not names and torch.allclose(torch.linalg.vector_norm(got, dim=-1), torch.ones(()).double(), atol=0.05):
@@ -128,7 +128,7 @@ def check_weight_decay(predict) -> tuple[str, list[str]]:
     the factor on ||grad_W loss|| and on the relative step ||lr grad|| / ||W|| of plain gradient descent."""
     answers = {}
     for c in SCALES:
-        answer = call(predict, c, what="predict(c)")
+        answer = call(predict, c, what="c")
         if not isinstance(answer, (tuple, list)) or len(answer) != 2:
             raise Wrong(f"expected a pair (gradient factor, step factor), got {answer!r:.60}")
         answers[c] = tuple(as_float(a, "a factor") for a in answer)

@@ -82,10 +82,11 @@ class _LearnerRaised(Exception):
         self.what, self.error = what, error
 
 
-def call(fn, *args, what: str | None = None):
+def call(fn, *args, what: str = "..."):
     """fn(*args), with NotImplementedError read as 'not attempted' and any other exception
-    reported as the learner's, naming `what` was called (default: the function's name)."""
-    what = what or f"{getattr(fn, '__name__', 'your code')}(...)"
+    reported as the learner's, named by the function's own name and `what` (its arguments)."""
+    name = getattr(fn, "__name__", "your model")
+    what = f"{'your function' if name == '<lambda>' else name}({what})"
     if not callable(fn):
         raise Wrong(f"expected a function (or model) to call, got {type(fn).__name__} {fn!r:.60}")
     try:
