@@ -89,3 +89,7 @@ def test_stubs_and_wrong_shapes():
         assert check(stub).status == NOT_ATTEMPTED
     r = check_rank_bounds(lambda d, H, T: d // H)
     assert r.status == FAILED and "three bounds" in r.message
+
+
+def test_circuits_computed_in_float32_are_accepted():
+    assert check_head_circuits(lambda attn, h: tuple(M.float() for M in solutions.head_circuits(attn, h))).passed

@@ -88,3 +88,7 @@ def test_stub_crash_and_shape():
     assert r.status == ERROR and "AttributeError" in r.message
     r = check_post_norm_jacobian(lambda block, X: torch.eye(3))
     assert r.status == FAILED and "should have shape (24, 24)" in r.message
+
+
+def test_a_jacobian_computed_in_float32_is_accepted():
+    assert check_post_norm_jacobian(lambda block, X: solutions.post_norm_jacobian(block.float(), X.float())).passed

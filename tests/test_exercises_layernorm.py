@@ -77,3 +77,7 @@ def test_weight_decay_answer_shape():
     assert r.status == FAILED and "pair" in r.message
     r = check_weight_decay(lambda c: (torch.tensor(1 / c), torch.tensor(1 / c**2)))
     assert r.passed
+
+
+def test_moves_computed_in_float32_are_accepted():
+    assert check_layer_norm(lambda u: solutions.project(u.float()), lambda v, eps: solutions.rescale(v.float(), eps)).passed

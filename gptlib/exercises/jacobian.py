@@ -75,7 +75,7 @@ def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
     got = as_matrix(call(post_norm_jacobian, block, X.clone(), what="block, X"), (T * d, T * d), "your Jacobian")
 
     def same(a, b):
-        return torch.allclose(a, b.detach(), rtol=1e-7, atol=1e-9)
+        return torch.allclose(a, b.detach(), rtol=1e-5, atol=1e-6)  # loose enough for float32 work
 
     if not same(got, truth):
         names = matching(got, jacobian_variants(block, X, truth), same)
@@ -86,7 +86,7 @@ def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
         )
     identity_gap = (truth - torch.eye(T * d, dtype=truth.dtype)).abs().max().item()
     return (
-        "equal to autograd's Jacobian of gptlib's post-norm block (float64, rtol 1e-7).",
+        "equal to autograd's Jacobian of gptlib's post-norm block (rtol 1e-5, atol 1e-6).",
         [f"J - I has entries as large as {identity_gap:.2f}: no identity term survives the final LayerNorm"],
     )
 

@@ -20,7 +20,7 @@ from .result import Wrong, as_float, as_matrix, call, checker, matching
 
 EX4 = "Exercise 4"
 EPSILONS = (0.5, 1e-5, 0.0)  # 0.5 first: where eps sits is plain to see
-ATOL = 1e-9  # float64 comparisons
+ATOL = 1e-6  # outputs are O(1); loose enough for an answer computed in float32
 
 
 def _inputs() -> list[torch.Tensor]:
@@ -93,7 +93,7 @@ def check_layer_norm(project, rescale) -> tuple[str, list[str]]:
         ours = gamma * call(rescale, call(project, u.clone()), 1e-5) + beta
         if not _same(ours, F.layer_norm(u, (d,), gamma, beta, 1e-5)):
             raise Wrong("each step is right alone, but gamma * rescale(project(u)) + beta differs from F.layer_norm.")
-    return f"gamma * rescale(project(u), eps) + beta equals F.layer_norm on {len(inputs)} shapes (float64, to within {ATOL:g}).", [
+    return f"gamma * rescale(project(u), eps) + beta equals F.layer_norm on {len(inputs)} shapes (to within {ATOL:g}).", [
         f"each step checked alone for eps in {EPSILONS}"
     ]
 
