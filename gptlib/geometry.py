@@ -4,6 +4,7 @@
     center(u)                  P u = u - mean(u) 1, row by row
     radial_rescale(v, eps)     v / sqrt(mean(v^2) + eps): onto the sphere of radius sqrt(d) when eps = 0
     layer_norm(u, ...)         Definition 4.1 = gamma * radial_rescale(center(u)) + beta
+    layer_norm_jacobian(u)     d LN / du at one row: rank d - 2, the dimension of Prop. 4.2's image
     rms_norm(u, ...)           Aside 4.4: the radial step alone, gamma * radial_rescale(u)
     batch_norm(U, eps)         Aside 4.4's contrast: statistics across the batch, per coordinate
 
@@ -92,6 +93,20 @@ def layer_norm(
     gamma * (u - mean(u)) / sqrt(sigma(u)^2 + eps) + beta. (..., d) -> (..., d).
     """
     return _affine(radial_rescale(center(u), eps), gamma, beta)
+
+
+def layer_norm_jacobian(u: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
+    """d LN(u) / du at one row u (d,), with gamma = 1 and beta = 0: a (d, d) matrix, by reverse mode.
+
+    Proposition 4.2's image is a (d-2)-dimensional sphere, and the rank of this matrix at a
+    nonconstant u is the dimension of the image near LN(u): with eps = 0 it is d - 2, the
+    kernel being spanned by 1 (centering) and by u itself (scale invariance, Remark 4.3).
+    With eps > 0 the radial direction is damped by eps / (sigma^2 + eps), not removed: rank d - 1.
+    """
+    check_rows(u)
+    if u.dim() != 1:
+        raise ValueError(f"u must be one row of shape (d,), got shape {tuple(u.shape)}")
+    return torch.func.jacrev(lambda row: layer_norm(row, eps=eps))(u)
 
 
 def rms_norm(u: torch.Tensor, gamma: torch.Tensor | None = None, eps: float = 0.0) -> torch.Tensor:

@@ -7,7 +7,8 @@ Jacobians, each taken at that block's own input.
 
 Pre-norm blocks (Definition 3.1) have the form X' = X + F(X) with F(X) = MHA(LN_1(X)) +
 MLP(LN_2(Y)), so J = I + DF. Post-norm blocks (Aside 3.5) end in a LayerNorm and have no
-identity term. The model's own modules are used throughout; nothing here re-implements them.
+identity term. Remark 3.3's contrast, the same sublayers with no residual addition at all,
+is without_residual(block). The model's own modules are used throughout; nothing here re-implements them.
 """
 
 from __future__ import annotations
@@ -61,12 +62,29 @@ def branch_jacobian(block: Block, X: torch.Tensor) -> torch.Tensor:
     return jacobian_of(lambda Z: residual_branch(block, Z), X)
 
 
-def stack_jacobians(blocks, X0: torch.Tensor) -> list[torch.Tensor]:
-    """The block Jacobians J_0, ..., J_{L-1}, each at its own input X^(l), starting from X0 (T, d)."""
+def without_residual(block: Block):
+    """Remark 3.3's contrast: a pre-norm block's own sublayers with both residual additions removed,
+    X -> MLP(LN_2(MHA(LN_1(X)))), (B, T, d) -> (B, T, d). Its Jacobian has no identity term."""
+    if block.norm != "pre" or block.attn_only:
+        raise ValueError("without_residual needs a pre-norm block with an MLP: X -> MLP(LN_2(MHA(LN_1(X))))")
+    return lambda X: block.mlp(block.ln_2(block.attn(block.ln_1(X), explicit=True)))
+
+
+def stack_jacobians(blocks, X0: torch.Tensor, residual: bool = True) -> list[torch.Tensor]:
+    """The block Jacobians J_0, ..., J_{L-1}, each at its own input X^(l), starting from X0 (T, d).
+
+    residual=False stacks without_residual(block) instead: X^(l+1) = MLP(LN_2(MHA(LN_1(X^(l))))).
+    """
     jacobians, X = [], X0
     for block in blocks:
-        jacobians.append(block_jacobian(block, X))
-        X = block(X.unsqueeze(0)).squeeze(0).detach()  # X^(l+1), (T, d)
+        if residual:
+            step = block
+            jacobians.append(block_jacobian(block, X))
+        else:
+            step = without_residual(block)
+            check_sequence(X, block.ln_1.gamma.shape[0])
+            jacobians.append(jacobian_of(step, X))
+        X = step(X.unsqueeze(0)).squeeze(0).detach()  # X^(l+1), (T, d)
     return jacobians
 
 
@@ -91,6 +109,19 @@ def layer_gradient_norms(model: GPT, idx: torch.Tensor, targets: torch.Tensor) -
     return torch.stack([torch.linalg.vector_norm(g) for g in grads]).detach()
 
 
+def _study_inputs(text: str, T: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first T characters of `text` and their next characters, (T,) each."""
+    if len(text) < T + 1:
+        raise ValueError(f"text must have at least T + 1 = {T + 1} characters (inputs and next-character targets)")
+    tokens = encode(text[: T + 1])
+    return tokens[:-1], tokens[1:]
+
+
+def _seeded_model(seed: int, **sizes) -> GPT:
+    torch.manual_seed(seed)
+    return GPT(GPTConfig(**sizes)).double()
+
+
 def depth_study(norm: str, depths, d: int = 32, T: int = 4, H: int = 4, seed: int = 0, text: str = "To be, or") -> list[dict]:
     """Exercise 7 at initialization: for each depth L, a fresh float64 model with the given norm placement.
 
@@ -99,14 +130,10 @@ def depth_study(norm: str, depths, d: int = 32, T: int = 4, H: int = 4, seed: in
     the first T characters of `text`, predicting the next character. The model is seeded with
     `seed` for every L, so each row is reproducible on its own.
     """
-    if len(text) < T + 1:
-        raise ValueError(f"text must have at least T + 1 = {T + 1} characters (inputs and next-character targets)")
-    tokens = encode(text[: T + 1])
-    idx, targets = tokens[:-1], tokens[1:]  # (T,), (T,)
+    idx, targets = _study_inputs(text, T)  # (T,), (T,)
     rows = []
     for L in depths:
-        torch.manual_seed(seed)
-        model = GPT(GPTConfig(T_max=T, d=d, H=H, L=L, norm=norm)).double()
+        model = _seeded_model(seed, T_max=T, d=d, H=H, L=L, norm=norm)
         with torch.no_grad():
             X0 = model.embed(idx)  # X^(0), (T, d)
         product = product_of_jacobians(stack_jacobians(model.blocks, X0))  # (T d, T d)
@@ -117,4 +144,28 @@ def depth_study(norm: str, depths, d: int = 32, T: int = 4, H: int = 4, seed: in
                 "gradient_norms": layer_gradient_norms(model, idx, targets),
             }
         )
+    return rows
+
+
+def residual_contrast(
+    depths, d: int = 32, T: int = 4, H: int = 4, init_std: float = 0.02, seed: int = 0, text: str = "To be, or"
+) -> list[dict]:
+    """Remark 3.3 over depth: the same pre-norm blocks stacked with and without their residual additions.
+
+    For each L a fresh float64 pre-norm model (seeded with `seed`, weights of std `init_std`)
+    and the singular values (descending) of d X^(L) / d X^(0) for X^(0) the embedding of the
+    first T characters of `text`: 'residual' for the model's blocks (each factor I + DF_l),
+    'plain' for X^(l+1) = MLP(LN_2(MHA(LN_1(X^(l))))) (each factor DF_l alone).
+    """
+    idx, _ = _study_inputs(text, T)
+    rows = []
+    for L in depths:
+        model = _seeded_model(seed, T_max=T, d=d, H=H, L=L, init_std=init_std)
+        with torch.no_grad():
+            X0 = model.embed(idx)  # X^(0), (T, d)
+        row = {"L": L}
+        for name, residual in (("residual", True), ("plain", False)):
+            product = product_of_jacobians(stack_jacobians(model.blocks, X0, residual))  # (T d, T d)
+            row[name] = torch.linalg.svdvals(product).detach()
+        rows.append(row)
     return rows

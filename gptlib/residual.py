@@ -1,6 +1,10 @@
 """Measurements of the residual stream (Lecture 5, Remarks 3.2 and 3.4, Empirical aside 3.5,
 and Project aside 5.2's variance of the 2L residual writes at initialization).
 
+Remark 3.2's Euler-step view is euler_flow (a stack of blocks with branch h F) against
+rk4_flow (the ODE solved accurately); Remark 3.4's superposition clause is
+superposition_readout.
+
 All functions take any GPT (random or trained) and token batches, and read the stream from
 gptlib.run_with_cache, so they measure exactly the model's own forward pass.
 """
@@ -51,6 +55,74 @@ def injected_direction_readout(model: GPT, idx: torch.Tensor, direction: torch.T
         if l < L:
             X = model.blocks[l](X)
     return torch.stack(coefficients)
+
+
+def euler_flow(F, X0: torch.Tensor, t: float, steps: int) -> torch.Tensor:
+    """Remark 3.2: `steps` forward-Euler steps of size h = t / steps for dX/ds = F(X), from X0.
+
+    Each step X <- X + h F(X) is a residual block whose branch is h F, so `steps` is the depth
+    and a stack of blocks that share F traces the ODE's solution up to time t. F maps a tensor
+    to one of the same shape.
+    """
+    if steps < 1 or not t > 0:
+        raise ValueError(f"steps must be >= 1 and t > 0, got steps={steps!r}, t={t!r}")
+    h, X = t / steps, X0
+    for _ in range(steps):
+        X = X + h * F(X)
+    return X
+
+
+def rk4_flow(F, X0: torch.Tensor, t: float, steps: int) -> torch.Tensor:
+    """The same ODE dX/ds = F(X) by the classical fourth-order Runge-Kutta method: a reference
+    solution whose error falls like h^4, against the h of euler_flow."""
+    if steps < 1 or not t > 0:
+        raise ValueError(f"steps must be >= 1 and t > 0, got steps={steps!r}, t={t!r}")
+    h, X = t / steps, X0
+    for _ in range(steps):
+        k1 = F(X)
+        k2 = F(X + h / 2 * k1)
+        k3 = F(X + h / 2 * k2)
+        k4 = F(X + h * k3)
+        X = X + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return X
+
+
+def random_directions(n: int, d: int, seed: int = 0) -> torch.Tensor:
+    """n unit vectors in R^d drawn uniformly (normalized Gaussians), float64: shape (n, d)."""
+    W = torch.randn(n, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return W / torch.linalg.vector_norm(W, dim=1, keepdim=True)
+
+
+def superposition_readout(W: torch.Tensor, k: int, trials: int = 200, seed: int = 0) -> dict:
+    """Remark 3.4's superposition clause: n feature directions W (n, d) sharing a stream of width d.
+
+    In each trial k features chosen at random are active with value 1 and written as
+    x = sum of their directions (d,); each feature is read back linearly as <w_i, x>.
+    Returns 'max_cos', the largest |cos| between two different directions; 'recovered', the
+    fraction of trials in which the k largest read-outs are exactly the active features; and
+    'dense_error', the relative error of the best linear recovery (least squares) of n dense
+    random values from their sum: zero to rounding when the n directions are independent
+    (n <= d), large when n > d, because d coordinates carry at most d independent values.
+    """
+    n, d = W.shape
+    if not 1 <= k <= n:
+        raise ValueError(f"k must lie in [1, n] = [1, {n}], got {k}")
+    generator = torch.Generator().manual_seed(seed)
+    cos = W @ W.T / torch.outer(W.norm(dim=1), W.norm(dim=1))  # (n, n)
+    max_cos = (cos - torch.eye(n, dtype=W.dtype)).abs().max().item() if n > 1 else 0.0
+    hits = 0
+    for _ in range(trials):
+        active = torch.randperm(n, generator=generator)[:k]  # (k,)
+        x = W[active].sum(dim=0)  # (d,)
+        read = W @ x  # (n,)
+        hits += set(read.topk(k).indices.tolist()) == set(active.tolist())
+    values = torch.randn(n, generator=generator, dtype=W.dtype)  # (n,) dense feature values
+    recovered = torch.linalg.lstsq(W.T, (values @ W).unsqueeze(1)).solution.squeeze(1)  # (n,)
+    return {
+        "max_cos": max_cos,
+        "recovered": hits / trials,
+        "dense_error": ((recovered - values).norm() / values.norm()).item(),
+    }
 
 
 def branch_write_ratios(cache: Cache) -> dict[str, torch.Tensor]:

@@ -147,3 +147,23 @@ def test_bad_input_is_refused(bad):
 def test_negative_eps_is_refused():
     with pytest.raises(ValueError, match="eps must be >= 0"):
         geometry.layer_norm(torch.randn(3), eps=-1.0)
+
+
+@pytest.mark.parametrize("d", [3, 8, 64])
+def test_layer_norm_jacobian_is_the_closed_form_of_rank_d_minus_2(d):
+    # d LN / du = (P - v v^T / (d s^2)) / s with v = u - mean(u) 1, s = sqrt(|v|^2 / d + eps), P = I - 11^T / d
+    u = torch.randn(d, dtype=torch.float64) * 2 + 0.5
+    v = u - u.mean()
+    P = torch.eye(d, dtype=torch.float64) - 1 / d
+    for eps, rank in ((0.0, d - 2), (1e-3, d - 1)):
+        s = math.sqrt(v.dot(v) / d + eps)
+        closed_form = (P - torch.outer(v, v) / (d * s**2)) / s
+        J = geometry.layer_norm_jacobian(u, eps)
+        torch.testing.assert_close(J, closed_form)
+        assert torch.linalg.matrix_rank(J).item() == rank  # Proposition 4.2: a (d-2)-dimensional image when eps = 0
+    torch.testing.assert_close(J @ torch.ones(d, dtype=torch.float64), torch.zeros(d, dtype=torch.float64))
+
+
+def test_layer_norm_jacobian_refuses_a_batch():
+    with pytest.raises(ValueError, match="one row"):
+        geometry.layer_norm_jacobian(torch.randn(2, 4, dtype=torch.float64))

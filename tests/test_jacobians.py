@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from gptlib import encode, jacobians
+from scratch_gpt import ScratchBlock
 
 
 def finite_difference_jacobian(fn, X, h=1e-6):
@@ -90,3 +91,61 @@ def test_block_jacobian_refuses_a_batch(sharp_model):
     model, X = sharp_model("pre")
     with pytest.raises(ValueError, match="one sequence of shape"):
         jacobians.block_jacobian(model.blocks[0], X.unsqueeze(0))
+
+
+def scratch_copy(block):
+    """tests/scratch_gpt's ScratchBlock (plain torch.nn) holding the weights of a gptlib pre-norm block."""
+    d, H = block.attn.W_O.shape[0], block.attn.H
+    scratch = ScratchBlock(d, H, mask_diagonal=1, unmasked_heads=(), qkv_bias=False, fill=float("-inf")).double()
+    with torch.no_grad():
+        for mine, theirs in ((block.ln_1, scratch.ln_1), (block.ln_2, scratch.ln_2)):
+            theirs.weight.copy_(mine.gamma)
+            theirs.bias.copy_(mine.beta)
+        W = [w.permute(0, 2, 1).reshape(d, d) for w in (block.attn.W_Q, block.attn.W_K, block.attn.W_V)]
+        scratch.attn.qkv.weight.copy_(torch.cat(W))  # rows h*d_head + e hold column e of W_Q^h
+        scratch.attn.proj.weight.copy_(block.attn.W_O.T)
+        scratch.attn.proj.bias.copy_(block.attn.b_O)
+        for mine, theirs in ((block.mlp.W_1, scratch.mlp[0].weight), (block.mlp.b_1, scratch.mlp[0].bias),
+                             (block.mlp.W_2, scratch.mlp[2].weight), (block.mlp.b_2, scratch.mlp[2].bias)):
+            theirs.copy_(mine)
+    return scratch
+
+
+def test_without_residual_is_the_block_written_from_scratch_minus_its_additions(sharp_model, with_random_weights):
+    model, X = sharp_model("pre")
+    block = with_random_weights(model.blocks[0], 0.3)  # nonzero gammas, betas and biases too
+    scratch = scratch_copy(block)
+    Xb = X.unsqueeze(0)  # (1, T, d)
+    with torch.no_grad():
+        torch.testing.assert_close(block(Xb), scratch(Xb))  # the weights were copied right
+        expected = scratch.mlp(scratch.ln_2(scratch.attn(scratch.ln_1(Xb))))
+        torch.testing.assert_close(jacobians.without_residual(block)(Xb), expected)
+
+
+def test_stack_without_residual_multiplies_the_plain_jacobians(sharp_model):
+    model, X = sharp_model("pre", L=2)
+    plain = [jacobians.without_residual(block) for block in model.blocks]
+    J0 = jacobians.jacobian_of(plain[0], X)
+    X1 = plain[0](X.unsqueeze(0)).squeeze(0).detach()
+    J1 = jacobians.jacobian_of(plain[1], X1)
+    stacked = jacobians.stack_jacobians(model.blocks, X, residual=False)
+    torch.testing.assert_close(stacked[0], J0)
+    torch.testing.assert_close(stacked[1], J1)
+    with torch.no_grad():
+        numeric = finite_difference_jacobian(lambda Z: plain[1](plain[0](Z)), X)
+    torch.testing.assert_close(jacobians.product_of_jacobians(stacked), numeric, rtol=1e-6, atol=1e-7)
+
+
+def test_without_residual_refuses_a_post_norm_block(sharp_model):
+    model, _ = sharp_model("post")
+    with pytest.raises(ValueError, match="pre-norm"):
+        jacobians.without_residual(model.blocks[0])
+
+
+def test_residual_contrast_keeps_the_identity_path_and_loses_it_without():
+    # Remark 3.3 at initialization: with residual additions the product of L = 6 block Jacobians
+    # stays near the identity; the same blocks without them multiply down to almost nothing.
+    (row,) = jacobians.residual_contrast([6], d=16, T=3, H=2)
+    assert row["residual"].shape == row["plain"].shape == (3 * 16,)
+    assert 0.3 < row["residual"].median() < 3
+    assert row["plain"].median() < 1e-3 * row["residual"].median()

@@ -65,3 +65,43 @@ def test_initial_loss_is_near_ln_V():
     loss, ln_V = initial_loss_gap(COURSE_CONFIG, B=2)
     assert ln_V == math.log(65)
     assert abs(loss - ln_V) < 0.1
+
+
+def linear_ode(d=6, seed=0):
+    """dX/ds = X A: the exact flow is X0 expm(s A), an independent reference (torch.linalg.matrix_exp)."""
+    generator = torch.Generator().manual_seed(seed)
+    A = torch.randn(d, d, generator=generator, dtype=torch.float64) / math.sqrt(d)
+    X0 = torch.randn(3, d, generator=generator, dtype=torch.float64)
+    return (lambda X: X @ A), X0, X0 @ torch.linalg.matrix_exp(A)
+
+
+def test_euler_flow_is_a_stack_of_residual_steps_converging_at_first_order():
+    F, X0, exact = linear_ode()
+    torch.testing.assert_close(residual.euler_flow(F, X0, 1.0, 1), X0 + F(X0))  # one step is one block X + F(X)
+    errors = [(residual.euler_flow(F, X0, 1.0, steps) - exact).norm() for steps in (64, 128, 256)]
+    for coarse, fine in zip(errors, errors[1:]):
+        assert 1.8 < coarse / fine < 2.2  # halving h halves the error: first order
+
+
+def test_rk4_flow_converges_at_fourth_order():
+    F, X0, exact = linear_ode()
+    errors = [(residual.rk4_flow(F, X0, 1.0, steps) - exact).norm() for steps in (4, 8)]
+    assert 12 < errors[0] / errors[1] < 20  # 2^4 = 16
+    torch.testing.assert_close(residual.rk4_flow(F, X0, 1.0, 64), exact, rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="steps must be >= 1"):
+        residual.euler_flow(F, X0, 1.0, 0)
+
+
+def test_superposition_readout_with_orthonormal_and_crowded_directions():
+    d = 16
+    Q = torch.linalg.qr(torch.randn(d, d, dtype=torch.float64))[0]  # orthonormal columns
+    exact = residual.superposition_readout(Q.T, k=d)  # d orthonormal features: all of them at once
+    assert exact["max_cos"] < 1e-12 and exact["recovered"] == 1.0 and exact["dense_error"] < 1e-12
+    W = residual.random_directions(8 * d, d)
+    cos = [abs(float(W[i] @ W[j])) for i in range(len(W)) for j in range(i)]
+    crowded = residual.superposition_readout(W, k=1)
+    assert crowded["max_cos"] == pytest.approx(max(cos))
+    assert crowded["recovered"] == 1.0  # one active feature is always its own best match
+    assert crowded["dense_error"] > 0.5  # 8d dense values cannot pass through d coordinates
+    duplicated = residual.superposition_readout(torch.cat([Q.T, Q.T[:1]]), k=1)
+    assert duplicated["recovered"] < 1.0  # two features with one direction cannot be told apart
