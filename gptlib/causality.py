@@ -22,7 +22,7 @@ def perturbation_map(model: GPT, idx: torch.Tensor, shift: int = 1) -> torch.Ten
     Token x_s is replaced by (x_s + shift) mod V. The original sequence and its T perturbed
     copies run as one batch, so every row goes through the same kernels.
     """
-    check_token_sequence(model, idx)
+    idx = check_token_sequence(model, idx)  # int64: x_s + shift must not wrap around in a small dtype
     V = model.config.V
     if not isinstance(shift, int) or not 1 <= shift < V:
         raise ValueError(f"shift must be an integer in [1, V) = [1, {V}) so the token really changes, got {shift!r}")
@@ -42,7 +42,7 @@ def gradient_map(model: GPT, idx: torch.Tensor) -> torch.Tensor:
     X^(0) = E[x] + P (GPT.forward_from_embeddings). For each t, V copies of X^(0) back-propagate
     the V unit vectors e_v at row t in one batch, giving the (V, T, d) block of the Jacobian.
     """
-    check_token_sequence(model, idx)
+    idx = check_token_sequence(model, idx)  # int64 ids
     T, V = idx.shape[0], model.config.V
     with torch.no_grad():
         X0 = model.embed(idx)  # X^(0), (T, d)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from . import checks
+
 NORM_PLACEMENTS = ("pre", "post")
 
 
@@ -27,22 +29,24 @@ class GPTConfig:
 
     def __post_init__(self) -> None:
         for name in ("V", "T_max", "d", "H", "L"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.d_ff is None:
-            object.__setattr__(self, "d_ff", 4 * self.d)
-        elif not isinstance(self.d_ff, int) or isinstance(self.d_ff, bool) or self.d_ff < 1:
-            raise ValueError(f"d_ff must be a positive integer, got {self.d_ff!r}")
+            self._set(name, checks.integer(name, getattr(self, name), at_least=1))
+        self._set("d_ff", 4 * self.d if self.d_ff is None else checks.integer("d_ff", self.d_ff, at_least=1))
         if self.d % self.H != 0:
             raise ValueError(f"H must divide d (Section 0): d={self.d} is not a multiple of H={self.H}")
-        if self.norm not in NORM_PLACEMENTS:
+        if not isinstance(self.norm, str) or self.norm not in NORM_PLACEMENTS:
             raise ValueError(f"norm must be one of {NORM_PLACEMENTS}, got {self.norm!r}")
-        if not self.ln_eps >= 0:
-            raise ValueError(f"ln_eps must be >= 0, got {self.ln_eps!r}")
-        if not self.init_std > 0:
-            raise ValueError(f"init_std must be > 0, got {self.init_std!r}")
-        object.__setattr__(self, "d_head", self.d // self.H)
+        for name in ("tie_weights", "causal", "attn_only"):
+            checks.boolean(name, getattr(self, name))
+        if self.attn_only and self.norm == "post":
+            raise ValueError("attn_only=True needs norm='pre': an attention-only block is X' = X + MHA(LN_1(X)), "
+                             "with no post-norm form")
+        self._set("ln_eps", checks.real("ln_eps", self.ln_eps, at_least=0))
+        self._set("init_std", checks.real("init_std", self.init_std, above=0))
+        self._set("d_head", self.d // self.H)
+
+    def _set(self, name: str, value) -> None:
+        """Store a checked value in its plain form (the dataclass is frozen)."""
+        object.__setattr__(self, name, value)
 
     def replace(self, **changes) -> "GPTConfig":
         """A copy with some fields changed (validated again)."""

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import checks
 from .config import GPTConfig
 
 
@@ -156,6 +157,8 @@ class GPT(nn.Module):
 
     def __init__(self, config: GPTConfig):
         super().__init__()
+        if not isinstance(config, GPTConfig):
+            raise ValueError(f"config must be a GPTConfig, got {type(config).__name__}")
         self.config = config
         self.E = nn.Parameter(torch.empty(config.V, config.d))  # token embeddings, (V, d)
         self.P = nn.Parameter(torch.empty(config.T_max, config.d))  # positional embeddings, (T_max, d)
@@ -185,20 +188,24 @@ class GPT(nn.Module):
             else:  # E, P, W_Q, W_K, W_V, W_1, W_U
                 nn.init.normal_(p, 0.0, std)
 
-    def check_tokens(self, idx: torch.Tensor) -> None:
-        """Raise ValueError unless idx is a 1-D or 2-D integer tensor of ids in [0, V), T <= T_max."""
-        V, T_max = self.config.V, self.config.T_max
-        if not isinstance(idx, torch.Tensor):
-            raise ValueError(f"token ids must be a torch.Tensor, got {type(idx).__name__}")
-        if idx.dtype.is_floating_point or idx.dtype.is_complex or idx.dtype == torch.bool:
-            raise ValueError(f"token ids must have an integer dtype, got {idx.dtype}")
-        if idx.dim() not in (1, 2):
-            raise ValueError(f"token ids must be 1-D (T,) or 2-D (B, T), got shape {tuple(idx.shape)}")
-        T = idx.shape[-1]
-        if not 1 <= T <= T_max:
-            raise ValueError(f"sequence length T must satisfy 1 <= T <= T_max={T_max}, got T={T}")
-        if idx.numel() and (idx.min() < 0 or idx.max() >= V):
-            raise ValueError(f"token ids must lie in [0, V) = [0, {V}), got min {int(idx.min())}, max {int(idx.max())}")
+    def check_tokens(self, idx: torch.Tensor, name: str = "token ids") -> torch.Tensor:
+        """idx as int64 ids, after the checks of gptlib.checks.token_ids: a 1-D (T,) or 2-D (B, T)
+        tensor of any integer dtype (not bool), non-empty, T <= T_max, every id in [0, V).
+        """
+        return checks.token_ids(idx, self.config.V, T_max=self.config.T_max, name=name)
+
+    def check_embeddings(self, X: torch.Tensor) -> None:
+        """Raise ValueError unless X is a residual stream X^(0) (B, T, d) this model can run:
+        the model's width d (checks.check_batch), B >= 1, 1 <= T <= T_max, and the dtype and
+        device of the model's weights.
+        """
+        checks.check_batch(X, self.config.d)
+        T_max = self.config.T_max
+        if X.shape[0] < 1 or not 1 <= X.shape[1] <= T_max:
+            raise ValueError(f"X must have B >= 1 and 1 <= T <= T_max={T_max}, got shape {tuple(X.shape)}")
+        if X.dtype != self.E.dtype or X.device != self.E.device:
+            raise ValueError(f"X must have the model's dtype {self.E.dtype} on {self.E.device}, "
+                             f"got {X.dtype} on {X.device}")
 
     def embed(self, idx: torch.Tensor) -> torch.Tensor:
         """X^(0)_t = E[x_t] + P[t]: token ids (..., T) -> the residual stream's start (..., T, d).
@@ -216,6 +223,7 @@ class GPT(nn.Module):
         with respect to X^(0) (gptlib.causality) or run on the meta device (gptlib.cost).
         `explicit` and `record` are those of GPT.forward.
         """
+        self.check_embeddings(X)
         if record is not None:
             record[record_key("X", 0)] = X
         for l, block in enumerate(self.blocks):
@@ -245,15 +253,15 @@ class GPT(nn.Module):
         intermediate under record_key(name, l) (read back by gptlib.cache.run_with_cache,
         which sets explicit=True so that A^h is among them).
         """
-        self.check_tokens(idx)
+        idx = self.check_tokens(idx)
+        if targets is not None:
+            targets = self.check_tokens(targets, name="targets")
+            if targets.shape != idx.shape:
+                raise ValueError(f"targets must have the shape of idx {tuple(idx.shape)}, got {tuple(targets.shape)}")
         squeeze = idx.dim() == 1
         if squeeze:
             idx = idx.unsqueeze(0)
-        if targets is not None:
-            targets = targets.unsqueeze(0) if squeeze else targets
-            if targets.shape != idx.shape:
-                raise ValueError(f"targets must have the shape of idx {tuple(idx.shape)}, got {tuple(targets.shape)}")
-            self.check_tokens(targets)
+            targets = None if targets is None else targets.unsqueeze(0)
         Z = self.forward_from_embeddings(self.embed(idx), explicit=explicit, record=record)  # X^(0) (B, T, d) -> (B, T, V)
         if squeeze:
             Z = Z.squeeze(0)

@@ -25,7 +25,7 @@ PRETRAINED = {
 
 def checkpoint_path(name: str) -> Path:
     """Where the named checkpoint lives; ValueError for a name that is not one of PRETRAINED."""
-    if name not in PRETRAINED:
+    if not isinstance(name, str) or name not in PRETRAINED:
         raise ValueError(f"unknown pretrained model {name!r}; the names are {sorted(PRETRAINED)}")
     return CHECKPOINT_DIR / f"{name}.pt"
 

@@ -1,9 +1,85 @@
-"""gptlib.checks: each input kind accepted in its shape, refused with the rule's message otherwise."""
+"""gptlib.checks: each input kind accepted in its shape, refused with the rule's message otherwise,
+including the values a careless or hostile caller passes."""
 
+import re
+from fractions import Fraction
+
+import numpy as np
 import pytest
 import torch
 
 from gptlib import COURSE_CONFIG, GPT, checks
+
+
+@pytest.mark.parametrize("value, expected", [(3, 3), (np.int64(3), 3), (torch.tensor(3), 3), (2**70, 2**70)])
+def test_integer_accepts_integers_of_any_kind(value, expected):
+    result = checks.integer("n", value, at_least=0)
+    assert result == expected and type(result) is int
+
+
+@pytest.mark.parametrize("value", [True, 3.0, 2.5, "3", None, float("nan"), torch.tensor(3.0), [3]])
+def test_integer_refuses_everything_else(value):
+    with pytest.raises(ValueError, match=r"^n must be an integer >= 0, got "):
+        checks.integer("n", value, at_least=0)
+
+
+def test_integer_bounds_are_stated():
+    with pytest.raises(ValueError, match=re.escape("n must be an integer in [1, 5], got 6")):
+        checks.integer("n", 6, at_least=1, at_most=5)
+    with pytest.raises(ValueError, match=re.escape("n must be an integer <= 5, got 6")):
+        checks.integer("n", 6, at_most=5)
+
+
+@pytest.mark.parametrize("value, expected", [(0.5, 0.5), (1, 1.0), (np.float32(0.5), 0.5), (Fraction(1, 4), 0.25),
+                                             (-0.0, 0.0), (1e308, 1e308)])
+def test_real_accepts_finite_numbers(value, expected):
+    result = checks.real("x", value, at_least=0)
+    assert result == expected and type(result) is float and str(result) != "-0.0"
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), "0.5", None, True, 1j, torch.tensor(0.5)])
+def test_real_refuses_non_finite_and_non_numbers(value):
+    with pytest.raises(ValueError, match=r"^x must be a finite number > 0, got "):
+        checks.real("x", value, above=0)
+
+
+def test_real_bounds_are_stated():
+    with pytest.raises(ValueError, match=re.escape("x must be a finite number > 0 and <= 1.0, got 2.0")):
+        checks.real("x", 2.0, above=0, at_most=1.0)
+    with pytest.raises(ValueError, match=re.escape("x must be a finite number in [0, 1], got -1.0")):
+        checks.real("x", -1, at_least=0, at_most=1)
+    with pytest.raises(ValueError, match=re.escape("x must be a finite number > 0, got 0.0")):
+        checks.real("x", -0.0, above=0)
+
+
+@pytest.mark.parametrize("value", ["False", "True", 0, 1, None, np.bool_(True)])
+def test_boolean_takes_only_true_and_false(value):
+    with pytest.raises(ValueError, match=r"^flag must be True or False, got "):
+        checks.boolean("flag", value)
+    assert checks.boolean("flag", False) is False
+
+
+def test_token_ids_come_back_as_int64_of_the_same_values():
+    ids = torch.tensor([[0, 64, 7]], dtype=torch.uint8)
+    out = checks.token_ids(ids, 65)
+    assert out.dtype == torch.int64 and out.tolist() == [[0, 64, 7]]
+    assert checks.token_ids(torch.zeros(0, dtype=torch.int16), 65, allow_empty=True).dtype == torch.int64
+
+
+@pytest.mark.parametrize(
+    "ids, kwargs, rule",
+    [
+        (torch.tensor([1, 2]).to_sparse(), {}, "must be a dense tensor"),
+        (torch.zeros(2, 3, dtype=torch.long), dict(dims=(1,)), "must be 1-D (T,), got shape (2, 3)"),
+        (torch.zeros(1, 9, dtype=torch.long), dict(T_max=8), "1 <= T <= T_max=8, got T=9"),
+        (torch.zeros(5, dtype=torch.int8) - 1, {}, "must lie in [0, V) = [0, 65), got -1, -1, -1, -1, -1$"),
+        (torch.full((9,), 100, dtype=torch.int16), {}, "got 100, 100, 100, 100, 100 and 4 more"),
+        (torch.zeros(2, dtype=torch.complex64), {}, "integer dtype, got torch.complex64"),
+    ],
+)
+def test_token_ids_name_the_rule(ids, kwargs, rule):
+    with pytest.raises(ValueError, match=re.escape(rule) if rule[-1] != "$" else re.escape(rule[:-1]) + "$"):
+        checks.token_ids(ids, 65, **kwargs)
 
 
 def test_rows_accepts_any_leading_shape_and_refuses_integers_and_scalars():

@@ -114,6 +114,12 @@ def test_tied_model_uses_E_transpose():
         (torch.tensor([[0, 65]]), r"\[0, V\) = \[0, 65\)"),
         (torch.tensor([[-1, 3]]), r"\[0, V\)"),
         ([1, 2, 3], "must be a torch.Tensor"),
+        (torch.ones(2, 3, dtype=torch.bool), "integer dtype, got torch.bool"),
+        (torch.zeros(0, 5, dtype=torch.long), r"at least one sequence of at least one token, got shape \(0, 5\)"),
+        (torch.zeros(3, 0, dtype=torch.long), "at least one sequence"),
+        (torch.tensor([[2**40, -3, 70]]), r"got 1099511627776, -3, 70$"),
+        (torch.arange(60, 72).view(1, -1), r"got 65, 66, 67, 68, 69 and 2 more"),
+        (torch.tensor([[2**63 + 5, 3]], dtype=torch.uint64), r"\[0, V\) = \[0, 65\), got 9223372036854775813$"),
     ],
 )
 def test_bad_tokens_raise_clear_errors(course_model, idx, rule):
@@ -121,9 +127,48 @@ def test_bad_tokens_raise_clear_errors(course_model, idx, rule):
         course_model(idx)
 
 
-def test_targets_shape_is_checked(course_model):
-    with pytest.raises(ValueError, match="targets must have the shape"):
-        course_model(torch.zeros(2, 5, dtype=torch.long), torch.zeros(2, 4, dtype=torch.long))
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.uint16, torch.uint32,
+                                   torch.uint64])
+def test_every_integer_dtype_means_the_same_ids(course_model, dtype):
+    """uint8 ids would index E as a boolean mask if passed on; they are read as ids, like every integer dtype."""
+    idx = torch.randint(0, 65, (3, 16))
+    targets = torch.randint(0, 65, (3, 16))
+    Z, loss = course_model(idx, targets)
+    Z_small, loss_small = course_model(idx.to(dtype), targets.to(dtype))
+    assert torch.equal(Z, Z_small) and torch.equal(loss, loss_small)
+    assert torch.equal(course_model(idx[0].to(dtype)), Z[0])
+
+
+@pytest.mark.parametrize(
+    "targets, rule",
+    [
+        (torch.zeros(2, 4, dtype=torch.long), r"targets must have the shape of idx \(2, 5\), got \(2, 4\)"),
+        ([[0] * 5] * 2, "targets must be a torch.Tensor of integers"),
+        (__import__("numpy").zeros((2, 5), dtype="int64"), "targets must be a torch.Tensor of integers .*got ndarray"),
+        (torch.zeros(2, 5), "targets must have an integer dtype, got torch.float32"),
+        (torch.full((2, 5), 65), r"targets must lie in \[0, V\)"),
+        (torch.full((2, 5), -100), r"targets must lie in \[0, V\)"),  # no silent ignore_index
+    ],
+)
+def test_targets_are_checked_like_token_ids(course_model, targets, rule):
+    with pytest.raises(ValueError, match=rule):
+        course_model(torch.zeros(2, 5, dtype=torch.long), targets)
+
+
+@pytest.mark.parametrize(
+    "X, rule",
+    [
+        (torch.zeros(5, 128), r"X must be a \(B, T, d\) tensor with d=128, got \(5, 128\)"),
+        (torch.zeros(1, 5, 64), r"with d=128, got \(1, 5, 64\)"),
+        (torch.zeros(0, 5, 128), r"B >= 1"),
+        (torch.zeros(1, 65, 128), r"T <= T_max=64"),
+        (torch.zeros(1, 5, 128, dtype=torch.float64), "the model's dtype torch.float32 on cpu, got torch.float64"),
+        ([[0.0] * 128], "got list"),
+    ],
+)
+def test_forward_from_embeddings_checks_its_input(course_model, X, rule):
+    with pytest.raises(ValueError, match=rule):
+        course_model.forward_from_embeddings(X)
 
 
 def test_gradients_reach_every_parameter(course_model):
