@@ -7,32 +7,54 @@ held-out text, and cut batches of windows for training (next-token targets, Sect
 from __future__ import annotations
 
 import hashlib
+import numbers
 import urllib.request
+from collections.abc import Iterable
 from pathlib import Path
 
 import torch
 
+from . import checks
+
 # sorted(set(tinyshakespeare.txt)): newline, space, 11 punctuation marks and digit 3, A-Z, a-z.
 VOCABULARY = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 CHAR_TO_ID = {ch: i for i, ch in enumerate(VOCABULARY)}
+UNKNOWN_SHOWN = 5  # how many unknown characters an error names before it counts the rest
 
 
 def encode(text: str) -> torch.Tensor:
-    """Characters -> token ids (T,), int64. Raises ValueError naming any character outside the vocabulary."""
+    """Characters -> token ids (T,), int64. Raises ValueError naming characters outside the vocabulary.
+
+    At most UNKNOWN_SHOWN of them are named (in sorted order); the rest are counted.
+    """
+    if not isinstance(text, str):
+        hint = "; decode the bytes to str first" if isinstance(text, (bytes, bytearray)) else ""
+        raise ValueError(f"encode takes a str, got {type(text).__name__}{hint}")
     unknown = sorted(set(text) - CHAR_TO_ID.keys())
     if unknown:
-        shown = ", ".join(repr(ch) for ch in unknown)
-        raise ValueError(f"characters outside the course's 65-character vocabulary: {shown}")
+        shown = ", ".join(repr(ch) for ch in unknown[:UNKNOWN_SHOWN])
+        more = f" and {len(unknown) - UNKNOWN_SHOWN} more" if len(unknown) > UNKNOWN_SHOWN else ""
+        raise ValueError(f"characters outside the course's 65-character vocabulary: {shown}{more}")
     return torch.tensor([CHAR_TO_ID[ch] for ch in text], dtype=torch.long)
 
 
 def decode(ids) -> str:
-    """Token ids (any iterable of ints in [0, 65)) -> text."""
-    ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
-    bad = [i for i in ids if not 0 <= i < len(VOCABULARY)]
-    if bad:
-        raise ValueError(f"token ids must lie in [0, {len(VOCABULARY)}), got {bad[:5]}")
-    return "".join(VOCABULARY[i] for i in ids)
+    """Token ids -> text: a 1-D integer tensor, or a list (any iterable) of ints, each in [0, 65)."""
+    V = len(VOCABULARY)
+    if not isinstance(ids, torch.Tensor):
+        if isinstance(ids, (str, bytes, bytearray)) or not isinstance(ids, Iterable):
+            raise ValueError("decode takes token ids (a 1-D integer tensor or a list of ints), "
+                             f"got {type(ids).__name__}")
+        ids = list(ids)
+        wrong = [i for i in ids if isinstance(i, bool) or not isinstance(i, numbers.Integral)]
+        if wrong:
+            raise ValueError(f"token ids must be integers, got {wrong[0]!r}")
+        huge = [i for i in ids if not -(2**63) <= i < 2**63]  # beyond int64, so far outside [0, V)
+        if huge:
+            raise ValueError(f"token ids must lie in [0, V) = [0, {V}), got {huge[0]}")
+        ids = torch.tensor([int(i) for i in ids], dtype=torch.long)
+    ids = checks.token_ids(ids, V, dims=(1,), allow_empty=True)
+    return "".join(VOCABULARY[i] for i in ids.tolist())
 
 
 # The tiny-Shakespeare corpus: found beside the checkout, or downloaded once and checksum-verified.
@@ -60,8 +82,12 @@ def download_corpus(cache_dir: Path | str = DEFAULT_CACHE_DIR, url: str = CORPUS
         return target
     cache_dir.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(".part")
-    with urllib.request.urlopen(url, timeout=60) as response:
-        partial.write_bytes(response.read())
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response:
+            body = response.read()
+    except (OSError, ValueError) as error:  # no network, DNS failure, HTTP error, timeout, bad URL
+        raise ConnectionError(f"could not download the corpus from {url}: {getattr(error, 'reason', error)}") from error
+    partial.write_bytes(body)
     digest = sha256_of(partial)
     if digest != CORPUS_SHA256:
         partial.unlink()
@@ -71,28 +97,38 @@ def download_corpus(cache_dir: Path | str = DEFAULT_CACHE_DIR, url: str = CORPUS
 
 
 def load_corpus(path: Path | str | None = None, *, download: bool = False,
-                cache_dir: Path | str = DEFAULT_CACHE_DIR) -> str:
+                cache_dir: Path | str | None = None) -> str:
     """The tiny-Shakespeare text.
 
     path: a local copy (read as is). Without one, ../shared/data/tinyshakespeare.txt beside the
-    checkout, then a verified copy in cache_dir; with download=True a missing corpus is fetched
-    from CORPUS_URL and checked against CORPUS_SHA256. FileNotFoundError says where it looked.
+    checkout, then a verified copy in cache_dir (default DEFAULT_CACHE_DIR); with download=True a
+    missing corpus is fetched from CORPUS_URL and checked against CORPUS_SHA256.
+    FileNotFoundError says where it looked; ConnectionError, why a download failed.
     """
     if path is not None:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"no corpus file at {path}")
-        return path.read_text(encoding="utf-8")
-    cached = Path(cache_dir) / CORPUS_FILENAME
+        return read_text(path)
+    cache_dir = DEFAULT_CACHE_DIR if cache_dir is None else Path(cache_dir)
+    cached = cache_dir / CORPUS_FILENAME
     for candidate in (LOCAL_CORPUS, cached):
         if candidate.is_file():
-            return candidate.read_text(encoding="utf-8")
+            return read_text(candidate)
     if download:
-        return download_corpus(cache_dir).read_text(encoding="utf-8")
+        return read_text(download_corpus(cache_dir))
     raise FileNotFoundError(
         f"tiny-Shakespeare corpus not found at {LOCAL_CORPUS} or {cached}; "
         "pass a path, or download=True to fetch it (sha256-checked)"
     )
+
+
+def read_text(path: Path) -> str:
+    """A text file's contents; ValueError naming the file when it is not UTF-8 text."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"corpus {path} is not UTF-8 text (byte {error.start} cannot be decoded)") from None
 
 
 def train_val_split(ids: torch.Tensor, val_fraction: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:

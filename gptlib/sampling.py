@@ -9,34 +9,48 @@ from __future__ import annotations
 
 import torch
 
+from . import checks
 from .model import GPT
 
 
 def next_token_probabilities(model: GPT, ids: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    """softmax(z_T / temperature) (V,) for the token after the 1-D ids, seeing at most T_max of them."""
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    """softmax(z_T / temperature) (V,) for the token after the 1-D ids, seeing at most T_max of them.
+
+    Every id is checked, also those before the last T_max. The logits are shifted so their
+    maximum is 0 before dividing, in double precision: any temperature > 0, however small,
+    gives finite probabilities (the limit is greedy decoding, ties shared).
+    """
+    ids = checks.token_ids(ids, model.config.V, dims=(1,), name="ids")
+    temperature = checks.real("temperature", temperature, above=0)
     with torch.no_grad():
-        logits = model(ids[-model.config.T_max :])  # (T, V)
-    return torch.softmax(logits[-1].double() / temperature, dim=-1)  # (V,), double so tiny temperatures stay finite
+        z = model(ids[-model.config.T_max :])[-1].double()  # (V,), logits of the next token
+    if not torch.isfinite(z).all():
+        raise ValueError("the model's logits are not finite (NaN or inf weights?), so there is nothing to sample")
+    return torch.softmax((z - z.max()) / temperature, dim=-1)  # (V,)
 
 
 def sample(model: GPT, prompt: torch.Tensor, new_tokens: int, temperature: float = 1.0,
            generator: torch.Generator | None = None) -> torch.Tensor:
     """The 1-D prompt ids followed by new_tokens sampled ids (prompt length + new_tokens,).
 
-    Pass a seeded torch.Generator for a reproducible sample.
+    The prompt may be longer than T_max (the model sees its last T_max ids). Pass a seeded
+    torch.Generator for a reproducible sample. Every argument is checked before the first
+    step, also when new_tokens is 0, and the model's train/eval mode is restored even when
+    a call fails.
     """
-    if prompt.dim() != 1 or len(prompt) == 0:
-        raise ValueError(f"prompt must be a non-empty 1-D tensor of ids, got shape {tuple(prompt.shape)}")
-    if new_tokens < 0:
-        raise ValueError(f"new_tokens must be >= 0, got {new_tokens}")
+    prompt = checks.token_ids(prompt, model.config.V, dims=(1,), name="prompt")
+    new_tokens = checks.integer("new_tokens", new_tokens, at_least=0)
+    temperature = checks.real("temperature", temperature, above=0)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
     was_training = model.training
     model.eval()
-    ids = prompt.clone()
-    for _ in range(new_tokens):
-        probabilities = next_token_probabilities(model, ids, temperature)
-        choice = torch.multinomial(probabilities, 1, generator=generator)  # (1,)
-        ids = torch.cat([ids, choice])
-    model.train(was_training)
+    try:
+        ids = prompt.clone()
+        for _ in range(new_tokens):
+            probabilities = next_token_probabilities(model, ids, temperature)
+            choice = torch.multinomial(probabilities, 1, generator=generator)  # (1,)
+            ids = torch.cat([ids, choice])
+    finally:
+        model.train(was_training)
     return ids

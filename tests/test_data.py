@@ -2,7 +2,9 @@
 train/validation split and batch windows."""
 
 import hashlib
+import re
 
+import numpy as np
 import pytest
 import torch
 
@@ -23,10 +25,55 @@ def test_encode_decode_round_trip():
 
 
 def test_unknown_characters_are_named():
-    with pytest.raises(ValueError, match=r"'é', '€'"):
+    with pytest.raises(ValueError, match=r"vocabulary: '5', 'é', '€'$"):
         encode("café €5")
     with pytest.raises(ValueError, match=r"\[0, 65\)"):
         decode([3, 65])
+
+
+def test_many_unknown_characters_are_named_five_and_counted():
+    text = "".join(chr(0x4E00 + i) for i in range(10_000))  # 10,000 distinct characters, none in the vocabulary
+    with pytest.raises(ValueError) as caught:
+        encode(text)
+    message = str(caught.value)
+    assert message == ("characters outside the course's 65-character vocabulary: "
+                       "'一', '丁', '丂', '七', '丄' and 9995 more")
+
+
+@pytest.mark.parametrize("text, rule", [
+    (b"ROMEO", "encode takes a str, got bytes; decode the bytes to str first"),
+    (["R", "O"], "encode takes a str, got list"),
+    (None, "encode takes a str, got NoneType"),
+    (65, "encode takes a str, got int"),
+])
+def test_encode_takes_text(text, rule):
+    with pytest.raises(ValueError, match=re.escape(rule)):
+        encode(text)
+
+
+@pytest.mark.parametrize("ids, rule", [
+    ("ROMEO", "decode takes token ids (a 1-D integer tensor or a list of ints), got str"),
+    (b"\x01\x02", "decode takes token ids (a 1-D integer tensor or a list of ints), got bytes"),
+    (5, "decode takes token ids (a 1-D integer tensor or a list of ints), got int"),
+    ([1.0, 2.0], "token ids must be integers, got 1.0"),
+    ([True, False], "token ids must be integers, got True"),
+    ([1, "a"], "token ids must be integers, got 'a'"),
+    ([10**30], f"token ids must lie in [0, V) = [0, 65), got {10**30}"),
+    ([-1, 3, 99], "token ids must lie in [0, V) = [0, 65), got -1, 99"),
+    (torch.tensor([1.0, 2.0]), "token ids must have an integer dtype, got torch.float32"),
+    (torch.zeros(2, 3, dtype=torch.long), "token ids must be 1-D (T,), got shape (2, 3)"),
+    (torch.tensor([1, 2], dtype=torch.bool), "token ids must have an integer dtype, got torch.bool"),
+])
+def test_decode_takes_integer_ids(ids, rule):
+    with pytest.raises(ValueError, match=re.escape(rule)):
+        decode(ids)
+
+
+def test_decode_accepts_any_integer_form():
+    assert decode([]) == "" == decode(torch.zeros(0, dtype=torch.long))
+    ids = encode("To be")
+    assert decode(ids.to(torch.uint8)) == decode(ids.tolist()) == decode(iter(ids.tolist())) == "To be"
+    assert decode(np.array(ids.tolist())) == "To be"  # a numpy array is an iterable of numpy integers
 
 
 def test_local_corpus_matches_the_published_checksum(corpus_path):

@@ -1,9 +1,12 @@
-"""gptlib.sampling: tiny temperature is greedy decoding, a seeded generator reproduces, input is checked."""
+"""gptlib.sampling: tiny temperature is greedy decoding, a seeded generator reproduces, every argument is
+checked before the first step, and the model always gets its own train/eval mode back."""
+
+import re
 
 import pytest
 import torch
 
-from gptlib import GPT, data
+from gptlib import GPT, GPTConfig, data
 from gptlib.induction import INDUCTION_CONFIG
 from gptlib.sampling import next_token_probabilities, sample
 
@@ -33,3 +36,88 @@ def test_sampling_is_reproducible_and_checks_its_input():
         sample(model, prompt, 3, temperature=0.0)
     with pytest.raises(ValueError, match="1-D"):
         sample(model, prompt.view(1, -1), 3)
+
+
+SMALL = GPTConfig(V=65, T_max=8, d=16, H=2, L=1)
+
+
+@pytest.fixture
+def model():
+    torch.manual_seed(0)
+    return GPT(SMALL)
+
+
+def state_of(model):
+    return {k: v.clone() for k, v in model.state_dict().items()}
+
+
+@pytest.mark.parametrize(
+    "kwargs, rule",
+    [
+        (dict(prompt="ROMEO"), "prompt must be a torch.Tensor of integers (see gptlib.encode), got str"),
+        (dict(prompt=[1, 2, 3]), "prompt must be a torch.Tensor of integers (see gptlib.encode), got list"),
+        (dict(prompt=torch.tensor([1.0, 2.0])), "prompt must have an integer dtype, got torch.float32"),
+        (dict(prompt=torch.zeros(1, 3, dtype=torch.long)), "prompt must be 1-D (T,), got shape (1, 3)"),
+        (dict(prompt=torch.zeros(0, dtype=torch.long)), "prompt must hold at least one sequence"),
+        (dict(prompt=torch.tensor([70] + [1] * 20)), "prompt must lie in [0, V) = [0, 65), got 70"),  # not among the last 8
+        (dict(temperature="0.5"), "temperature must be a finite number > 0, got '0.5'"),
+        (dict(temperature=0.0), "temperature must be a finite number > 0, got 0.0"),
+        (dict(temperature=-1), "temperature must be a finite number > 0, got -1.0"),
+        (dict(temperature=float("nan")), "temperature must be a finite number > 0, got nan"),
+        (dict(temperature=float("inf")), "temperature must be a finite number > 0, got inf"),
+        (dict(new_tokens=2.5), "new_tokens must be an integer >= 0, got 2.5"),
+        (dict(new_tokens=3.0), "new_tokens must be an integer >= 0, got 3.0"),
+        (dict(new_tokens=-1), "new_tokens must be an integer >= 0, got -1"),
+        (dict(new_tokens=True), "new_tokens must be an integer >= 0, got True"),
+        (dict(generator=5), "generator must be a torch.Generator or None, got int"),
+    ],
+)
+@pytest.mark.parametrize("new_tokens", [0, 4])
+@pytest.mark.parametrize("training", [False, True])
+def test_bad_arguments_are_refused_before_any_step(model, kwargs, rule, new_tokens, training):
+    """Also with new_tokens=0, which used to skip every check; the mode and weights stay as they were."""
+    model.train(training)
+    before = state_of(model)
+    arguments = dict(prompt=data.encode("To be"), new_tokens=new_tokens, temperature=1.0, generator=None) | kwargs
+    with pytest.raises(ValueError, match=re.escape(rule)):
+        sample(model, **arguments)
+    assert model.training == training
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
+
+
+def test_a_failure_during_sampling_restores_the_mode(model):
+    """NaN weights make the logits NaN mid-call: one clear error, and the model is still in train mode."""
+    with torch.no_grad():
+        model.W_U[0, 0] = float("nan")
+    model.train()
+    with pytest.raises(ValueError, match="the model's logits are not finite"):
+        sample(model, data.encode("To be"), 3)
+    assert model.training
+
+
+@pytest.mark.parametrize("temperature", [1e-300, 5e-324])
+def test_any_positive_temperature_gives_greedy_decoding_in_the_limit(model, temperature):
+    """Logits divided by 5e-324 overflow to inf; shifted to a maximum of 0 first, every probability stays finite."""
+    model.eval()
+    prompt = data.encode("ROMEO:")
+    ids = sample(model, prompt, 10, temperature=temperature, generator=torch.Generator().manual_seed(0))
+    greedy = prompt.clone()
+    for _ in range(10):  # independent greedy loop
+        with torch.no_grad():
+            greedy = torch.cat([greedy, model(greedy[-SMALL.T_max :])[-1].argmax().view(1)])
+    assert torch.equal(ids, greedy)
+    assert torch.isfinite(next_token_probabilities(model, prompt, temperature)).all()
+
+
+def test_a_long_prompt_is_kept_and_only_its_last_T_max_ids_are_seen(model):
+    prompt = data.encode("To be, or not to be, that is the question")
+    ids = sample(model, prompt, 3, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(ids[: len(prompt)], prompt) and len(ids) == len(prompt) + 3
+    assert torch.equal(next_token_probabilities(model, prompt), next_token_probabilities(model, prompt[-SMALL.T_max :]))
+
+
+def test_small_integer_dtypes_sample_the_same(model):
+    prompt = data.encode("To be")
+    a = sample(model, prompt, 5, generator=torch.Generator().manual_seed(2))
+    b = sample(model, prompt.to(torch.uint8), 5, generator=torch.Generator().manual_seed(2))
+    assert torch.equal(a, b) and b.dtype == torch.long
