@@ -15,10 +15,13 @@ Every check runs before any weight is copied, so a bad file leaves a model untou
 
 from __future__ import annotations
 
+import os
+from collections import OrderedDict
 from dataclasses import fields
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from .config import GPTConfig
 from .data import VOCABULARY
@@ -26,6 +29,7 @@ from .model import GPT
 
 CHECKPOINT_FORMAT = "gptlib-checkpoint-1"
 REQUIRED_KEYS = ("format", "config", "vocabulary", "state_dict", "metadata")
+PLAIN_TYPES = (type(None), bool, int, float, str, torch.Tensor, nn.Parameter)  # exact types, not subclasses
 
 
 def config_to_dict(config: GPTConfig) -> dict:
@@ -34,37 +38,48 @@ def config_to_dict(config: GPTConfig) -> dict:
 
 
 def save_checkpoint(path: Path | str, model: GPT, metadata: dict | None = None,
-                    vocabulary: str = VOCABULARY, training: dict | None = None) -> Path:
-    """Write model (weights + config), vocabulary, metadata and optional resume state to path.
+                    training: dict | None = None) -> Path:
+    """Write model (weights + config), the course vocabulary, metadata and optional resume state to path.
 
-    The file is written to a temporary name and renamed, so an interrupted save never
-    replaces a good checkpoint with a truncated one.
+    Whatever read_checkpoint would refuse is refused here, before anything is written: NaN or
+    inf weights, weights that are not float32, metadata or resume state holding anything but
+    plain data (a Path, a numpy number, ...). The file is written to path + ".part", flushed
+    and renamed, so a failed or interrupted save leaves no .part behind and never replaces a
+    good checkpoint with a truncated one.
     """
-    if len(vocabulary) != model.config.V:
-        raise ValueError(f"vocabulary has {len(vocabulary)} symbols but the model's V is {model.config.V}")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "format": CHECKPOINT_FORMAT,
         "config": config_to_dict(model.config),
-        "vocabulary": vocabulary,
-        "state_dict": {k: v.detach().clone() for k, v in model.state_dict().items()},
-        "metadata": dict(metadata or {}),
+        "vocabulary": VOCABULARY,
+        "state_dict": {k: v.detach().to("cpu", memory_format=torch.contiguous_format, copy=True)
+                       for k, v in model.state_dict().items()},
+        "metadata": {} if metadata is None else metadata,
     }
     if training is not None:
         payload["training"] = training
+    check_payload(payload, source=f"refusing to save {path}")
+    if path.is_dir():
+        raise ValueError(f"refusing to save {path}: it is a directory")
+    path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".part")
-    torch.save(payload, partial)
-    partial.replace(path)
+    try:
+        with open(partial, "wb") as file:
+            torch.save(payload, file)
+            file.flush()
+            os.fsync(file.fileno())
+        partial.replace(path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     return path
 
 
 def read_checkpoint(path: Path | str) -> dict:
     """Load and validate a checkpoint dict (weights_only=True); ValueError says what is wrong.
 
-    Checks: the file unpickles safely, has the format tag and required keys, its config builds
-    a valid GPTConfig, its vocabulary has V symbols, and its weights match that config's
-    parameter names and shapes exactly.
+    Nothing is allocated for the model while checking: the expected weights come from a GPT
+    built on the meta device, so a small file claiming a huge config is refused for free.
     """
     path = Path(path)
     if not path.is_file():
@@ -77,33 +92,99 @@ def read_checkpoint(path: Path | str) -> dict:
             f"{path} is not a readable checkpoint (corrupted, truncated, or holding more than weights): "
             f"torch.load raised {type(error).__name__}"
         ) from error
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path} is not a gptlib checkpoint: expected format tag {CHECKPOINT_FORMAT!r}")
-    missing = [k for k in REQUIRED_KEYS if k not in payload]
-    if missing:
-        raise ValueError(f"{path} lacks checkpoint keys {missing}")
-    try:
-        config = GPTConfig(**payload["config"])
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{path} holds an invalid config: {error}") from error
-    if len(payload["vocabulary"]) != config.V:
-        raise ValueError(f"{path}: vocabulary has {len(payload['vocabulary'])} symbols, config says V={config.V}")
-    check_state_dict(payload["state_dict"], GPT(config).state_dict(), source=str(path))
-    payload["config"] = config
+    payload["config"] = check_payload(payload, source=str(path))
     return payload
 
 
+def check_payload(payload, source: str) -> GPTConfig:
+    """The rules of a checkpoint dict, for reading and for saving alike; returns its GPTConfig.
+
+    The format tag and required keys; a config that builds a valid GPTConfig; the course's
+    vocabulary; weights matching that config (check_state_dict); metadata a dict and the
+    optional resume state a dict, both of plain data (check_plain).
+    """
+    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{source} is not a gptlib checkpoint: expected format tag {CHECKPOINT_FORMAT!r}")
+    missing = [k for k in REQUIRED_KEYS if k not in payload]
+    if missing:
+        raise ValueError(f"{source} lacks checkpoint keys {missing}")
+    for key in ("config", "state_dict", "metadata") + (("training",) if "training" in payload else ()):
+        if not isinstance(payload[key], dict):
+            raise ValueError(f"{source}: {key} must be a dict, got {type(payload[key]).__name__}")
+    try:
+        config = GPTConfig(**payload["config"])
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{source} holds an invalid config: {error}") from error
+    vocabulary = payload["vocabulary"]
+    if vocabulary != VOCABULARY:
+        found = f"{len(vocabulary)} symbols" if isinstance(vocabulary, str) else f"of type {type(vocabulary).__name__}"
+        raise ValueError(f"{source}: its vocabulary ({found}) is not the course's 65-character vocabulary, "
+                         "the only one gptlib's encode and decode use")
+    if config.V != len(VOCABULARY):
+        raise ValueError(f"{source}: config says V={config.V}, the course's vocabulary has {len(VOCABULARY)} symbols")
+    with torch.device("meta"):  # names, shapes and dtypes only: no memory
+        expected = GPT(config).state_dict()
+    check_state_dict(payload["state_dict"], expected, source)
+    check_plain(payload["metadata"], f"{source}: metadata")
+    check_plain(payload.get("training"), f"{source}: training")
+    return config
+
+
 def check_state_dict(found: dict, expected: dict, source: str) -> None:
-    """ValueError unless found has exactly expected's keys, each a tensor of the same shape and dtype."""
+    """ValueError unless found has exactly expected's names, each a finite tensor of the same shape and dtype.
+
+    Each must also hold its own data, as save_checkpoint writes it (dense, contiguous, not a
+    view of a shared or expanded storage), so the model built from it is no larger than the file.
+    """
+    if not all(isinstance(k, str) for k in found):
+        raise ValueError(f"{source}: weight names must be strings")
     missing = sorted(expected.keys() - found.keys())
     unexpected = sorted(found.keys() - expected.keys())
     if missing or unexpected:
-        raise ValueError(f"{source}: weights do not match the model: missing {missing[:5]}, unexpected {unexpected[:5]}")
+        raise ValueError(f"{source}: weights do not match the model: "
+                         f"missing {missing[:5]}, unexpected {unexpected[:5]}")
+    storages = set()
     for name, reference in expected.items():
         tensor = found[name]
-        if not isinstance(tensor, torch.Tensor) or tensor.shape != reference.shape or tensor.dtype != reference.dtype:
-            got = tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
-            raise ValueError(f"{source}: weight {name} has shape {got}, the model needs {tuple(reference.shape)}")
+        if not isinstance(tensor, torch.Tensor):
+            raise ValueError(f"{source}: weight {name} is a {type(tensor).__name__}, not a tensor")
+        if tensor.shape != reference.shape:
+            raise ValueError(f"{source}: weight {name} has shape {tuple(tensor.shape)}, "
+                             f"the model needs {tuple(reference.shape)}")
+        if tensor.dtype != reference.dtype:
+            raise ValueError(f"{source}: weight {name} has dtype {tensor.dtype}, the model needs {reference.dtype}")
+        if tensor.layout != torch.strided or not tensor.is_contiguous() or tensor.storage_offset() != 0 \
+                or tensor.untyped_storage().nbytes() != tensor.numel() * tensor.element_size() \
+                or tensor.untyped_storage().data_ptr() in storages:
+            raise ValueError(f"{source}: weight {name} is a view of other data, not a tensor of its own")
+        if tensor.numel():
+            storages.add(tensor.untyped_storage().data_ptr())
+        bad = tensor.numel() - int(torch.isfinite(tensor).sum())
+        if bad:
+            raise ValueError(f"{source}: weight {name} holds {bad} non-finite values (NaN or inf)")
+
+
+def check_plain(value, where: str) -> None:
+    """ValueError unless value is plain data that torch.load(weights_only=True) reads back.
+
+    Plain: None, bool, int, float, str, tensors, and lists, tuples and dicts (str or int keys)
+    of them. Types are matched exactly: a numpy float is a float subclass, yet unreadable.
+    """
+    if type(value) in PLAIN_TYPES:
+        return
+    if type(value) in (list, tuple):
+        for i, item in enumerate(value):
+            check_plain(item, f"{where}[{i}]")
+        return
+    if type(value) in (dict, OrderedDict):
+        for key, item in value.items():
+            if type(key) not in (str, int):
+                raise ValueError(f"{where} has a key of type {type(key).__name__}; keys must be str or int")
+            check_plain(item, f"{where}[{key!r}]")
+        return
+    raise ValueError(f"{where} is a {type(value).__module__}.{type(value).__qualname__}: a checkpoint holds "
+                     "only None, bool, int, float, str, tensors, and lists, tuples and dicts of them "
+                     "(convert it first, e.g. str(path), float(x))")
 
 
 def load_checkpoint(path: Path | str) -> tuple[GPT, dict]:
@@ -122,7 +203,10 @@ def load_weights_into(model: GPT, path: Path | str) -> dict:
     """
     payload = read_checkpoint(path)
     if payload["config"] != model.config:
-        raise ValueError(f"{path}: checkpoint config {payload['config']} differs from the model's {model.config}")
+        ours, theirs = config_to_dict(model.config), config_to_dict(payload["config"])
+        differences = ", ".join(f"{k} {theirs[k]!r} (file) vs {ours[k]!r} (model)"
+                                for k in ours if ours[k] != theirs[k])
+        raise ValueError(f"{path} was written for another model: its config differs in {differences}")
     check_state_dict(payload["state_dict"], model.state_dict(), source=str(path))
     model.load_state_dict(payload["state_dict"])
     return payload

@@ -3,8 +3,14 @@
 import pytest
 import torch
 
-from gptlib import GPT, GPTConfig
-from gptlib.checkpoint import load_checkpoint, load_weights_into, save_checkpoint
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from gptlib import GPT, VOCABULARY, GPTConfig
+from gptlib.checkpoint import load_checkpoint, load_weights_into, read_checkpoint, save_checkpoint
 
 
 def params_of(model):
@@ -58,7 +64,26 @@ def edited(tmp_path, config, edit):
     (lambda p: p["state_dict"].update(extra=torch.zeros(1)), r"unexpected \['extra'\]"),
     (lambda p: p["state_dict"].update(E=torch.zeros(65, 31)), "weight E has shape"),
     (lambda p: p["config"].update(H=3), "invalid config"),
-    (lambda p: p.update(vocabulary="abc"), "vocabulary has 3 symbols"),
+    (lambda p: p.update(vocabulary="abc"), r"its vocabulary \(3 symbols\) is not the course's"),
+    (lambda p: p.update(vocabulary=VOCABULARY[::-1]), r"its vocabulary \(65 symbols\) is not the course's"),
+    (lambda p: p.update(vocabulary=65), r"its vocabulary \(of type int\) is not the course's"),
+    (lambda p: p.update(state_dict=[1, 2]), "state_dict must be a dict, got list"),
+    (lambda p: p.update(state_dict=None), "state_dict must be a dict, got NoneType"),
+    (lambda p: p.update(config=[65, 16]), "config must be a dict, got list"),
+    (lambda p: p.update(metadata=["note"]), "metadata must be a dict, got list"),
+    (lambda p: p.update(training=3), "training must be a dict, got int"),
+    (lambda p: p["config"].update(d="32"), "invalid config: d must be an integer >= 1, got '32'"),
+    (lambda p: p["config"].update(causal="False"), "invalid config: causal must be True or False, got 'False'"),
+    (lambda p: p["config"].update(surprise=1), "invalid config: .*unexpected keyword argument 'surprise'"),
+    (lambda p: p["config"].update(V=64), "invalid config|V=64"),
+    (lambda p: p["state_dict"].update(E=p["state_dict"]["E"].double()),
+     "weight E has dtype torch.float64, the model needs torch.float32"),
+    (lambda p: p["state_dict"]["P"].__setitem__((0, 0), float("nan")), "weight P holds 1 non-finite values"),
+    (lambda p: p["state_dict"]["W_U"].fill_(float("inf")), "weight W_U holds 2080 non-finite values"),
+    (lambda p: p["state_dict"].update(W_U=torch.zeros(1).expand(32, 65)), "weight W_U is a view of other data"),
+    (lambda p: p["state_dict"].update(W_U=p["state_dict"]["E"].T), "weight W_U is a view of other data"),
+    (lambda p: p["state_dict"].update({7: torch.zeros(1)}), "weight names must be strings"),
+    (lambda p: p["state_dict"].update(E="weights"), "weight E is a str, not a tensor"),
 ])
 def test_wrong_contents_are_named(tmp_path, small_config, edit, message):
     with pytest.raises(ValueError, match=message):
@@ -87,7 +112,7 @@ def test_loading_into_a_model_of_another_config_is_refused(tmp_path, small_confi
     path = save_checkpoint(tmp_path / "m.pt", GPT(small_config))
     other = GPT(small_config.replace(ln_eps=1e-6))  # same shapes, different config
     before = params_of(other)
-    with pytest.raises(ValueError, match="differs from the model"):
+    with pytest.raises(ValueError, match=r"another model: its config differs in ln_eps 1e-05 \(file\) vs 1e-06"):
         load_weights_into(other, path)
     assert same_state(before, other)
     same = GPT(small_config)
@@ -101,3 +126,95 @@ def test_unreadable_file_message_never_suggests_unsafe_loading(tmp_path):
     with pytest.raises(ValueError) as caught:
         load_checkpoint(garbage)
     assert "weights_only" not in str(caught.value)  # torch's own hint would run arbitrary code
+
+
+def test_a_huge_claimed_config_is_refused_without_allocating_it(tmp_path):
+    """A small file claiming d=1024, L=8 (a 385 MB model) is refused; the reading process's peak memory barely moves.
+
+    Measured in a fresh process: its peak resident size before and after the refused read.
+    """
+    path = edited(tmp_path, lambda p: p["config"].update(d=1024, L=8, d_ff=None))
+    assert path.stat().st_size < 300_000
+    script = f"""
+import resource, torch, gptlib.checkpoint as c
+with torch.device("meta"):  # warm up: torch's first meta-device build loads about 75 MB of its own
+    c.GPT(c.GPTConfig())
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    c.load_checkpoint({str(path)!r})
+except ValueError as error:
+    print("refused:", error)
+print("grew_kb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert "refused:" in run.stdout and "weights do not match the model" in run.stdout
+    grew_mb = int(run.stdout.split("grew_kb")[1]) / 1024
+    assert grew_mb < 20  # building the claimed model takes 385 MB (measured: 388 MB before this check existed)
+
+
+def test_no_model_is_built_off_the_meta_device_while_checking(tmp_path, monkeypatch):
+    """Every GPT that a refused read builds lives on the meta device: no memory for weights."""
+    path = edited(tmp_path, lambda p: p["config"].update(d=10**6, H=1))
+    devices = []
+    original = GPT.__init__
+
+    def spy(self, config):
+        original(self, config)
+        devices.append(self.E.device.type)
+
+    monkeypatch.setattr(GPT, "__init__", spy)
+    with pytest.raises(ValueError, match=r"weight E has shape \(65, 32\), the model needs \(65, 1000000\)"):
+        read_checkpoint(path)
+    assert devices == ["meta"]
+
+
+@pytest.mark.parametrize("metadata, rule", [
+    ({"out": Path("/tmp/x.pt")}, r"metadata\['out'\] is a pathlib.PosixPath"),
+    ({"loss": np.float64(1.5)}, r"metadata\['loss'\] is a numpy.float64"),
+    ({"steps": np.int64(3)}, r"metadata\['steps'\] is a numpy.int64"),
+    ({"history": [{"step": 1, "tags": {"a"}}]}, r"metadata\['history'\]\[0\]\['tags'\] is a builtins.set"),
+    ({(1, 2): "tuple key"}, "has a key of type tuple"),
+    (["not", "a", "dict"], "metadata must be a dict, got list"),
+])
+def test_save_refuses_metadata_that_load_would_refuse(tmp_path, metadata, rule):
+    path = save_checkpoint(tmp_path / "m.pt", GPT(SMALL), {"note": "the good one"})
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match=rule):
+        save_checkpoint(path, GPT(SMALL), metadata)
+    assert path.read_bytes() == before and sorted(tmp_path.iterdir()) == [path]
+
+
+def test_save_refuses_weights_that_load_would_refuse(tmp_path):
+    nan_model = GPT(SMALL)
+    with torch.no_grad():
+        nan_model.blocks[0].mlp.W_1[0, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"refusing to save .*weight blocks.0.mlp.W_1 holds 1 non-finite values"):
+        save_checkpoint(tmp_path / "nan.pt", nan_model)
+    with pytest.raises(ValueError, match="weight E has dtype torch.float64, the model needs torch.float32"):
+        save_checkpoint(tmp_path / "double.pt", GPT(SMALL).double())
+    with pytest.raises(ValueError, match="is a directory"):
+        save_checkpoint(tmp_path, GPT(SMALL))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_save_leaves_no_part_file_and_the_old_checkpoint(tmp_path, monkeypatch):
+    path = save_checkpoint(tmp_path / "m.pt", GPT(SMALL))
+    before = path.read_bytes()
+
+    def disk_full(payload, file):
+        file.write(b"half a checkpoint")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        save_checkpoint(path, GPT(SMALL))
+    assert path.read_bytes() == before and sorted(tmp_path.iterdir()) == [path]
+
+
+def test_a_non_contiguous_weight_is_saved_as_its_own_tensor(tmp_path):
+    model = GPT(SMALL)
+    with torch.no_grad():
+        model.W_U = torch.nn.Parameter(model.W_U.detach().T.contiguous().T)  # same values, transposed strides
+    loaded, _ = load_checkpoint(save_checkpoint(tmp_path / "m.pt", model))
+    assert torch.equal(loaded.W_U, model.W_U)
