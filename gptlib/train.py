@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import shlex
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,13 +24,16 @@ from typing import Callable
 import torch
 from tqdm.auto import tqdm
 
-from . import data, induction
+from . import checks, data, induction
 from .checkpoint import load_weights_into, save_checkpoint
 from .config import COURSE_CONFIG
 from .induction import induction_eval_tokens  # noqa: F401  (notebook 08 imports it from here until it is re-run)
 from .model import GPT
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # inputs (B, T), targets (B, T)
+
+MAX_TOKENS_PER_STEP = 2**20  # a sanity bound on batch_size * T: the shipped runs use 32 * 64 = 2,048
+
 
 @dataclass(frozen=True)
 class TrainSettings:
@@ -46,11 +51,25 @@ class TrainSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        """Check every field (gptlib.checks) and store it as a plain int or float, fit for a checkpoint."""
         for name in ("steps", "batch_size", "T", "eval_every"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
-        if not 0 < self.min_lr <= self.lr:
-            raise ValueError(f"need 0 < min_lr <= lr, got min_lr={self.min_lr}, lr={self.lr}")
+            self._set(name, checks.integer(name, getattr(self, name), at_least=1))
+        self._set("warmup", checks.integer("warmup", self.warmup, at_least=0))
+        self._set("seed", checks.integer("seed", self.seed, at_least=0, at_most=2**64 - 1))  # torch's seed range
+        if self.batch_size * self.T > MAX_TOKENS_PER_STEP:
+            raise ValueError(f"batch_size * T must be <= {MAX_TOKENS_PER_STEP:,} tokens a step, "
+                             f"got {self.batch_size} * {self.T}")
+        self._set("lr", checks.real("lr", self.lr, above=0))
+        self._set("min_lr", checks.real("min_lr", self.min_lr, above=0, at_most=self.lr))
+        self._set("weight_decay", checks.real("weight_decay", self.weight_decay, at_least=0))
+        self._set("grad_clip", checks.real("grad_clip", self.grad_clip, above=0))
+
+    def _set(self, name: str, value) -> None:
+        object.__setattr__(self, name, value)  # the dataclass is frozen
+
+
+class Diverged(RuntimeError):
+    """Training stopped because the loss, the gradient norm, an evaluation or the weights became NaN or inf."""
 
 
 def learning_rate(step: int, settings: TrainSettings) -> float:
@@ -91,13 +110,7 @@ def train(model: GPT, next_batch: Callable[[torch.Generator], Batch], settings: 
     losses, state) is called after it (e.g. to save a checkpoint). The returned state has step,
     optimizer state, generator state and history (a list of {step, train_loss, **losses}).
     """
-    generator = torch.Generator().manual_seed(settings.seed)
-    optimizer = make_optimizer(model, settings)
-    step, history = 0, []
-    if resume is not None:
-        step, history = resume["step"], list(resume["history"])
-        optimizer.load_state_dict(resume["optimizer"])
-        generator.set_state(resume["generator"])
+    optimizer, generator, step, history = start_state(model, settings, resume)
     model.train()
 
     def state() -> dict:
@@ -111,9 +124,11 @@ def train(model: GPT, next_batch: Callable[[torch.Generator], Batch], settings: 
             group["lr"] = learning_rate(step, settings)
         inputs, targets = next_batch(generator)
         _, loss = model(inputs, targets)
+        require_finite(step + 1, "the training loss", loss.item())
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
+        require_finite(step + 1, "the gradient norm", norm.item())  # before the step: the weights stay as they were
         optimizer.step()
         step += 1
         running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
@@ -122,13 +137,65 @@ def train(model: GPT, next_batch: Callable[[torch.Generator], Batch], settings: 
         if evaluate is not None and (step % settings.eval_every == 0 or step == settings.steps):
             losses = evaluate(model)
             model.train()
+            for name, value in losses.items():
+                require_finite(step, name, value)
+            require_finite_weights(model, step)
             history.append({"step": step, "train_loss": running, **losses})
             bar.write(f"step {step}: " + ", ".join(f"{k} {v:.4f}" for k, v in losses.items()))
             if on_eval is not None:
                 on_eval(step, losses, state())
     bar.close()
+    require_finite_weights(model, step)
     model.eval()
     return state()
+
+
+def start_state(model: GPT, settings: TrainSettings, resume: dict | None):
+    """(optimizer, generator, step, history): fresh at step 0, or restored from a resume state.
+
+    The resume state is checked here, before any step: ValueError names what does not fit
+    (a missing part, a step beyond settings.steps, optimizer state for other weights, ...).
+    """
+    generator = torch.Generator().manual_seed(settings.seed)
+    optimizer = make_optimizer(model, settings)
+    if resume is None:
+        return optimizer, generator, 0, []
+    if not isinstance(resume, dict):
+        raise ValueError(f"the resume state must be a dict, got {type(resume).__name__}")
+    missing = [k for k in ("step", "optimizer", "generator", "history") if k not in resume]
+    if missing:
+        raise ValueError(f"the resume state lacks {missing}")
+    step = checks.integer("the resume state's step", resume["step"], at_least=0)
+    if step > settings.steps:
+        raise ValueError(f"the resume state is at step {step}, beyond steps={settings.steps}: ask for more steps")
+    if not isinstance(resume["history"], list):
+        raise ValueError(f"the resume state's history must be a list, got {type(resume['history']).__name__}")
+    try:
+        optimizer.load_state_dict(resume["optimizer"])
+        generator.set_state(resume["generator"])
+    except (ValueError, RuntimeError, TypeError, KeyError, IndexError, AttributeError) as error:
+        raise ValueError(f"the resume state's optimizer or generator state does not fit: {error}") from None
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if any(isinstance(v, torch.Tensor) and v.dim() and v.shape != p.shape for v in optimizer.state[p].values()):
+                raise ValueError("the resume state's optimizer state is for weights of other shapes "
+                                 f"than {tuple(p.shape)}")
+    return optimizer, generator, step, list(resume["history"])
+
+
+def require_finite(step: int, what: str, value: float) -> None:
+    """Raise Diverged when a measured value is NaN or inf."""
+    if not math.isfinite(value):
+        raise Diverged(f"training stopped at step {step}: {what} is {value}; try a lower learning rate "
+                       "or gradient clip")
+
+
+def require_finite_weights(model: GPT, step: int) -> None:
+    """Raise Diverged when any weight is NaN or inf."""
+    bad = [name for name, p in model.named_parameters() if not torch.isfinite(p).all()]
+    if bad:
+        raise Diverged(f"training stopped at step {step}: weights {bad[:3]} hold NaN or inf; "
+                       "try a lower learning rate or gradient clip")
 
 
 # ---------------------------------------------------------------- the two shipped recipes
@@ -177,7 +244,12 @@ TASKS = {"shakespeare": shakespeare_task, "induction": induction_task}
 
 
 def main(argv: list[str] | None = None) -> Path:
-    """The command line: train one of TASKS, print periodic evaluations, write the checkpoint."""
+    """The command line: train one of TASKS, print periodic evaluations, write the checkpoint.
+
+    Every flag and file is checked before any training: a bad one exits with code 2 and one
+    line naming the flag and the rule. A run whose loss, gradients or weights become NaN or
+    inf stops with exit code 1 and writes nothing more: --out and --state keep what they held.
+    """
     parser = argparse.ArgumentParser(prog="python -m gptlib.train", description=__doc__.splitlines()[0])
     parser.add_argument("task", choices=sorted(TASKS))
     parser.add_argument("--out", type=Path, required=True, help="final checkpoint (weights, config, metadata)")
@@ -193,30 +265,28 @@ def main(argv: list[str] | None = None) -> Path:
         parser.add_argument(flag, type=type(value), default=None if name == "steps" else value, required=name == "steps",
                             help="TrainSettings." + name + ("" if name == "steps" else f" (default {value})"))
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    try:  # bad settings or a missing corpus: a one-line error, not a traceback
-        settings = TrainSettings(**{name: getattr(args, name) for name in asdict(defaults)})
-        config, next_batch, evaluate, final_metrics = TASKS[args.task](settings, args)
-        if settings.T > config.T_max:
-            raise ValueError(f"--T {settings.T} exceeds the model's T_max={config.T_max}")
-    except (ValueError, FileNotFoundError) as error:
+    try:  # a bad flag, corpus or snapshot: one line and exit code 2, before any work
+        settings, config, model, resume, (next_batch, evaluate, final_metrics) = prepare(args)
+    except (ValueError, OSError) as error:
         parser.error(str(error))
-    torch.manual_seed(settings.seed)
-    model = GPT(config)
+    torch.set_num_threads(args.threads)
     command = "python -m gptlib.train " + shlex.join(sys.argv[1:] if argv is None else argv)
-    resume = None
-    if args.resume:
-        if args.state is None:
-            raise ValueError("--resume needs --state PATH, the snapshot to continue from")
-        resume = load_weights_into(model, args.state)["training"]
     started = time.perf_counter() - (resume or {}).get("wall_time_s", 0.0)
+
+    snapshots = []  # steps saved to --state by this run
 
     def snapshot(step, losses, state):
         if args.state is not None:
             state["wall_time_s"] = time.perf_counter() - started
             save_checkpoint(args.state, model, {"task": args.task, "command": command}, training=state)
+            snapshots.append(step)
 
-    state = train(model, next_batch, settings, evaluate, resume, on_eval=snapshot)
+    try:
+        state = train(model, next_batch, settings, evaluate, resume, on_eval=snapshot)
+    except Diverged as error:
+        kept = "" if args.state is None else \
+            f"; --state holds step {snapshots[-1]}" if snapshots else "; --state was not written"
+        parser.exit(1, f"\n{parser.prog}: error: {error}. --out was not written{kept}\n")
     metadata = {
         "task": args.task, "command": command, "settings": asdict(settings), "steps": state["step"],
         "tokens_seen": state["step"] * settings.batch_size * settings.T,
@@ -226,6 +296,65 @@ def main(argv: list[str] | None = None) -> Path:
     save_checkpoint(args.out, model, metadata)  # weights only: AdamW's state stays in --state
     print({k: v for k, v in metadata.items() if k not in ("history", "settings")})
     return args.out
+
+
+def prepare(args: argparse.Namespace):
+    """Check every flag and file and build what the run needs; ValueError or OSError says what is wrong.
+
+    Returns (settings, config, model, resume state or None, (next_batch, evaluate, final_metrics)).
+    Nothing is written except an empty probe file in each output folder (created if needed).
+    """
+    checks.integer("--threads", args.threads, at_least=1)
+    checks.integer("--eval-windows", args.eval_windows, at_least=1)
+    try:
+        settings = TrainSettings(**{name: getattr(args, name) for name in asdict(TrainSettings(steps=1))})
+    except ValueError as error:
+        raise ValueError(as_flags(str(error))) from None
+    config, next_batch, evaluate, final_metrics = TASKS[args.task](settings, args)
+    if settings.T > config.T_max:
+        raise ValueError(f"--T {settings.T} exceeds the model's T_max={config.T_max}")
+    try:  # the task's own rules on a batch (the induction task needs T >= 8)
+        next_batch(torch.Generator().manual_seed(settings.seed))
+    except ValueError as error:
+        raise ValueError(f"--T {settings.T} does not suit the {args.task} task: {error}") from None
+    torch.manual_seed(settings.seed)
+    model = GPT(config)
+    resume = None
+    if args.resume:
+        if args.state is None:
+            raise ValueError("--resume needs --state PATH, the snapshot to continue from")
+        try:
+            payload = load_weights_into(model, args.state)
+            if "training" not in payload:
+                raise ValueError(f"{args.state} holds no resume state (a final --out checkpoint?)")
+            start_state(model, settings, payload["training"])
+        except (ValueError, OSError) as error:
+            raise ValueError(f"--state: {error}") from None
+        resume = payload["training"]
+    for flag, path in (("--out", args.out), ("--state", args.state)):
+        if path is not None:
+            check_writable(flag, path)
+    if args.state is not None and args.state.resolve() == args.out.resolve():
+        raise ValueError("--state and --out must be different files: the final --out would replace the snapshot")
+    return settings, config, model, resume, (next_batch, evaluate, final_metrics)
+
+
+def check_writable(flag: str, path: Path) -> None:
+    """ValueError unless a checkpoint can be written at path, probed by creating a file beside it."""
+    if path.exists() and not path.is_file():
+        raise ValueError(f"{flag} {path} exists and is not a regular file (a directory?); give a file path")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError as error:
+        raise ValueError(f"{flag} {path} cannot be written: {error.strerror or error}") from None
+
+
+def as_flags(message: str) -> str:
+    """A TrainSettings message with its field names spelled as flags: "grad_clip must" -> "--grad-clip must"."""
+    names = sorted(asdict(TrainSettings(steps=1)), key=len, reverse=True)
+    return re.sub(r"(?<![-\w])(" + "|".join(names) + r")\b", lambda m: "--" + m.group(1).replace("_", "-"), message)
 
 
 if __name__ == "__main__":

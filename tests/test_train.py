@@ -1,13 +1,17 @@
 """Training: the loss falls, the schedule has its closed form, resume is bit-exact, the CLI writes checkpoints."""
 
 import math
+import re
+import urllib.error
+import urllib.request
 
 import pytest
 import torch
 
 from gptlib import GPT, data
 from gptlib.checkpoint import load_checkpoint, load_weights_into, save_checkpoint
-from gptlib.train import TrainSettings, learning_rate, main, mean_loss, train
+from gptlib.induction import INDUCTION_CONFIG
+from gptlib.train import Diverged, TrainSettings, learning_rate, main, mean_loss, train
 
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" * 4
 
@@ -47,9 +51,9 @@ def test_learning_rate_schedule_closed_form():
     assert learning_rate(10, s) == pytest.approx(1e-3)  # cosine starts at the peak
     assert learning_rate(60, s) == pytest.approx((1e-3 + 1e-4) / 2)  # half-way: cos(pi/2) = 0
     assert learning_rate(110, s) == pytest.approx(1e-4)
-    with pytest.raises(ValueError, match="min_lr"):
+    with pytest.raises(ValueError, match="min_lr must be a finite number > 0 and <= 0.0001"):
         TrainSettings(steps=10, lr=1e-4, min_lr=1e-3)
-    with pytest.raises(ValueError, match="steps"):
+    with pytest.raises(ValueError, match="steps must be an integer >= 1"):
         TrainSettings(steps=0)
 
 
@@ -109,17 +113,182 @@ def _one_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """Good files a bad command must leave alone, and bad ones to feed it.
+
+    out.pt: a final induction checkpoint; state.pt: an induction snapshot at step 2; foreign.pt:
+    a snapshot of a one-layer model; garbage.pt, binary.txt, unknown.txt; a regular file `file`.
+    """
+    d = tmp_path_factory.mktemp("files")
+    main(["induction", "--steps", "2", "--batch-size", "2", "--eval-every", "2", "--warmup", "1",
+          "--out", str(d / "out.pt"), "--state", str(d / "state.pt")])
+    _, next_batch = text_batches()
+    foreign = GPT(INDUCTION_CONFIG.replace(L=1))
+    save_checkpoint(d / "foreign.pt", foreign, training=train(foreign, next_batch, TrainSettings(steps=1), progress=False))
+    (d / "garbage.pt").write_bytes(b"\x00not a checkpoint" * 100)
+    (d / "binary.txt").write_bytes(bytes(range(256)) * 10)
+    (d / "unknown.txt").write_text(TEXT + "".join(chr(0x400 + i) for i in range(40)))
+    (d / "file").write_text("a regular file")
+    return d
+
+
+def run_refused(tmp_path, files, capsys, argv):
+    """Run the command in a copy of `files`; return (exit code, the error line), checking nothing changed."""
+    for f in files.iterdir():
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    (tmp_path / "folder").mkdir()
+    before = {f.name: f.read_bytes() for f in tmp_path.iterdir() if f.is_file()}
+    argv = [a.format(d=tmp_path) for a in argv]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert len(errors) == 1, err
+    after = {f.name: f.read_bytes() for f in tmp_path.iterdir() if f.is_file()}
+    assert after == before  # every file byte for byte, and no new file (no .part, no half-written --out)
+    return exited.value.code, errors[0]
+
+
+INDUCTION = ["induction", "--steps", "3", "--batch-size", "2", "--eval-every", "1", "--out", "{d}/out.pt"]
+
+
 @pytest.mark.parametrize(
     "argv, rule",
     [
-        (["shakespeare", "--steps", "1", "--corpus", "/nonexistent/tiny.txt"], "no corpus file at /nonexistent/tiny.txt"),
-        (["induction", "--steps", "0"], "steps must be a positive integer"),
+        (["--lr", "inf"], "--lr must be a finite number > 0, got inf"),
+        (["--lr", "nan"], "--lr must be a finite number > 0, got nan"),
+        (["--lr", "0"], "--lr must be a finite number > 0, got 0.0"),
+        (["--grad-clip", "nan"], "--grad-clip must be a finite number > 0, got nan"),
+        (["--grad-clip", "-1"], "--grad-clip must be a finite number > 0, got -1.0"),
+        (["--weight-decay", "-1"], "--weight-decay must be a finite number >= 0, got -1.0"),
+        (["--weight-decay", "inf"], "--weight-decay must be a finite number >= 0, got inf"),
+        (["--min-lr", "0.1"], "--min-lr must be a finite number > 0 and <= 0.002, got 0.1"),
+        (["--warmup", "-1"], "--warmup must be an integer >= 0, got -1"),
+        (["--steps", "0"], "--steps must be an integer >= 1, got 0"),
+        (["--steps", "2.5"], "argument --steps: invalid int value: '2.5'"),
+        (["--batch-size", "-3"], "--batch-size must be an integer >= 1, got -3"),
+        (["--eval-every", "0"], "--eval-every must be an integer >= 1, got 0"),
+        (["--seed", "-1"], "--seed must be an integer in [0, 18446744073709551615], got -1"),
+        (["--seed", str(2**64)], "--seed must be an integer in [0, 18446744073709551615]"),
+        (["--threads", "0"], "--threads must be an integer >= 1, got 0"),
+        (["--eval-windows", "0"], "--eval-windows must be an integer >= 1, got 0"),
+        (["--T", "65"], "--T 65 exceeds the model's T_max=64"),
+        (["--T", "5"], "--T 5 does not suit the induction task: need T >= 8"),
+        (["--batch-size", "100000"], "--batch-size * --T must be <= 1,048,576 tokens a step"),
+        (["--resume"], "--resume needs --state PATH"),
+        (["--resume", "--state", "{d}/absent.pt"], "--state: no checkpoint file at"),
+        (["--resume", "--state", "{d}/garbage.pt"], "garbage.pt is not a readable checkpoint"),
+        (["--resume", "--state", "{d}/foreign.pt"], "was written for another model: its config differs in L 1 (file) vs 2 (model)"),
+        (["--resume", "--state", "{d}/out.pt"], "out.pt holds no resume state"),
+        (["--resume", "--state", "{d}/state.pt", "--steps", "1"], "resume state is at step 2, beyond steps=1"),
+        (["--out", "{d}/folder"], "--out {d}/folder exists and is not a regular file"),
+        (["--out", "{d}/file/x.pt"], "--out {d}/file/x.pt cannot be written"),
+        (["--state", "{d}/file/s.pt"], "--state {d}/file/s.pt cannot be written"),
+        (["--state", "{d}/out.pt"], "--state and --out must be different files"),
     ],
 )
-def test_cli_reports_bad_input_in_one_line(tmp_path, capsys, argv, rule):
-    with pytest.raises(SystemExit) as exited:
-        main([*argv, "--out", str(tmp_path / "never.pt")])
-    assert exited.value.code == 2
-    err = capsys.readouterr().err
-    assert rule in err and "Traceback" not in err
-    assert not (tmp_path / "never.pt").exists()
+def test_cli_refuses_bad_flags_and_files_before_any_work(tmp_path, files, capsys, argv, rule):
+    code, line = run_refused(tmp_path, files, capsys, INDUCTION + argv)
+    assert code == 2 and rule.format(d=tmp_path) in line
+
+
+@pytest.mark.parametrize(
+    "corpus, rule",
+    [
+        ("/nonexistent/tiny.txt", "no corpus file at /nonexistent/tiny.txt"),
+        ("{d}/binary.txt", "binary.txt is not UTF-8 text"),
+        ("{d}/unknown.txt", "65-character vocabulary: 'Ѐ', 'Ё', 'Ђ', 'Ѓ', 'Є' and 35 more"),
+    ],
+)
+def test_cli_refuses_a_bad_corpus(tmp_path, files, capsys, corpus, rule):
+    argv = ["shakespeare", "--steps", "1", "--corpus", corpus, "--out", "{d}/out.pt"]
+    code, line = run_refused(tmp_path, files, capsys, argv)
+    assert code == 2 and rule.format(d=tmp_path) in line
+
+
+def test_cli_download_without_network_is_one_line(tmp_path, files, capsys, monkeypatch):
+    def no_network(*args, **kwargs):
+        raise urllib.error.URLError("no network")
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
+    monkeypatch.setattr(data, "LOCAL_CORPUS", tmp_path / "absent.txt")
+    monkeypatch.setattr(data, "DEFAULT_CACHE_DIR", tmp_path / "cache")
+    argv = ["shakespeare", "--steps", "1", "--download", "--out", "{d}/out.pt"]
+    code, line = run_refused(tmp_path, files, capsys, argv)
+    assert code == 2 and f"could not download the corpus from {data.CORPUS_URL}: no network" in line
+
+
+def test_a_diverging_run_stops_and_replaces_no_checkpoint(tmp_path, files, capsys):
+    """An enormous learning rate makes the loss NaN within a few steps; --out and --state keep their bytes."""
+    argv = ["induction", "--steps", "4", "--batch-size", "2", "--warmup", "1", "--lr", "1e30", "--eval-every", "100",
+            "--out", "{d}/out.pt", "--state", "{d}/state.pt"]
+    code, line = run_refused(tmp_path, files, capsys, argv)
+    assert code == 1
+    assert "training stopped at step" in line and "is nan" in line
+    assert "--out was not written; --state was not written" in line
+
+
+def test_train_stops_before_a_step_on_a_non_finite_loss(tiny):
+    _, next_batch = text_batches()
+    model = GPT(tiny)
+    with torch.no_grad():
+        model.P[0, 0] = float("nan")  # position 0 is in every window
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    evaluations = []
+    with pytest.raises(Diverged, match="training stopped at step 1: the training loss is nan"):
+        train(model, next_batch, TrainSettings(steps=3, eval_every=1), evaluate=lambda m: {"x": 1.0},
+              on_eval=lambda *args: evaluations.append(args), progress=False)
+    assert not evaluations
+    assert all(torch.equal(before[k].nan_to_num(), v.nan_to_num()) for k, v in model.state_dict().items())
+
+
+@pytest.mark.parametrize("loss, rule", [(float("inf"), "x is inf"), (float("nan"), "x is nan")])
+def test_a_non_finite_evaluation_stops_before_on_eval(tiny, loss, rule):
+    _, next_batch = text_batches()
+    saved = []
+    with pytest.raises(Diverged, match=rule):
+        train(GPT(tiny), next_batch, TrainSettings(steps=2, eval_every=1), evaluate=lambda m: {"x": loss},
+              on_eval=lambda *args: saved.append(args), progress=False)
+    assert not saved
+
+
+@pytest.mark.parametrize(
+    "edit, rule",
+    [
+        (lambda r: r.pop("generator"), r"lacks \['generator'\]"),
+        (lambda r: r.update(step=-1), "step must be an integer >= 0"),
+        (lambda r: r.update(step=1.5), "step must be an integer >= 0"),
+        (lambda r: r.update(history=None), "history must be a list"),
+        (lambda r: r.update(generator=torch.zeros(3, dtype=torch.uint8)), "generator state does not fit"),
+        (lambda r: r["optimizer"]["state"][0].update(exp_avg=torch.zeros(2)), "weights of other shapes"),
+        (lambda r: r["optimizer"].update(param_groups=[]), "does not fit"),
+    ],
+)
+def test_a_bad_resume_state_is_refused_before_any_step(tiny, edit, rule):
+    _, next_batch = text_batches()
+    model = GPT(tiny)
+    resume = train(model, next_batch, TrainSettings(steps=1), progress=False)
+    edit(resume)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(ValueError, match=rule):
+        train(model, next_batch, TrainSettings(steps=3), resume=resume, progress=False)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+@pytest.mark.parametrize(
+    "changes, rule",
+    [
+        (dict(steps=True), "steps must be an integer >= 1, got True"),
+        (dict(T="64"), "T must be an integer >= 1, got '64'"),
+        (dict(lr=float("inf")), "lr must be a finite number > 0"),
+        (dict(lr="0.1"), "lr must be a finite number > 0, got '0.1'"),
+        (dict(grad_clip=-0.0), "grad_clip must be a finite number > 0, got 0.0"),
+        (dict(weight_decay=float("nan")), "weight_decay must be a finite number >= 0"),
+        (dict(seed=2**64), "seed must be an integer in"),
+    ],
+)
+def test_settings_refuse_what_training_cannot_use(changes, rule):
+    with pytest.raises(ValueError, match=re.escape(rule)):
+        TrainSettings(**{"steps": 10, **changes})
