@@ -1,13 +1,12 @@
 """Checkpoints: save then load is bit-exact; bad files are refused before any weight changes."""
 
-import pytest
-import torch
-
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
+import torch
 
 from gptlib import GPT, VOCABULARY, GPTConfig
 from gptlib.checkpoint import load_checkpoint, load_weights_into, read_checkpoint, save_checkpoint
@@ -128,12 +127,12 @@ def test_unreadable_file_message_never_suggests_unsafe_loading(tmp_path):
     assert "weights_only" not in str(caught.value)  # torch's own hint would run arbitrary code
 
 
-def test_a_huge_claimed_config_is_refused_without_allocating_it(tmp_path):
+def test_a_huge_claimed_config_is_refused_without_allocating_it(tmp_path, small_config):
     """A small file claiming d=1024, L=8 (a 385 MB model) is refused; the reading process's peak memory barely moves.
 
     Measured in a fresh process: its peak resident size before and after the refused read.
     """
-    path = edited(tmp_path, lambda p: p["config"].update(d=1024, L=8, d_ff=None))
+    path = edited(tmp_path, small_config, lambda p: p["config"].update(d=1024, L=8, d_ff=None))
     assert path.stat().st_size < 300_000
     script = f"""
 import resource, torch, gptlib.checkpoint as c
@@ -153,9 +152,9 @@ print("grew_kb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
     assert grew_mb < 20  # building the claimed model takes 385 MB (measured: 388 MB before this check existed)
 
 
-def test_no_model_is_built_off_the_meta_device_while_checking(tmp_path, monkeypatch):
+def test_no_model_is_built_off_the_meta_device_while_checking(tmp_path, small_config, monkeypatch):
     """Every GPT that a refused read builds lives on the meta device: no memory for weights."""
-    path = edited(tmp_path, lambda p: p["config"].update(d=10**6, H=1))
+    path = edited(tmp_path, small_config, lambda p: p["config"].update(d=10**6, H=1))
     devices = []
     original = GPT.__init__
 
@@ -177,29 +176,29 @@ def test_no_model_is_built_off_the_meta_device_while_checking(tmp_path, monkeypa
     ({(1, 2): "tuple key"}, "has a key of type tuple"),
     (["not", "a", "dict"], "metadata must be a dict, got list"),
 ])
-def test_save_refuses_metadata_that_load_would_refuse(tmp_path, metadata, rule):
-    path = save_checkpoint(tmp_path / "m.pt", GPT(SMALL), {"note": "the good one"})
+def test_save_refuses_metadata_that_load_would_refuse(tmp_path, small_config, metadata, rule):
+    path = save_checkpoint(tmp_path / "m.pt", GPT(small_config), {"note": "the good one"})
     before = path.read_bytes()
     with pytest.raises(ValueError, match=rule):
-        save_checkpoint(path, GPT(SMALL), metadata)
+        save_checkpoint(path, GPT(small_config), metadata)
     assert path.read_bytes() == before and sorted(tmp_path.iterdir()) == [path]
 
 
-def test_save_refuses_weights_that_load_would_refuse(tmp_path):
-    nan_model = GPT(SMALL)
+def test_save_refuses_weights_that_load_would_refuse(tmp_path, small_config):
+    nan_model = GPT(small_config)
     with torch.no_grad():
         nan_model.blocks[0].mlp.W_1[0, 0] = float("nan")
     with pytest.raises(ValueError, match=r"refusing to save .*weight blocks.0.mlp.W_1 holds 1 non-finite values"):
         save_checkpoint(tmp_path / "nan.pt", nan_model)
     with pytest.raises(ValueError, match="weight E has dtype torch.float64, the model needs torch.float32"):
-        save_checkpoint(tmp_path / "double.pt", GPT(SMALL).double())
+        save_checkpoint(tmp_path / "double.pt", GPT(small_config).double())
     with pytest.raises(ValueError, match="is a directory"):
-        save_checkpoint(tmp_path, GPT(SMALL))
+        save_checkpoint(tmp_path, GPT(small_config))
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_failed_save_leaves_no_part_file_and_the_old_checkpoint(tmp_path, monkeypatch):
-    path = save_checkpoint(tmp_path / "m.pt", GPT(SMALL))
+def test_a_failed_save_leaves_no_part_file_and_the_old_checkpoint(tmp_path, small_config, monkeypatch):
+    path = save_checkpoint(tmp_path / "m.pt", GPT(small_config))
     before = path.read_bytes()
 
     def disk_full(payload, file):
@@ -208,12 +207,12 @@ def test_a_failed_save_leaves_no_part_file_and_the_old_checkpoint(tmp_path, monk
 
     monkeypatch.setattr(torch, "save", disk_full)
     with pytest.raises(OSError, match="No space left"):
-        save_checkpoint(path, GPT(SMALL))
+        save_checkpoint(path, GPT(small_config))
     assert path.read_bytes() == before and sorted(tmp_path.iterdir()) == [path]
 
 
-def test_a_non_contiguous_weight_is_saved_as_its_own_tensor(tmp_path):
-    model = GPT(SMALL)
+def test_a_non_contiguous_weight_is_saved_as_its_own_tensor(tmp_path, small_config):
+    model = GPT(small_config)
     with torch.no_grad():
         model.W_U = torch.nn.Parameter(model.W_U.detach().T.contiguous().T)  # same values, transposed strides
     loaded, _ = load_checkpoint(save_checkpoint(tmp_path / "m.pt", model))
