@@ -281,19 +281,27 @@ def main(argv: list[str] | None = None) -> Path:
             save_checkpoint(args.state, model, {"task": args.task, "command": command}, training=state)
             snapshots.append(step)
 
+    def stop(reason: str):
+        kept = "" if args.state is None else \
+            f"; --state holds step {snapshots[-1]}" if snapshots else "; --state was not written"
+        parser.exit(1, f"\n{parser.prog}: error: {reason}. --out was not written{kept}\n")
+
     try:
         state = train(model, next_batch, settings, evaluate, resume, on_eval=snapshot)
     except Diverged as error:
-        kept = "" if args.state is None else \
-            f"; --state holds step {snapshots[-1]}" if snapshots else "; --state was not written"
-        parser.exit(1, f"\n{parser.prog}: error: {error}. --out was not written{kept}\n")
+        stop(str(error))
+    except OSError as error:  # the disk filled up, or a folder went away after the up-front probe
+        stop(f"could not write --state {args.state}: {error.strerror or error}")
     metadata = {
         "task": args.task, "command": command, "settings": asdict(settings), "steps": state["step"],
         "tokens_seen": state["step"] * settings.batch_size * settings.T,
         "wall_time_s": round(time.perf_counter() - started, 1), "torch_version": str(torch.__version__),
         "history": state["history"], **final_metrics(model),
     }
-    save_checkpoint(args.out, model, metadata)  # weights only: AdamW's state stays in --state
+    try:
+        save_checkpoint(args.out, model, metadata)  # weights only: AdamW's state stays in --state
+    except OSError as error:
+        stop(f"could not write --out {args.out}: {error.strerror or error}")
     print({k: v for k, v in metadata.items() if k not in ("history", "settings")})
     return args.out
 

@@ -292,3 +292,26 @@ def test_a_bad_resume_state_is_refused_before_any_step(tiny, edit, rule):
 def test_settings_refuse_what_training_cannot_use(changes, rule):
     with pytest.raises(ValueError, match=re.escape(rule)):
         TrainSettings(**{"steps": 10, **changes})
+
+
+def test_a_disk_that_fills_up_during_training_is_one_line(tmp_path, files, capsys, monkeypatch):
+    """Writing --out fails after training (the probe passed, then the disk filled): exit code 1, the
+    old --out intact, and the line says --state holds the last step."""
+    real_save = torch.save
+
+    def disk_full_for_out(payload, file):
+        if "training" not in payload:  # the final --out checkpoint
+            raise OSError(28, "No space left on device")
+        real_save(payload, file)
+
+    monkeypatch.setattr(torch, "save", disk_full_for_out)
+    (tmp_path / "out.pt").write_bytes((files / "out.pt").read_bytes())
+    before = (tmp_path / "out.pt").read_bytes()
+    with pytest.raises(SystemExit) as exited:
+        main(["induction", "--steps", "2", "--batch-size", "2", "--eval-every", "2", "--warmup", "1",
+              "--out", str(tmp_path / "out.pt"), "--state", str(tmp_path / "s.pt")])
+    err = capsys.readouterr().err
+    assert exited.value.code == 1 and "Traceback" not in err
+    assert f"could not write --out {tmp_path / 'out.pt'}: No space left on device. --out was not written; " \
+           "--state holds step 2" in err
+    assert (tmp_path / "out.pt").read_bytes() == before and not (tmp_path / "out.pt.part").exists()
