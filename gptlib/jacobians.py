@@ -155,12 +155,14 @@ def residual_contrast(
     For each L a fresh float64 pre-norm model (seeded with `seed`, weights of std `init_std`)
     and the singular values (descending) of d X^(L) / d X^(0) for X^(0) the embedding of the
     first T characters of `text`: 'residual' for the model's blocks (each factor I + DF_l),
-    'plain' for X^(l+1) = MLP(LN_2(MHA(LN_1(X^(l))))) (each factor DF_l alone).
+    'plain' for X^(l+1) = MLP(LN_2(MHA(LN_1(X^(l))))) (each factor DF_l alone). The global
+    random generator is left as it was.
     """
     idx, _ = _study_inputs(text, T)
     rows = []
     for L in depths:
-        model = _seeded_model(seed, T_max=T, d=d, H=H, L=L, init_std=init_std)
+        with torch.random.fork_rng():  # leaves the caller's global generator as it was
+            model = _seeded_model(seed, T_max=T, d=d, H=H, L=L, init_std=init_std)
         with torch.no_grad():
             X0 = model.embed(idx)  # X^(0), (T, d)
         row = {"L": L}
