@@ -13,6 +13,8 @@ is without_residual(block). The model's own modules are used throughout; nothing
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch.func import jacrev
@@ -147,16 +149,23 @@ def depth_study(norm: str, depths, d: int = 32, T: int = 4, H: int = 4, seed: in
     return rows
 
 
+@dataclass(frozen=True)
+class ResidualContrastRow:
+    """Remark 3.3 at one depth L: singular values (descending) of d X^(L) / d X^(0), with and without I."""
+
+    L: int
+    residual: torch.Tensor  # (T d,): the model's blocks, each factor I + DF_l
+    plain: torch.Tensor  # (T d,): X^(l+1) = MLP(LN_2(MHA(LN_1(X^(l))))), each factor DF_l alone
+
+
 def residual_contrast(
     depths, d: int = 32, T: int = 4, H: int = 4, init_std: float = 0.02, seed: int = 0, text: str = "To be, or"
-) -> list[dict]:
+) -> list[ResidualContrastRow]:
     """Remark 3.3 over depth: the same pre-norm blocks stacked with and without their residual additions.
 
-    For each L a fresh float64 pre-norm model (seeded with `seed`, weights of std `init_std`)
-    and the singular values (descending) of d X^(L) / d X^(0) for X^(0) the embedding of the
-    first T characters of `text`: 'residual' for the model's blocks (each factor I + DF_l),
-    'plain' for X^(l+1) = MLP(LN_2(MHA(LN_1(X^(l))))) (each factor DF_l alone). The global
-    random generator is left as it was.
+    For each L a fresh float64 pre-norm model (seeded with `seed`, weights of std `init_std`),
+    at X^(0) the embedding of the first T characters of `text`. The global random generator
+    is left as it was.
     """
     idx, _ = _study_inputs(text, T)
     rows = []
@@ -165,9 +174,9 @@ def residual_contrast(
             model = _seeded_model(seed, T_max=T, d=d, H=H, L=L, init_std=init_std)
         with torch.no_grad():
             X0 = model.embed(idx)  # X^(0), (T, d)
-        row = {"L": L}
-        for name, residual in (("residual", True), ("plain", False)):
-            product = product_of_jacobians(stack_jacobians(model.blocks, X0, residual))  # (T d, T d)
-            row[name] = torch.linalg.svdvals(product).detach()
-        rows.append(row)
+        spectra = [
+            torch.linalg.svdvals(product_of_jacobians(stack_jacobians(model.blocks, X0, residual))).detach()
+            for residual in (True, False)
+        ]  # each (T d,)
+        rows.append(ResidualContrastRow(L, *spectra))
     return rows

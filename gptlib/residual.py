@@ -12,6 +12,7 @@ gptlib.run_with_cache, so they measure exactly the model's own forward pass.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -93,16 +94,22 @@ def random_directions(n: int, d: int, seed: int = 0) -> torch.Tensor:
     return W / torch.linalg.vector_norm(W, dim=1, keepdim=True)
 
 
-def superposition_readout(W: torch.Tensor, k: int, trials: int = 200, seed: int = 0) -> dict:
+@dataclass(frozen=True)
+class SuperpositionReadout:
+    """Remark 3.4's superposition clause, measured for n directions in a stream of width d."""
+
+    max_cos: float  # the largest |cos| between two different directions
+    recovered: float  # fraction of trials in which the k largest read-outs are exactly the active features
+    dense_error: float  # relative error of the best linear recovery of n dense values from their sum
+
+
+def superposition_readout(W: torch.Tensor, k: int, trials: int = 200, seed: int = 0) -> SuperpositionReadout:
     """Remark 3.4's superposition clause: n feature directions W (n, d) sharing a stream of width d.
 
     In each trial k features chosen at random are active with value 1 and written as
-    x = sum of their directions (d,); each feature is read back linearly as <w_i, x>.
-    Returns 'max_cos', the largest |cos| between two different directions; 'recovered', the
-    fraction of trials in which the k largest read-outs are exactly the active features; and
-    'dense_error', the relative error of the best linear recovery (least squares) of n dense
-    random values from their sum: zero to rounding when the n directions are independent
-    (n <= d), large when n > d, because d coordinates carry at most d independent values.
+    x = sum of their directions (d,); each feature is read back linearly as <w_i, x>. The dense
+    recovery (least squares) is exact to rounding when the n directions are independent
+    (n <= d), and fails when n > d: d coordinates carry at most d independent values.
     """
     n, d = W.shape
     if not 1 <= k <= n:
@@ -118,11 +125,7 @@ def superposition_readout(W: torch.Tensor, k: int, trials: int = 200, seed: int 
         hits += set(read.topk(k).indices.tolist()) == set(active.tolist())
     values = torch.randn(n, generator=generator, dtype=W.dtype)  # (n,) dense feature values
     recovered = torch.linalg.lstsq(W.T, (values @ W).unsqueeze(1)).solution.squeeze(1)  # (n,)
-    return {
-        "max_cos": max_cos,
-        "recovered": hits / trials,
-        "dense_error": ((recovered - values).norm() / values.norm()).item(),
-    }
+    return SuperpositionReadout(max_cos, hits / trials, ((recovered - values).norm() / values.norm()).item())
 
 
 def branch_write_ratios(cache: Cache) -> dict[str, torch.Tensor]:

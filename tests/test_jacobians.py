@@ -148,6 +148,6 @@ def test_residual_contrast_keeps_the_identity_path_and_loses_it_without():
     state = torch.get_rng_state()
     (row,) = jacobians.residual_contrast([6], d=16, T=3, H=2)
     assert torch.equal(torch.get_rng_state(), state)  # a notebook's later random draws are not disturbed
-    assert row["residual"].shape == row["plain"].shape == (3 * 16,)
-    assert 0.3 < row["residual"].median() < 3
-    assert row["plain"].median() < 1e-3 * row["residual"].median()
+    assert row.residual.shape == row.plain.shape == (3 * 16,)
+    assert 0.3 < row.residual.median() < 3
+    assert row.plain.median() < 1e-3 * row.residual.median()

@@ -96,12 +96,12 @@ def test_superposition_readout_with_orthonormal_and_crowded_directions():
     d = 16
     Q = torch.linalg.qr(torch.randn(d, d, dtype=torch.float64))[0]  # orthonormal columns
     exact = residual.superposition_readout(Q.T, k=d)  # d orthonormal features: all of them at once
-    assert exact["max_cos"] < 1e-12 and exact["recovered"] == 1.0 and exact["dense_error"] < 1e-12
+    assert exact.max_cos < 1e-12 and exact.recovered == 1.0 and exact.dense_error < 1e-12
     W = residual.random_directions(8 * d, d)
     cos = [abs(float(W[i] @ W[j])) for i in range(len(W)) for j in range(i)]
     crowded = residual.superposition_readout(W, k=1)
-    assert crowded["max_cos"] == pytest.approx(max(cos))
-    assert crowded["recovered"] == 1.0  # one active feature is always its own best match
-    assert crowded["dense_error"] > 0.5  # 8d dense values cannot pass through d coordinates
+    assert crowded.max_cos == pytest.approx(max(cos))
+    assert crowded.recovered == 1.0  # one active feature is always its own best match
+    assert crowded.dense_error > 0.5  # 8d dense values cannot pass through d coordinates
     duplicated = residual.superposition_readout(torch.cat([Q.T, Q.T[:1]]), k=1)
-    assert duplicated["recovered"] < 1.0  # two features with one direction cannot be told apart
+    assert duplicated.recovered < 1.0  # two features with one direction cannot be told apart
