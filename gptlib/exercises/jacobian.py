@@ -71,14 +71,15 @@ def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
     (B, T, d)) to form the post-norm block, and return its Jacobian at X (T, d)."""
     block, X = example()
     d = X.shape[1]
-    truth = jacobians.block_jacobian(post_norm_twin(block), X).detach()
+    twin = post_norm_twin(block)  # before the learner's code can touch the block's weights
     got = as_matrix(call(post_norm_jacobian, block, X.clone(), what="block, X"), (T * d, T * d), "your Jacobian")
+    truth = jacobians.block_jacobian(twin, X).detach()
 
     def same(a, b):
         return torch.allclose(a, b.detach(), rtol=1e-5, atol=1e-6)  # loose enough for float32 work
 
     if not same(got, truth):
-        names = matching(got, jacobian_variants(block, X, truth), same)
+        names = matching(got, jacobian_variants(*example(), truth), same)  # a fresh block: yours may have changed it
         gap = (got - truth).abs().max().item()
         raise Wrong(
             (names[0] if names else "your Jacobian differs from autograd's on gptlib's post-norm block") + ".",
