@@ -48,6 +48,14 @@ def test_a_leak_through_one_head_of_one_layer_is_caught():
     for layer in (0, 1):
         r = check_causality(ScratchGPT(leak=(layer, 2)))
         assert r.status == FAILED and "Z_0 depends on the later token x_1" in r.message, layer
+    r = check_causality(ScratchGPT(leak=(1, 0, 1, 2, 3)))  # a whole layer unmasked
+    assert r.status == FAILED and "Z_0 depends on the later token x_1" in r.message
+
+
+def test_a_leak_outside_attention_is_caught_where_it_is():
+    model = ScratchGPT()
+    r = check_causality(lambda idx: model(idx) + 0.01 * idx[:, -1:, None])  # every row sees the last token
+    assert r.status == FAILED and "Z_0 depends on the later token x_7" in r.message and "7 of the 28" in r.message
 
 
 def test_a_model_that_mixes_the_batch_is_refused_before_causality():
