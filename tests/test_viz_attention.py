@@ -1,5 +1,7 @@
 """The attention explorer and its figure data, driven without a browser."""
 
+import base64
+
 import pytest
 import torch
 
@@ -10,6 +12,7 @@ from gptlib import COURSE_CONFIG, GPT, GPTConfig, circuits, encode, run_with_cac
 from gptlib.viz.attention import (  # noqa: E402
     AttentionExplorer,
     attention_figure,
+    attention_run,
     attention_view,
     singular_values_figure,
     token_labels,
@@ -54,20 +57,57 @@ def test_view_refuses_bad_input_with_a_reason(model, text, layer, head, words):
         attention_view(model, text, layer, head)
 
 
+def test_run_holds_every_layer_and_views_index_it(model):
+    text = "To be, or not"
+    run = attention_run(model, text)
+    assert run.A.shape == (COURSE_CONFIG.L, COURSE_CONFIG.H, 13, 13) and run.A.dtype == torch.float32
+    for layer in range(COURSE_CONFIG.L):
+        view = attention_view(model, text, layer, 1)
+        torch.testing.assert_close(run.view(layer, 1).A, view.A)
+        torch.testing.assert_close(run.view(layer, 1).write_norms, view.write_norms)
+
+
 def test_explorer_updates_and_shows_messages(model):
     explorer = AttentionExplorer(model, text="Hello")
     assert explorer.view is not None and explorer.view.A.shape == (5, 5)
     explorer.layer.value, explorer.head.value = 3, 1
     assert (explorer.view.layer, explorer.view.head) == (3, 1)
     torch.testing.assert_close(explorer.view.A, attention_view(model, "Hello", 3, 1).A)
-    explorer.text.value = "ß"
-    assert explorer.view is None and "'ß'" in explorer.message.value and "vocabulary" in explorer.message.value
-    explorer.text.value = ""
-    assert "at least one character" in explorer.message.value
+    assert explorer.message == "5 characters, layer 3, head 1"
+    assert explorer.message in explorer.status.value
     explorer.text.value = "a" * COURSE_CONFIG.T_max  # the longest allowed text still draws
     assert explorer.view is not None and explorer.view.A.shape == (64, 64)
-    for name in ("text", "layer", "head", "message", "output"):
-        assert f"gptlib-attn-{name}" in getattr(explorer, name)._dom_classes
+    for name, widget in (("text", "text"), ("layer", "layer"), ("head", "head"), ("message", "status"),
+                         ("output", "image")):
+        assert f"gptlib-attn-{name}" in getattr(explorer, widget)._dom_classes
+
+
+@pytest.mark.parametrize("text, words", [("ß", "'ß'"), ("", "at least one character"), ("x" * 65, "T_max = 64")])
+def test_bad_text_keeps_the_last_picture_greyed_under_the_reason(model, text, words):
+    explorer = AttentionExplorer(model, text="Hello")
+    picture = explorer.image.value
+    explorer.text.value = text
+    assert explorer.view is None and explorer.run is None
+    assert explorer.message.startswith("Cannot draw:") and words in explorer.message
+    assert "last valid input" in explorer.message and "Traceback" not in explorer.message
+    assert explorer.image.value == picture and "gptlib-stale" in explorer.image._dom_classes
+    explorer.head.value = 2  # moving a slider while the text is bad keeps the reason on screen
+    assert explorer.view is None and words in explorer.message
+    explorer.text.value = "Hello"
+    assert explorer.view is not None and "gptlib-stale" not in explorer.image._dom_classes
+    assert explorer.image.value != picture  # head 2 now, not head 0
+
+
+def test_explorer_leaves_the_callers_mode_and_reads_bfloat16():
+    torch.manual_seed(2)
+    small = GPT(GPTConfig(T_max=8, d=12, H=3, L=2)).train()
+    explorer = AttentionExplorer(small, text="abc")
+    assert small.training  # constructing and drawing did not switch the caller's model to eval
+    half = GPT(GPTConfig(T_max=8, d=12, H=3, L=2)).to(torch.bfloat16).eval()
+    explorer = AttentionExplorer(half, text="abc")
+    assert explorer.view is not None and not half.training
+    reference = attention_view(half.float(), "abc", 0, 0).A  # the same weights, in float32
+    torch.testing.assert_close(explorer.view.A, reference, atol=2e-2, rtol=0)
 
 
 def test_explorer_works_on_another_gpt():
@@ -75,19 +115,39 @@ def test_explorer_works_on_another_gpt():
     small = GPT(GPTConfig(T_max=8, d=12, H=3, L=2, norm="post"))
     explorer = AttentionExplorer(small, text="abc")
     assert explorer.view.write_norms.shape == (3, 3)
-    assert list(explorer.head.options) == [0, 1, 2]
+    assert (explorer.head.min, explorer.head.max, explorer.layer.max) == (0, 2, 1)
     explorer.text.value = "abcdefghi"
-    assert "T_max = 8" in explorer.message.value
+    assert "T_max = 8" in explorer.message
+
+
+def test_repr_says_what_it_is_and_to_run_the_cell(model):
+    explorer = AttentionExplorer(model, text="Hi")
+    assert repr(explorer).startswith("AttentionExplorer") and "run this cell" in repr(explorer)
+    assert len(repr(explorer)) <= 110  # ipywidgets cuts a longer text/plain repr
+
+
+def test_displaying_leaves_a_static_picture_before_the_widget(model):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    explorer = AttentionExplorer(model, text="Hi")
+    shell = InteractiveShell.instance()
+    shown = []
+    shell.display_pub.publish = lambda data, metadata=None, **kwargs: shown.append(data)
+    explorer._ipython_display_()
+    assert base64.b64decode(shown[0]["image/png"]) == bytes(explorer.image.value)  # an ordinary image output first
+    assert shown[1]["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer.model_id
+    assert shown[1]["text/plain"] == repr(explorer)
 
 
 def test_figures_draw_what_they_are_given(model):
     view = attention_view(model, "ab c", 0, 1)
     fig = attention_figure(view)
-    heat, bars = fig.axes[0], fig.axes[1]  # axes[2] is the colorbar
+    heat, norms = fig.axes[0], fig.axes[1]  # axes[2:] are the colour bars
     torch.testing.assert_close(torch.tensor(heat.images[0].get_array().data), view.A)
-    assert [label.get_text() for label in heat.get_xticklabels()] == ["a", "b", "␣", "c"]
-    heights = torch.tensor([patch.get_height() for patch in bars.patches]).reshape(COURSE_CONFIG.H, 4)
-    torch.testing.assert_close(heights, view.write_norms.double(), check_dtype=False)
+    torch.testing.assert_close(torch.tensor(norms.images[0].get_array().data), view.write_norms.T)
+    texts = [text.get_text() for text in fig.texts]
+    assert texts.count("␣") == 2 and texts.count("a") == 2  # each character labels a row and a column
+    assert norms.patches[0].get_x() == 1 - 0.5  # the shown head is outlined
     spectrum = torch.tensor([3.0, 1.0, 1e-9])
     fig = singular_values_figure({"M": spectrum}, 1e-6, "test")
     torch.testing.assert_close(torch.tensor(fig.axes[0].lines[0].get_ydata()), spectrum.double(), check_dtype=False)

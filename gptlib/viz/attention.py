@@ -1,7 +1,8 @@
 """Attention figures and the attention explorer (Lecture 5, Section 1).
 
     token_labels(text)                    characters made legible on an axis ('\\n', '␣')
-    attention_view(model, text, l, h)     the numbers the explorer draws, or a ValueError saying why not
+    attention_run(model, text)            every layer's A^h and per-head write norms, one forward pass
+    attention_view(model, text, l, h)     the numbers of one layer and head, or a ValueError saying why not
     attention_figure(view)                A^h as a heatmap beside every head's write norm per position
     singular_values_figure(spectra, ...)  singular values on a log scale with the rank tolerance
     AttentionExplorer(model)              the widget: text box, layer and head selectors, the figure
@@ -9,18 +10,19 @@
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 
 import ipywidgets as widgets
 import torch
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from .. import circuits
 from ..cache import run_with_cache
 from ..data import encode
 from ..model import GPT
-from .display import show_figure
+from .display import render_png
+from .explorer import Explorer
 
 SHOWN = {"\n": "\\n", " ": "␣"}
 
@@ -31,6 +33,24 @@ def token_labels(text: str) -> list[str]:
 
 
 @dataclass(frozen=True)
+class AttentionRun:
+    """Everything the explorer draws for one text, every layer and head (computed once per text)."""
+
+    labels: list[str]  # T characters, made visible
+    A: torch.Tensor  # (L, H, T, T) float32: A^h of every layer, row t = query position t
+    write_norms: torch.Tensor  # (L, H, T) float32: ||(A^h X W_OV^h)_t||_2, Proposition 1.2's terms
+
+    def view(self, layer: int, head: int) -> AttentionView:
+        """The numbers of one layer and head; ValueError for a layer or head the model does not have."""
+        L, H = self.write_norms.shape[:2]
+        if not 0 <= layer < L:
+            raise ValueError(f"layer must lie in [0, L) = [0, {L}), got {layer}")
+        if not 0 <= head < H:
+            raise ValueError(f"head must lie in [0, H) = [0, {H}), got {head}")
+        return AttentionView(self.labels, layer, head, self.A[layer, head], self.write_norms[layer])
+
+
+@dataclass(frozen=True)
 class AttentionView:
     """What the explorer shows for one text, layer and head."""
 
@@ -38,62 +58,122 @@ class AttentionView:
     layer: int
     head: int
     A: torch.Tensor  # (T, T): A^h of that layer, row t = query position t
-    write_norms: torch.Tensor  # (H, T): ||A^h X W_OV^h||_2 at each position, every head
+    write_norms: torch.Tensor  # (H, T): ||A^h X W_OV^h||_2 at each position, every head of the layer
 
 
 @torch.no_grad()
-def attention_view(model: GPT, text: str, layer: int, head: int) -> AttentionView:
-    """Run `model` on `text` and collect A^h and the per-head write norms (Proposition 1.2's terms).
+def attention_run(model: GPT, text: str) -> AttentionRun:
+    """Run `model` once on `text` and collect A^h and the per-head write norms of every layer.
 
-    Raises ValueError for empty text, text longer than T_max, characters outside the course
-    vocabulary, or a layer or head the model does not have.
+    Raises ValueError for empty text, text longer than T_max, or characters outside the course
+    vocabulary. The model runs in eval mode (no dropout exists, but a caller's module may
+    check) and is handed back in the mode it came in; any float dtype works (bfloat16 too):
+    the results are float32, which numpy and matplotlib can read.
     """
     config = model.config
     if not text:
         raise ValueError("type at least one character")
     if len(text) > config.T_max:
         raise ValueError(f"the text has {len(text)} characters; this model reads at most T_max = {config.T_max}")
-    if not 0 <= layer < config.L:
-        raise ValueError(f"layer must lie in [0, L) = [0, {config.L}), got {layer}")
-    if not 0 <= head < config.H:
-        raise ValueError(f"head must lie in [0, H) = [0, {config.H}), got {head}")
     idx = encode(text)  # (T,); ValueError naming unknown characters
-    _, cache = run_with_cache(model, idx)
-    X = circuits.attention_input(model, cache, layer)  # (1, T, d)
-    writes = circuits.head_contributions(model.blocks[layer].attn, X, cache.A(layer))  # (1, H, T, d)
-    return AttentionView(token_labels(text), layer, head, cache.A(layer)[0, head], writes[0].norm(dim=-1))
+    was_training = model.training
+    model.eval()
+    try:
+        _, cache = run_with_cache(model, idx)
+        writes = [
+            circuits.head_contributions(model.blocks[l].attn, circuits.attention_input(model, cache, l), cache.A(l))
+            for l in range(config.L)
+        ]  # L tensors (1, H, T, d)
+    finally:
+        model.train(was_training)
+    A = torch.stack([cache.A(l)[0] for l in range(config.L)])  # (L, H, T, T)
+    norms = torch.stack([write[0].norm(dim=-1) for write in writes])  # (L, H, T)
+    return AttentionRun(token_labels(text), A.float(), norms.float())
+
+
+def attention_view(model: GPT, text: str, layer: int, head: int) -> AttentionView:
+    """A^h and the per-head write norms of one layer for `text`, or a ValueError saying why not."""
+    if not 0 <= layer < model.config.L:  # checked before running the model, so a bad layer costs nothing
+        raise ValueError(f"layer must lie in [0, L) = [0, {model.config.L}), got {layer}")
+    return attention_run(model, text).view(layer, head)
+
+
+# The figure is laid out in pixels (at 100 dpi) so that it is drawn once, at its final size, with
+# plain text labels: matplotlib's tick machinery measured ~10x slower for 2 x 64 labels.
+DPI = 100
+HEAT_SIDE = 640  # px: A^h is at most this tall and wide (at T = 64, 10 px per character)...
+MIN_SIDE = 320  # px: ...and at least this, so that a short text leaves room for the titles
+CELL_RANGE = (10, 16)  # px per character: 10 px still fits an 8-point label
+MARGIN = {"left": 64, "bottom": 48, "top": 44, "right": 16, "gap": 56, "bar": 12}
+HEAD_WIDTH = 30  # px per head in the write-norm panel
 
 
 def attention_figure(view: AttentionView) -> Figure:
-    """Left: A^h with query characters down and key characters across. Right: each head's write norm."""
-    T = len(view.labels)
-    H = view.write_norms.shape[0]
-    font = 9 if T <= 24 else 6
-    fig = Figure(figsize=(12, 5.2), layout="constrained")
-    heat, bars = fig.subplots(1, 2, width_ratios=(1, 1.25))
-    image = heat.imshow(view.A.numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
-    heat.set_xticks(range(T), view.labels, fontsize=font)
-    heat.set_yticks(range(T), view.labels, fontsize=font)
-    heat.set_xlabel("key position s (attended to)")
-    heat.set_ylabel("query position t")
-    heat.set_title(f"A^h, layer {view.layer}, head {view.head}: row t sums to 1")
-    fig.colorbar(image, ax=heat, shrink=0.8)
-    width = 0.8 / H
-    positions = torch.arange(T, dtype=torch.float64)
-    for h in range(H):
-        bars.bar(
-            (positions + (h - (H - 1) / 2) * width).numpy(),
-            view.write_norms[h].numpy(),
-            width=width,
-            alpha=1.0 if h == view.head else 0.35,
-            label=f"head {h}" + (" (shown left)" if h == view.head else ""),
-        )
-    bars.set_xticks(range(T), view.labels, fontsize=font)
-    bars.set_xlabel("position t")
-    bars.set_ylabel("||(A^h X W_OV^h)_t||")
-    bars.set_title(f"each head's write to the stream, layer {view.layer}")
-    bars.legend(fontsize=8)
-    return fig
+    """Left: A^h, query characters down, key characters across. Right: the write norm of every
+    head of the layer at each query position, the same rows as A^h, the shown head outlined."""
+    return AttentionPicture(view.labels, view.write_norms.shape[0]).draw(view)
+
+
+class AttentionPicture:
+    """attention_figure's Figure for one text, redrawn in place for another layer or head.
+
+    Building lays out 2T character labels, two heatmaps and their colour bars; draw(view) only
+    swaps the heatmaps' data and the titles, so the explorer pays the layout once per text.
+    """
+
+    def __init__(self, labels: list[str], H: int):
+        T = len(labels)
+        cell = max(min(HEAT_SIDE // T, CELL_RANGE[1]), CELL_RANGE[0], -(-MIN_SIDE // T))
+        font = 9 if cell >= 13 else 8
+        side, m = T * cell, MARGIN
+        x_norms = m["left"] + side + m["bar"] + m["gap"]
+        x_norms_bar = x_norms + H * HEAD_WIDTH + m["bar"] // 2
+        width = x_norms_bar + m["bar"] + m["gap"] + m["right"]
+        height = m["bottom"] + side + m["top"]
+        self.fig = fig = Figure(figsize=(width / DPI, height / DPI), dpi=DPI)
+        top = height - m["top"]  # pixel row of A^h's top edge
+
+        def axes(x, w):  # an axes box in pixels, as tall as A^h, aligned with its rows
+            ax = fig.add_axes((x / width, (top - side) / height, w / width, side / height))
+            ax.set_xticks([])
+            ax.set_yticks([])
+            return ax
+
+        def at(x, y, text, **style):  # text at pixel (x, y) from the bottom-left corner
+            return fig.text(x / width, y / height, text, **style)
+
+        heat, norms = axes(m["left"], side), axes(x_norms, H * HEAD_WIDTH)
+        self.heat = heat.imshow(torch.zeros(T, T).numpy(), cmap="viridis", vmin=0.0, vmax=1.0,
+                                interpolation="nearest", aspect="auto")
+        self.norms = norms.imshow(torch.zeros(T, H).numpy(), cmap="Greys", interpolation="nearest", aspect="auto")
+        fig.colorbar(self.heat, cax=axes(m["left"] + side + m["bar"] // 2, m["bar"]))
+        fig.colorbar(self.norms, cax=axes(x_norms_bar, m["bar"]))
+        self.outline = norms.add_patch(Rectangle((-0.5, -0.5), 1, T, fill=False, edgecolor="tab:orange", linewidth=2.5))
+        for t, label in enumerate(labels):
+            centre = (t + 0.5) * cell
+            at(m["left"] + centre, top - side - 3, label, fontsize=font, ha="center", va="top")
+            at(m["left"] - 3, top - centre, label, fontsize=font, ha="right", va="center")
+        self.head_labels = [at(x_norms + (h + 0.5) * HEAD_WIDTH, top - side - 3, str(h), fontsize=9, ha="center",
+                               va="top") for h in range(H)]
+        self.title = at(m["left"], top + 24, "", fontsize=11, va="bottom")
+        at(m["left"], top + 6, "row t: query t's attention over keys s (sums to 1)", fontsize=9, va="bottom")
+        at(m["left"] + side / 2, 4, "key position s", fontsize=9, ha="center", va="bottom")
+        at(4, top - side / 2, "query position t", fontsize=9, rotation=90, va="center")
+        at(x_norms, top + 24, "each head's write", fontsize=11, va="bottom")
+        at(x_norms, top + 6, r"$\|(A^h X W_{OV}^h)_t\|$ at row t", fontsize=9, va="bottom")
+        at(x_norms + H * HEAD_WIDTH / 2, 4, "head h", fontsize=9, ha="center", va="bottom")
+
+    def draw(self, view: AttentionView) -> Figure:
+        """The figure showing `view` (same text as this picture was built for)."""
+        written = view.write_norms.T.numpy()  # (T, H)
+        self.heat.set_data(view.A.numpy())
+        self.norms.set_data(written)
+        self.norms.set_clim(0.0, max(float(written.max()), 1e-12))
+        self.outline.set_x(view.head - 0.5)
+        for h, label in enumerate(self.head_labels):
+            label.set_fontweight("bold" if h == view.head else "normal")
+        self.title.set_text(rf"$A^{{h}}$ for layer {view.layer}, head h = {view.head}")
+        return self.fig
 
 
 def singular_values_figure(spectra: dict[str, torch.Tensor], tolerance: float | None, title: str) -> Figure:
@@ -111,44 +191,57 @@ def singular_values_figure(spectra: dict[str, torch.Tensor], tolerance: float | 
     return fig
 
 
-class AttentionExplorer(widgets.VBox):
+class AttentionExplorer(Explorer):
     """Type text, pick a layer and a head, see A^h and every head's write per position.
 
-    Works with any GPT (a trained checkpoint or a seeded random model). Controls are
-    attributes so tests can drive it: `text`, `layer`, `head`; `message` says what is wrong
-    when nothing can be drawn; `view` holds the numbers of the last drawing (None if none).
+    Works with any GPT (a trained checkpoint or a seeded random model), in any float dtype,
+    and leaves the model's train/eval mode as it was. The model runs once per text
+    (`run` keeps every layer's A^h); moving the layer or head only redraws.
+    Controls are attributes so tests can drive them: `text`, `layer`, `head` (sliders, so the
+    arrow keys move them inside JupyterLab). `view` holds the numbers of the last drawing
+    (None while the input cannot be drawn); `.message`, `.status`, `.image` as in
+    gptlib.viz.explorer.Explorer.
     CSS classes: gptlib-attn-explorer (the whole widget), gptlib-attn-text, gptlib-attn-layer,
     gptlib-attn-head, gptlib-attn-message, gptlib-attn-output.
     """
 
-    def __init__(self, model: GPT, text: str = "First Citizen:\nBefore we proceed"):
-        self.model = model.eval()
+    what = "A^h and each head's write for a text you type"
+
+    def __init__(self, model: GPT, text: str = "ROMEO:\nBut soft, what light through yonder window?"):
+        self.model = model
         config = model.config
         self.text = widgets.Textarea(value=text, description="text", layout=widgets.Layout(width="60%"))
-        self.layer = widgets.Dropdown(options=list(range(config.L)), value=0, description="layer")
-        self.head = widgets.Dropdown(options=list(range(config.H)), value=0, description="head")
-        self.message = widgets.HTML()
-        self.output = widgets.Output()
+        self.layer = widgets.IntSlider(value=0, min=0, max=config.L - 1, description="layer l")
+        self.head = widgets.IntSlider(value=0, min=0, max=config.H - 1, description="head h")
+        self.run: AttentionRun | None = None
+        self.picture: AttentionPicture | None = None  # the layout for the current text
         self.view: AttentionView | None = None
         for control, name in ((self.text, "text"), (self.layer, "layer"), (self.head, "head")):
             control.add_class(f"gptlib-attn-{name}")
-            control.observe(self.update, names="value")
-        self.message.add_class("gptlib-attn-message")
-        self.output.add_class("gptlib-attn-output")
-        super().__init__([self.text, widgets.HBox([self.layer, self.head]), self.message, self.output])
+        super().__init__([self.text, widgets.HBox([self.layer, self.head])], css="attn")
         self.add_class("gptlib-attn-explorer")
-        self.update()
+        self.text.observe(self.rerun, names="value")
+        self.layer.observe(self.redraw, names="value")
+        self.head.observe(self.redraw, names="value")
+        self.rerun()
 
-    def update(self, _change=None) -> None:
-        """Recompute and redraw; on bad input show the reason in `message` and clear the figure."""
+    def rerun(self, _change=None) -> None:
+        """Run the model on the new text, then redraw; unreadable text keeps the last picture."""
         try:
-            self.view = attention_view(self.model, self.text.value, self.layer.value, self.head.value)
+            self.run = attention_run(self.model, self.text.value)
+            self.picture = AttentionPicture(self.run.labels, self.model.config.H)
         except ValueError as error:
-            self.view = None
-            self.message.value = f"<b>Cannot draw:</b> {html.escape(str(error), quote=False)}"
-            self.output.clear_output()
+            self.run = self.view = None
+            self.refuse(str(error))
             return
-        self.message.value = f"{len(self.view.labels)} characters, layer {self.view.layer}, head {self.view.head}"
-        self.output.clear_output(wait=True)
-        with self.output:
-            show_figure(attention_figure(self.view))
+        self.redraw()
+
+    def redraw(self, _change=None) -> None:
+        """Draw the chosen layer and head from the stored run."""
+        if self.run is None:
+            return  # the text is still unreadable: its message stays
+        self.view = self.run.view(self.layer.value, self.head.value)
+        self.show(
+            render_png(self.picture.draw(self.view)),
+            f"{len(self.view.labels)} characters, layer {self.view.layer}, head {self.view.head}",
+        )
