@@ -11,13 +11,14 @@ from gptlib import geometry  # noqa: E402
 from gptlib.viz import geometry as viz_geometry  # noqa: E402
 from gptlib.viz.geometry import LayerNormSphere, sphere_scene  # noqa: E402
 
-CSS_CLASSES = ["u0", "u1", "u2", "scale", "eps", "gamma", "beta", "elev", "azim", "message", "output"]
+CSS_CLASSES = {name: name for name in ("u0", "u1", "u2", "scale", "eps", "gamma", "beta", "tilt", "turn", "view")}
+CSS_CLASSES |= {"message": "status", "output": "image"}
 
 
 def test_every_control_carries_its_css_class():
     widget = LayerNormSphere()
-    for name in CSS_CLASSES:
-        control = getattr(widget, name)
+    for name, attribute in CSS_CLASSES.items():
+        control = getattr(widget, attribute)
         assert f"gptlib-sphere-{name}" in control._dom_classes
 
 
@@ -28,7 +29,7 @@ def test_default_scene_lies_on_the_circle_and_matches_torch_layer_norm():
     torch.testing.assert_close(scene["normalized"], torch.nn.functional.layer_norm(u, (3,), eps=0.0))
     assert abs(float(scene["normalized"].sum())) < 1e-12
     assert math.isclose(scene["normalized_norm"], math.sqrt(3), rel_tol=1e-12)
-    assert "exactly on the circle" in widget.message.value
+    assert "exactly on the circle" in widget.message
     assert widget.figure is not None and len(widget.figure.axes) == 1
 
 
@@ -39,7 +40,7 @@ def test_scale_slider_leaves_the_normalized_point_unchanged():
     torch.testing.assert_close(widget.scene["normalized"], before)
     widget.scale.value = -1.0
     torch.testing.assert_close(widget.scene["normalized"], -before)
-    assert "c < 0" in widget.message.value
+    assert "c < 0" in widget.message
 
 
 @pytest.mark.parametrize(
@@ -48,7 +49,7 @@ def test_scale_slider_leaves_the_normalized_point_unchanged():
         ({"u0": 1.0, "u1": 1.0, "u2": 1.0}, "u is constant"),
         ({"u0": 0.3, "u1": 0.3, "u2": 0.3, "eps": 0.1}, "u is constant"),  # decimals whose mean is not exact
         ({"scale": 0.0}, "u = 0"),
-        ({"u0": 0.0, "u1": 0.0, "u2": 0.0, "eps": 0.5}, "u = 0"),
+        ({"u0": 0.0, "u1": 0.0, "u2": 0.0, "eps": 0.3}, "u = 0"),
     ],
 )
 def test_degenerate_inputs_show_a_message_and_beta(settings, phrase):
@@ -56,20 +57,20 @@ def test_degenerate_inputs_show_a_message_and_beta(settings, phrase):
     widget.beta.value = 0.7
     for name, value in settings.items():
         getattr(widget, name).value = value
-    assert phrase in widget.message.value
-    assert "Traceback" not in widget.message.value
+    assert phrase in widget.message
+    assert "Traceback" not in widget.message
     torch.testing.assert_close(widget.scene["image"], torch.full((3,), 0.7, dtype=torch.float64))
     assert torch.isfinite(widget.scene["normalized"]).all()
 
 
 def test_eps_shrinks_the_point_by_the_closed_form():
     widget = LayerNormSphere()
-    widget.eps.value = 0.5
+    widget.eps.value = 0.3
     s = widget.scene["sigma"]
-    assert math.isclose(widget.scene["normalized_norm"], math.sqrt(3) * s / math.sqrt(s**2 + 0.5), rel_tol=1e-12)
-    assert "eps = 0.5 > 0" in widget.message.value
+    assert math.isclose(widget.scene["normalized_norm"], math.sqrt(3) * s / math.sqrt(s**2 + 0.3), rel_tol=1e-12)
+    assert "eps = 0.3 > 0" in widget.message
     widget.eps.value = 0.0
-    assert "0/0" not in widget.message.value
+    assert "0/0" not in widget.message
 
 
 def test_gamma_and_beta_move_the_image_off_the_plane():
@@ -78,12 +79,71 @@ def test_gamma_and_beta_move_the_image_off_the_plane():
     assert math.isclose(float(scene["image"].mean()), 0.5, rel_tol=1e-12)
 
 
-def test_view_sliders_redraw_with_the_new_angles():
+def test_view_presets_look_down_the_axis_and_along_the_plane():
     widget = LayerNormSphere()
-    widget.elev.value = 40.0
-    widget.azim.value = 100.0
+    widget.view.value = "down the all-ones axis"
+    assert (widget.tilt.value, widget.turn.value) == viz_geometry.VIEWS["down the all-ones axis"]
+    right, up = viz_geometry.view_basis(widget.tilt.value, widget.turn.value)
+    ones = torch.ones(3, dtype=torch.float64)
+    assert abs(float(right @ ones)) < 1e-12 and abs(float(up @ ones)) < 1e-12  # the screen is the plane: a round circle
+    torch.testing.assert_close(right @ up, torch.tensor(0.0, dtype=torch.float64))
+    widget.view.value = "side-on to the plane"
+    right, up = viz_geometry.view_basis(widget.tilt.value, widget.turn.value)
+    torch.testing.assert_close(up, ones / math.sqrt(3))  # 1 points up, the plane is a horizontal line
+    scene = widget.scene  # u off the plane, P(u) in it: their heights on screen are <u,1>/sqrt(3) and 0
+    assert abs(float(scene["projection"] @ up)) < 1e-12
+    assert math.isclose(float(scene["u"] @ up), float(scene["u"].sum()) / math.sqrt(3), rel_tol=1e-12)
+
+
+def test_figure_draws_the_scene_in_the_chosen_view():
+    widget = LayerNormSphere()
+    widget.tilt.value, widget.turn.value = 40.0, 100.0
+    screen = viz_geometry.view_basis(40.0, 100.0)  # (2, 3)
     ax = widget.figure.axes[0]
-    assert (ax.elev, ax.azim) == (40.0, 100.0)
+    points = [tuple(line.get_xydata()[0]) for line in ax.lines if line.get_marker() == "o"]
+    expected = tuple((widget.scene["normalized"] @ screen.T).tolist())
+    assert any(math.dist(point, expected) < 1e-12 for point in points)  # the LN(u) dot
+
+
+def test_bad_values_from_code_keep_the_picture_greyed_and_clear_the_scene():
+    widget = LayerNormSphere()
+    picture = bytes(widget.image.value)
+    widget.u1.value = float("nan")
+    assert widget.scene is None and widget.figure is None
+    assert widget.message.startswith("Cannot draw: u_2 must be a finite number") and "last valid input" in widget.message
+    assert bytes(widget.image.value) == picture and "gptlib-stale" in widget.image._dom_classes
+    widget.u1.value = 0.5
+    assert widget.scene is not None and "gptlib-stale" not in widget.image._dom_classes
+
+
+def test_constructor_refuses_what_a_slider_would_clamp():
+    with pytest.raises(ValueError, match=r"u_1 = 1e\+200 lies outside the slider's range \[-3, 3\]"):
+        LayerNormSphere(u=(1e200, 0.0, 0.0))
+    with pytest.raises(ValueError, match="u_2 = nan"):
+        LayerNormSphere(u=(1.0, float("nan"), 0.0))
+    with pytest.raises(ValueError, match="eps must be one of"):
+        LayerNormSphere(eps=0.5)
+
+
+@pytest.mark.parametrize("u", [(1e200, 0.0, 0.0), (1e308, 1e308, 0.0), (1e-200, 0.0, 0.0), (3e-320, 0.0, 1e-320)])
+@pytest.mark.parametrize("eps", [0.0, 0.01])
+def test_huge_and_tiny_u_normalize_like_their_rescaled_copy(u, eps):
+    scene = sphere_scene(u, eps=eps)
+    m = max(abs(x) for x in u)
+    unit = torch.tensor(u, dtype=torch.float64) / m
+    if eps == 0:  # scale invariance: LN(u) = LN(u / m), computed by torch in a safe range
+        expected = torch.nn.functional.layer_norm(unit, (3,), eps=0.0)
+    else:  # LN_eps(u) = (u - mean) / sqrt(sigma^2 + eps): for |u| >> 1 eps is negligible, for |u| << 1 it dominates
+        expected = torch.nn.functional.layer_norm(unit, (3,), eps=0.0) if m > 1 else torch.zeros(3, dtype=torch.float64)
+    torch.testing.assert_close(scene["normalized"], expected, atol=1e-12, rtol=1e-12)
+    assert math.isfinite(scene["sigma"]) and scene["sigma"] > 0
+    if eps == 0:
+        assert "exactly on the circle" in scene["message"] and math.isclose(scene["normalized_norm"], math.sqrt(3))
+
+
+def test_widget_repr_is_one_line_and_says_to_run_the_cell():
+    text = repr(LayerNormSphere())
+    assert text.startswith("LayerNormSphere") and "run this cell" in text and len(text) <= 110
 
 
 def test_sphere_scene_refuses_bad_numbers():
@@ -91,12 +151,17 @@ def test_sphere_scene_refuses_bad_numbers():
         sphere_scene((1.0, 2.0))
     with pytest.raises(ValueError, match="eps must be >= 0"):
         sphere_scene((1.0, 2.0, 3.0), eps=-0.1)
-    with pytest.raises(ValueError, match="finite"):
+    with pytest.raises(ValueError, match="u_2 must be a finite number"):
         sphere_scene((1.0, float("nan"), 3.0))
+    with pytest.raises(ValueError, match="does not fit in a float64"):
+        sphere_scene((1e308, 1e308, 0.0), c=3.0)
 
 
 def test_norm_against_sigma_figure_draws_the_geometry_values():
     sigmas = torch.logspace(-3, 0, 10, dtype=torch.float64)
     fig = viz_geometry.norm_against_sigma_figure(8, sigmas, [0.0, 1e-3])
-    lines = fig.axes[0].get_lines()
-    torch.testing.assert_close(torch.as_tensor(lines[1].get_ydata()), geometry.output_norm_against_sigma(8, sigmas, 1e-3))
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    torch.testing.assert_close(torch.as_tensor(lines["eps = 0.001"].get_ydata()),
+                               geometry.output_norm_against_sigma(8, sigmas, 1e-3))
+    ideal, flat = lines["sqrt(d) = 2.83"], lines["eps = 0"]
+    assert flat.get_zorder() > ideal.get_zorder() and flat.get_linewidth() > lines["eps = 0.001"].get_linewidth()

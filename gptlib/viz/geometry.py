@@ -1,7 +1,7 @@
 """Figures and the interactive sphere for Section 4 (LayerNorm geometry, Proposition 4.2, Remark 4.3).
 
     sphere_scene(u, c, eps, gamma, beta)   every point the d = 3 picture draws, plus a message
-    sphere_figure(scene, elev, azim)       that picture as a 3-D matplotlib Figure
+    sphere_figure(scene, tilt, turn)       that picture, seen from a view about the all-ones axis, in 2-D
     LayerNormSphere()                      the widget: sliders -> scene -> figure + message
     norm_against_sigma_figure(...)         Remark 4.3: ||LN(u)|| against sigma(u) for several eps
 """
@@ -13,9 +13,11 @@ import math
 import ipywidgets as widgets
 import torch
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from .. import geometry
-from .display import show_figure
+from .display import render_png
+from .explorer import Explorer
 
 D = 3
 ONES = torch.ones(D, dtype=torch.float64)
@@ -34,36 +36,46 @@ def sphere_scene(u, c: float = 1.0, eps: float = 0.0, gamma: float = 1.0, beta: 
     Returns tensors (3,): u (= c * input), projection (P u), normalized (LN with gamma = 1,
     beta = 0), image (gamma * normalized + beta); floats sigma, normalized_norm, gamma, beta;
     degenerate (zero variance) and message (str). Invalid numbers raise ValueError.
+
+    LN is computed on c*u / m with m = max_i |c u_i| and eps / m^2 (the same number, since
+    LN_eps(x) = LN_{eps/m^2}(x/m)), so u = (1e200, 0, 0) or (1e308, 1e308, 0) normalize exactly
+    instead of overflowing sigma^2 to infinity.
     """
     values = [float(x) for x in u]
     if len(values) != D:
         raise ValueError(f"u must have exactly {D} coordinates for the sphere picture, got {len(values)}")
-    for name, value in {"u": sum(values), "c": c, "eps": eps, "gamma": gamma, "beta": beta}.items():
+    for name, value in {"u_1": values[0], "u_2": values[1], "u_3": values[2], "c": c, "eps": eps,
+                        "gamma": gamma, "beta": beta}.items():
         if not math.isfinite(value):
-            raise ValueError(f"{name} must be finite, got {value!r}")
+            raise ValueError(f"{name} must be a finite number, got {value!r}")
     if eps < 0:
         raise ValueError(f"eps must be >= 0 (Definition 4.1), got {eps!r}")
     scaled = c * torch.tensor(values, dtype=torch.float64)  # (3,)
-    projection = geometry.center(scaled)  # (3,), in 1-perp
-    spread = float(geometry.sigma(scaled))
-    degenerate = spread <= CONSTANT_TOLERANCE * float(scaled.abs().max())
-    if degenerate:  # a constant u: its centered part is rounding noise, not a direction
+    m = float(scaled.abs().max())  # the largest |c u_i|
+    if not math.isfinite(m):
+        raise ValueError(f"c * u does not fit in a float64 (|c| max|u_i| = {abs(c):g} * {max(map(abs, values)):g})")
+    unit = scaled / m if m > 0 else scaled  # (3,), largest entry of size 1
+    projection = geometry.center(unit)  # (3,), in 1-perp, in units of m
+    spread = float(geometry.sigma(unit))  # sigma(cu) / m
+    degenerate = spread <= CONSTANT_TOLERANCE  # a constant u: its centred part is rounding noise, not a direction
+    if degenerate:
         projection = torch.zeros(D, dtype=torch.float64)
         spread = 0.0
-    normalized = geometry.radial_rescale(projection, eps)  # LN(u) with gamma = 1, beta = 0
+    scaled_eps = eps / m / m if m > 0 and eps > 0 else eps  # inf when m^2 underflows: LN is then 0, as it should be
+    normalized = geometry.radial_rescale(projection, scaled_eps)  # LN(cu), gamma=1, beta=0
     image = gamma * normalized + beta * ONES
     normalized_norm = float(torch.linalg.vector_norm(normalized))
     return {
         "u": scaled,
-        "projection": projection,
+        "projection": m * projection,
         "normalized": normalized,
         "image": image,
-        "sigma": spread,
+        "sigma": m * spread,
         "normalized_norm": normalized_norm,
         "degenerate": degenerate,
         "gamma": float(gamma),
         "beta": float(beta),
-        "message": _message(scaled, c, eps, spread, normalized_norm, degenerate, gamma, beta),
+        "message": _message(scaled, c, eps, m * spread, normalized_norm, degenerate, gamma, beta),
     }
 
 
@@ -92,117 +104,186 @@ def _message(scaled, c, eps, spread, normalized_norm, degenerate, gamma, beta) -
     return " ".join(lines)
 
 
-def sphere_figure(scene: dict, elev: float = 15.0, azim: float = -15.0) -> Figure:
-    """A 3-D Figure of the plane 1-perp, the circle of radius sqrt(3), the all-ones axis, and the scene's vectors."""
+# The view: "tilt" is the angle between the line of sight and the plane 1-perp (0: side-on, the
+# plane is an edge and 1 points up; 90: straight down the all-ones axis, the circle is round),
+# "turn" rotates the viewer about the all-ones axis. Orthographic, so lengths in the plane are true.
+VIEWS = {"oblique": (20.0, 30.0), "down the all-ones axis": (90.0, 30.0), "side-on to the plane": (0.0, 30.0)}
+COLOURS = {"u": "black", "projection": "tab:orange", "normalized": "tab:green", "image": "tab:purple",
+           "circle": "tab:blue", "axis": "gray"}
+
+
+def view_basis(tilt: float, turn: float) -> torch.Tensor:
+    """The screen's right and up directions in R^3 for a view (degrees): (2, 3), orthonormal."""
+    tilt, turn = math.radians(tilt), math.radians(turn)
+    across = math.cos(turn) * PLANE_BASIS[0] + math.sin(turn) * PLANE_BASIS[1]  # in 1-perp, towards the viewer
+    right = -math.sin(turn) * PLANE_BASIS[0] + math.cos(turn) * PLANE_BASIS[1]
+    up = -math.sin(tilt) * across + math.cos(tilt) * ONES / math.sqrt(D)
+    return torch.stack([right, up])
+
+
+def sphere_figure(scene: dict, tilt: float = VIEWS["oblique"][0], turn: float = VIEWS["oblique"][1]) -> Figure:
+    """The plane 1-perp, the circle of radius sqrt(3), the all-ones axis and the scene's vectors,
+    projected orthographically onto the screen of a viewer at (tilt, turn), drawn in 2-D."""
+    screen = view_basis(tilt, turn)  # (2, 3)
+
+    def flat(points: torch.Tensor):  # (..., 3) -> the screen's x and y arrays
+        xy = points @ screen.T  # (..., 2)
+        return xy[..., 0].numpy(), xy[..., 1].numpy()
+
     vectors = torch.stack([scene["u"], scene["projection"], scene["normalized"], scene["image"]])  # (4, 3)
-    extent = max(2.5, 1.15 * float(vectors.abs().max()))
-    fig = Figure(figsize=(6.0, 6.0))
-    ax = fig.add_subplot(projection="3d")
-    grid = torch.linspace(-extent, extent, 2, dtype=torch.float64)
-    s, t = torch.meshgrid(grid, grid, indexing="ij")
-    plane = s[..., None] * PLANE_BASIS[0] + t[..., None] * PLANE_BASIS[1]  # (2, 2, 3)
-    ax.plot_surface(plane[..., 0].numpy(), plane[..., 1].numpy(), plane[..., 2].numpy(), alpha=0.12, color="tab:blue")
-    angles = torch.linspace(0, 2 * math.pi, 200, dtype=torch.float64)
-    circle = math.sqrt(D) * (torch.cos(angles)[:, None] * PLANE_BASIS[0] + torch.sin(angles)[:, None] * PLANE_BASIS[1])
-    ax.plot(*circle.T.numpy(), color="tab:blue", lw=1.5, label="circle: 1-perp, radius sqrt(3)")
-    axis = torch.tensor([-extent, extent], dtype=torch.float64)[:, None] * ONES / math.sqrt(D)
-    ax.plot(*axis.T.numpy(), color="gray", ls="--", lw=0.8, label="all-ones direction")
-    origin = [0.0, 0.0, 0.0]
-    ax.quiver(*origin, *scene["u"].tolist(), color="black", arrow_length_ratio=0.08, label="c u")
-    ax.quiver(*origin, *scene["projection"].tolist(), color="tab:orange", arrow_length_ratio=0.08, lw=2.5, label="projection P(cu)")
-    ax.plot(*torch.stack([scene["u"], scene["projection"]]).T.numpy(), color="tab:orange", ls=":", lw=1)
-    ax.scatter(*scene["normalized"].tolist(), color="tab:green", s=40, depthshade=False, label="LN(cu), gamma=1, beta=0")
-    ax.plot(*torch.stack([scene["projection"], scene["normalized"]]).T.numpy(), color="tab:green", ls="--", lw=1)
-    gamma, beta = scene["gamma"], scene["beta"]
-    if gamma != 1 or beta != 0:
-        ax.plot(*(gamma * circle + beta * ONES).T.numpy(), color="tab:purple", ls="--", lw=1)
-        ax.scatter(*scene["image"].tolist(), color="tab:purple", s=40, depthshade=False, label="gamma*LN + beta*1")
+    extent = max(2.5, 1.15 * float(torch.linalg.vector_norm(vectors, dim=1).max()))
+    fig = Figure(figsize=(6.4, 6.4), dpi=100)
+    ax = fig.add_axes((0.02, 0.2, 0.96, 0.78))
     ax.set_xlim(-extent, extent)
     ax.set_ylim(-extent, extent)
-    ax.set_zlim(-extent, extent)
-    ax.set_box_aspect((1, 1, 1))
-    ax.set_xlabel("coordinate 1")
-    ax.set_ylabel("coordinate 2")
-    ax.set_zlabel("coordinate 3")
-    ax.view_init(elev=elev, azim=azim)
-    ax.legend(loc="upper left", fontsize=7)
+    ax.set_aspect("equal")
+    ax.set_axis_off()
+    angles = torch.linspace(0, 2 * math.pi, 200, dtype=torch.float64)
+    ring = torch.cos(angles)[:, None] * PLANE_BASIS[0] + torch.sin(angles)[:, None] * PLANE_BASIS[1]  # (200, 3)
+    ax.fill(*flat(0.95 * extent * ring), color=COLOURS["circle"], alpha=0.08, lw=0)  # a disc of the plane 1-perp
+    circle = math.sqrt(D) * ring
+    ax.plot(*flat(circle), color=COLOURS["circle"], lw=1.8, label="circle in 1-perp, radius sqrt(3)")
+    ax.plot(*flat(torch.stack([-ONES, ONES]) * extent / math.sqrt(D)), color=COLOURS["axis"], ls="--", lw=1,
+            label="all-ones direction (normal to the plane)")
+    for i in range(D):  # short coordinate axes e_1, e_2, e_3 for orientation
+        tip = torch.zeros(D, dtype=torch.float64)
+        tip[i] = 0.6 * extent
+        _arrow(ax, flat(tip), COLOURS["axis"], width=0.8)
+        ax.annotate(f"e{i + 1}", flat(1.08 * tip), color=COLOURS["axis"], fontsize=10, ha="center", va="center")
+    ax.plot(*flat(torch.stack([scene["u"], scene["projection"]])), color=COLOURS["projection"], ls=":", lw=1.5)
+    ax.plot(*flat(torch.stack([scene["projection"], scene["normalized"]])), color=COLOURS["normalized"], ls="--", lw=1)
+    _arrow(ax, flat(scene["u"]), COLOURS["u"], width=2.0)
+    _arrow(ax, flat(scene["projection"]), COLOURS["projection"], width=2.5)
+    ax.plot(*flat(scene["normalized"]), "o", color=COLOURS["normalized"], ms=9)
+    gamma, beta = scene["gamma"], scene["beta"]
+    if gamma != 1 or beta != 0:
+        ax.plot(*flat(gamma * circle + beta * ONES), color=COLOURS["image"], ls="--", lw=1.2)
+        ax.plot(*flat(scene["image"]), "o", color=COLOURS["image"], ms=9)
+    ax.plot(0, 0, "o", color="black", ms=5)
+    ax.annotate("0", (0, 0), xytext=(-10, -12), textcoords="offset points", fontsize=11)
+    handles = [
+        Line2D([], [], color=COLOURS["u"], lw=2, label="c u"),
+        Line2D([], [], color=COLOURS["projection"], lw=2.5, label="P(cu): projection onto 1-perp"),
+        Line2D([], [], color=COLOURS["normalized"], marker="o", ls="--", label="LN(cu) with gamma = 1, beta = 0"),
+        Line2D([], [], color=COLOURS["circle"], lw=1.8, label="circle in 1-perp, radius sqrt(3)"),
+        Line2D([], [], color=COLOURS["axis"], ls="--", label="all-ones direction 1"),
+    ]
+    if gamma != 1 or beta != 0:
+        handles.append(Line2D([], [], color=COLOURS["image"], marker="o", ls="--", label="gamma LN(cu) + beta 1"))
+    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=9, frameon=False)
+    fig.text(0.5, 0.985, f"view: tilt {tilt:.0f} deg above the plane, turned {turn:.0f} deg about 1", ha="center",
+             va="top", fontsize=9, color="dimgray")
     return fig
 
 
-class LayerNormSphere(widgets.VBox):
+def _arrow(ax, tip, colour, width) -> None:
+    """An arrow from the origin to the screen point `tip`, with a head that stays visible."""
+    ax.annotate("", xy=(float(tip[0]), float(tip[1])), xytext=(0.0, 0.0),
+                arrowprops={"arrowstyle": "-|>", "color": colour, "lw": width, "mutation_scale": 16 + 2 * width,
+                            "shrinkA": 0, "shrinkB": 0})
+
+
+EPS_STEPS = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)  # roughly x3 per step: each one visibly moves LN(u)
+
+
+class LayerNormSphere(Explorer):
     """Proposition 4.2 in R^3: move u, scale it by c, change eps, gamma, beta and the view.
 
     Controls are attributes (set .value in tests): u0, u1, u2 (coordinates of u), scale (c),
-    eps, gamma and beta (shared scalars: gain gamma*1 and shift beta*1), elev and azim (view
-    angles in degrees). After each change: .scene (sphere_scene's dict), .figure (the Figure
-    drawn into .output) and .message (an HTML line; never a traceback: constant u, u = 0 and
-    eps = 0 are explained there).
+    eps (a slider over EPS_STEPS), gamma and beta (shared scalars: gain gamma*1 and shift
+    beta*1), tilt and turn (the view, see view_basis), view (preset buttons, VIEWS).
+    After each change: .scene (sphere_scene's dict) and .figure (the Figure drawn), both None
+    while the input cannot be drawn; .message, .status, .image as in gptlib.viz.explorer.
+    The default u = (1.2, 0.8, 0.4) has a small spread (sigma = 0.33), so eps = 0.003 already
+    pulls LN(u) visibly inside the circle, and its mean 0.8 lifts it visibly off the plane.
 
     CSS classes: gptlib-sphere-u0, gptlib-sphere-u1, gptlib-sphere-u2, gptlib-sphere-scale,
-    gptlib-sphere-eps, gptlib-sphere-gamma, gptlib-sphere-beta, gptlib-sphere-elev,
-    gptlib-sphere-azim, gptlib-sphere-message, gptlib-sphere-output; the whole widget has
-    gptlib-sphere.
+    gptlib-sphere-eps, gptlib-sphere-gamma, gptlib-sphere-beta, gptlib-sphere-tilt,
+    gptlib-sphere-turn, gptlib-sphere-view, gptlib-sphere-message, gptlib-sphere-output; the
+    whole widget has gptlib-sphere.
     """
 
-    def __init__(self, u=(2.4, 1.6, 0.2), c: float = 1.0, eps: float = 0.0, gamma: float = 1.0, beta: float = 0.0):
-        def slider(css, description, value, low, high, step):
-            control = widgets.FloatSlider(
-                value=value, min=low, max=high, step=step, description=description, continuous_update=False,
-                readout_format=".2f", style={"description_width": "5em"},
-            )
+    what = "LayerNorm of a vector u in R^3 drawn on its circle"
+
+    def __init__(self, u=(1.2, 0.8, 0.4), c: float = 1.0, eps: float = 0.0, gamma: float = 1.0, beta: float = 0.0):
+        def slider(css, description, value, low, high, step, readout_format=".2f"):
+            if not low <= value <= high:  # a slider would clamp it silently
+                raise ValueError(f"{description} = {value!r} lies outside the slider's range [{low:g}, {high:g}]; "
+                                 "sphere_scene draws any finite u")
+            control = widgets.FloatSlider(value=value, min=low, max=high, step=step, description=description,
+                                          continuous_update=False, readout_format=readout_format,
+                                          style={"description_width": "5em"})
             control.add_class(f"gptlib-sphere-{css}")
             return control
+
+        if eps not in EPS_STEPS:
+            raise ValueError(f"eps must be one of the slider's steps {EPS_STEPS}, got {eps!r}")
 
         self.u0 = slider("u0", "u_1", u[0], -3.0, 3.0, 0.1)
         self.u1 = slider("u1", "u_2", u[1], -3.0, 3.0, 0.1)
         self.u2 = slider("u2", "u_3", u[2], -3.0, 3.0, 0.1)
         self.scale = slider("scale", "scale c", c, -3.0, 3.0, 0.05)
-        self.eps = slider("eps", "epsilon", eps, 0.0, 2.0, 0.01)
+        self.eps = widgets.SelectionSlider(options=EPS_STEPS, value=eps, description="epsilon",
+                                           continuous_update=False, style={"description_width": "5em"})
+        self.eps.add_class("gptlib-sphere-eps")
         self.gamma = slider("gamma", "gamma", gamma, -2.0, 2.0, 0.1)
         self.beta = slider("beta", "beta", beta, -2.0, 2.0, 0.1)
-        self.elev = slider("elev", "elevation", 15.0, -90.0, 90.0, 5.0)
-        self.azim = slider("azim", "azimuth", -15.0, -180.0, 180.0, 5.0)
-        self.message = widgets.HTML()
-        self.message.add_class("gptlib-sphere-message")
-        self.output = widgets.Output()
-        self.output.add_class("gptlib-sphere-output")
-        controls = (self.u0, self.u1, self.u2, self.scale, self.eps, self.gamma, self.beta, self.elev, self.azim)
-        columns = widgets.HBox([widgets.VBox(controls[:4]), widgets.VBox(controls[4:7]), widgets.VBox(controls[7:])])
-        super().__init__([columns, self.message, self.output])
-        self.add_class("gptlib-sphere")
+        tilt, turn = VIEWS["oblique"]
+        self.tilt = slider("tilt", "tilt", tilt, -90.0, 90.0, 5.0, ".0f")
+        self.turn = slider("turn", "turn", turn, -180.0, 180.0, 5.0, ".0f")
+        self.view = widgets.ToggleButtons(options=list(VIEWS), value="oblique", description="view",
+                                          style={"description_width": "3em", "button_width": "11em"})
+        self.view.add_class("gptlib-sphere-view")
         self.scene: dict | None = None
         self.figure: Figure | None = None
+        self._moving_view = False
+        controls = (self.u0, self.u1, self.u2, self.scale, self.eps, self.gamma, self.beta, self.tilt, self.turn)
+        columns = widgets.HBox([widgets.VBox(controls[:4]), widgets.VBox(controls[4:7]), widgets.VBox(controls[7:])])
+        super().__init__([columns, self.view], css="sphere", message_lines=3)
+        self.add_class("gptlib-sphere")
         for control in controls:
             control.observe(self.update, names="value")
+        self.view.observe(self.preset, names="value")
+        self.update()
+
+    def preset(self, _change=None) -> None:
+        """Move tilt and turn to the chosen preset, redrawing once."""
+        self._moving_view = True
+        self.tilt.value, self.turn.value = VIEWS[self.view.value]
+        self._moving_view = False
         self.update()
 
     def update(self, _change=None) -> None:
         """Recompute the scene from the sliders, redraw, and say what is special about it."""
+        if self._moving_view:
+            return
         try:
             self.scene = sphere_scene(
                 (self.u0.value, self.u1.value, self.u2.value), self.scale.value, self.eps.value,
                 self.gamma.value, self.beta.value,
             )
-        except ValueError as error:  # unreachable from the sliders' ranges, kept for programmatic values
-            self.message.value = f"<b>cannot draw:</b> {error}"
+            for name in ("tilt", "turn"):
+                if not math.isfinite(getattr(self, name).value):
+                    raise ValueError(f"{name} must be a finite angle, got {getattr(self, name).value!r}")
+        except ValueError as error:  # values set from code (NaN, 1e309): the sliders' ranges cannot reach them
+            self.scene = self.figure = None
+            self.refuse(str(error))
             return
-        self.message.value = self.scene["message"]
-        self.figure = sphere_figure(self.scene, self.elev.value, self.azim.value)
-        self.output.clear_output(wait=True)
-        with self.output:
-            show_figure(self.figure)
+        self.figure = sphere_figure(self.scene, self.tilt.value, self.turn.value)
+        self.show(render_png(self.figure), self.scene["message"])
 
 
 def norm_against_sigma_figure(d: int, sigmas: torch.Tensor, eps_values) -> Figure:
     """Remark 4.3: ||LN(u)|| against sigma(u) (log axis) for each eps, with the ideal sqrt(d) line."""
     fig = Figure(figsize=(6.5, 3.6))
     ax = fig.add_subplot()
-    for eps in eps_values:
-        ax.semilogx(sigmas, geometry.output_norm_against_sigma(d, sigmas, eps), label=f"eps = {eps:g}")
-    ax.axhline(math.sqrt(d), color="black", ls=":", lw=1, label=f"sqrt(d) = {math.sqrt(d):.2f}")
+    ax.axhline(math.sqrt(d), color="gray", lw=0.8, zorder=1, label=f"sqrt(d) = {math.sqrt(d):.2f}")
+    for i, eps in enumerate(eps_values):  # widest first: the eps = 0 curve lies on sqrt(d) and stays visible
+        ax.semilogx(sigmas, geometry.output_norm_against_sigma(d, sigmas, eps), lw=1.5 + 1.5 * (len(eps_values) - 1 - i),
+                    alpha=0.85, label=f"eps = {eps:g}", zorder=2 + i)
     ax.set_xlabel("sigma(u)")
     ax.set_ylabel("||LN(u)||  (gamma = 1, beta = 0)")
     ax.set_title(f"epsilon breaks scale invariance near zero variance (d = {d})")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     return fig
