@@ -63,6 +63,7 @@ def component_table(model: nn.Module) -> list[Row]:
 def format_table(rows: list[Row]) -> str:
     """The table as the lecture prints it: component, parameters with thousands separators, share."""
     width = max(len(row.component) for row in rows)
-    lines = [f"{'component':<{width}}  {'parameters':>10}  {'share':>6}"]
-    lines += [f"{row.component:<{width}}  {row.parameters:>10,}  {row.share:>6.1%}" for row in rows]
+    digits = max(len("parameters"), *(len(f"{row.parameters:,}") for row in rows))  # aligned at any size
+    lines = [f"{'component':<{width}}  {'parameters':>{digits}}  {'share':>6}"]
+    lines += [f"{row.component:<{width}}  {row.parameters:>{digits},}  {row.share:>6.1%}" for row in rows]
     return "\n".join(lines)

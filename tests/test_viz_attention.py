@@ -1,12 +1,16 @@
 """The attention explorer and its figure data, driven without a browser."""
 
 import base64
+import io
 
+import numpy
 import pytest
 import torch
 
 pytest.importorskip("ipywidgets")
 pytest.importorskip("matplotlib")
+
+from PIL import Image  # noqa: E402
 
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, circuits, encode, run_with_cache  # noqa: E402
 from gptlib.viz.attention import (  # noqa: E402
@@ -151,3 +155,14 @@ def test_figures_draw_what_they_are_given(model):
     spectrum = torch.tensor([3.0, 1.0, 1e-9])
     fig = singular_values_figure({"M": spectrum}, 1e-6, "test")
     torch.testing.assert_close(torch.tensor(fig.axes[0].lines[0].get_ydata()), spectrum.double(), check_dtype=False)
+
+
+def test_partial_repaint_gives_the_same_pixels_as_a_full_draw(model):
+    from gptlib.viz.attention import AttentionPicture
+    from gptlib.viz.display import render_png
+
+    explorer = AttentionExplorer(model, text="To be, or not")
+    explorer.layer.value, explorer.head.value = 2, 3  # repainted over the background twice
+    fresh = AttentionPicture(explorer.run.labels, COURSE_CONFIG.H, float(explorer.run.write_norms.max()))
+    decode = lambda png: torch.from_numpy(numpy.asarray(Image.open(io.BytesIO(png))))  # noqa: E731
+    assert torch.equal(decode(bytes(explorer.image.value)), decode(render_png(fresh.draw(explorer.view))))

@@ -110,7 +110,8 @@ def test_bad_values_from_code_keep_the_picture_greyed_and_clear_the_scene():
     picture = bytes(widget.image.value)
     widget.u1.value = float("nan")
     assert widget.scene is None and widget.figure is None
-    assert widget.message.startswith("Cannot draw: u_2 must be a finite number") and "last valid input" in widget.message
+    assert widget.message.startswith("Cannot draw: u_2 must be a finite number")
+    assert "last valid input" in widget.message
     assert bytes(widget.image.value) == picture and "gptlib-stale" in widget.image._dom_classes
     widget.u1.value = 0.5
     assert widget.scene is not None and "gptlib-stale" not in widget.image._dom_classes

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import ipywidgets as widgets
 import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
@@ -21,7 +22,7 @@ from .. import circuits
 from ..cache import run_with_cache
 from ..data import encode
 from ..model import GPT
-from .display import render_png
+from .display import canvas_png
 from .explorer import Explorer
 
 SHOWN = {"\n": "\\n", " ": "␣"}
@@ -111,7 +112,7 @@ HEAD_WIDTH = 30  # px per head in the write-norm panel
 def attention_figure(view: AttentionView) -> Figure:
     """Left: A^h, query characters down, key characters across. Right: the write norm of every
     head of the layer at each query position, the same rows as A^h, the shown head outlined."""
-    return AttentionPicture(view.labels, view.write_norms.shape[0]).draw(view)
+    return AttentionPicture(view.labels, view.write_norms.shape[0], float(view.write_norms.max())).draw(view)
 
 
 class AttentionPicture:
@@ -119,9 +120,11 @@ class AttentionPicture:
 
     Building lays out 2T character labels, two heatmaps and their colour bars; draw(view) only
     swaps the heatmaps' data and the titles, so the explorer pays the layout once per text.
+    The write norms' colour scale runs from 0 to `norm_max` (the explorer passes the largest
+    norm of every layer, so shades compare across layers and the colour bar never changes).
     """
 
-    def __init__(self, labels: list[str], H: int):
+    def __init__(self, labels: list[str], H: int, norm_max: float):
         T = len(labels)
         cell = max(min(HEAT_SIDE // T, CELL_RANGE[1]), CELL_RANGE[0], -(-MIN_SIDE // T))
         font = 9 if cell >= 13 else 8
@@ -131,21 +134,23 @@ class AttentionPicture:
         width = x_norms_bar + m["bar"] + m["gap"] + m["right"]
         height = m["bottom"] + side + m["top"]
         self.fig = fig = Figure(figsize=(width / DPI, height / DPI), dpi=DPI)
+        self.canvas = FigureCanvasAgg(fig)
+        self.background = None  # png()'s pixels of everything that does not change with layer and head
         top = height - m["top"]  # pixel row of A^h's top edge
 
         def axes(x, w):  # an axes box in pixels, as tall as A^h, aligned with its rows
-            ax = fig.add_axes((x / width, (top - side) / height, w / width, side / height))
-            ax.set_xticks([])
-            ax.set_yticks([])
-            return ax
+            return fig.add_axes((x / width, (top - side) / height, w / width, side / height))
 
         def at(x, y, text, **style):  # text at pixel (x, y) from the bottom-left corner
             return fig.text(x / width, y / height, text, **style)
 
         heat, norms = axes(m["left"], side), axes(x_norms, H * HEAD_WIDTH)
+        for ax in (heat, norms):
+            ax.set_axis_off()  # no ticks, no frame: png() paints the heatmaps over the background, nothing over them
         self.heat = heat.imshow(torch.zeros(T, T).numpy(), cmap="viridis", vmin=0.0, vmax=1.0,
                                 interpolation="nearest", aspect="auto")
-        self.norms = norms.imshow(torch.zeros(T, H).numpy(), cmap="Greys", interpolation="nearest", aspect="auto")
+        self.norms = norms.imshow(torch.zeros(T, H).numpy(), cmap="Greys", vmin=0.0, vmax=max(norm_max, 1e-12),
+                                  interpolation="nearest", aspect="auto")
         fig.colorbar(self.heat, cax=axes(m["left"] + side + m["bar"] // 2, m["bar"]))
         fig.colorbar(self.norms, cax=axes(x_norms_bar, m["bar"]))
         self.outline = norms.add_patch(Rectangle((-0.5, -0.5), 1, T, fill=False, edgecolor="tab:orange", linewidth=2.5))
@@ -163,12 +168,30 @@ class AttentionPicture:
         at(x_norms, top + 6, r"$\|(A^h X W_{OV}^h)_t\|$ at row t", fontsize=9, va="bottom")
         at(x_norms + H * HEAD_WIDTH / 2, 4, "head h", fontsize=9, ha="center", va="bottom")
 
+    def png(self, view: AttentionView) -> bytes:
+        """draw(view) as PNG bytes, repainting only what a new layer or head changes.
+
+        The first call paints everything except the changing artists and keeps that
+        background; later calls restore it and paint the heatmaps, the outline, the head
+        numbers and the title over it (about a fifth of a full draw).
+        """
+        self.draw(view)
+        changing = [self.heat, self.norms, self.outline, self.title, *self.head_labels]
+        if self.background is None:
+            for artist in changing:
+                artist.set_animated(True)  # left out of the full draw
+            self.canvas.draw()
+            self.background = self.canvas.copy_from_bbox(self.fig.bbox)
+        else:
+            self.canvas.restore_region(self.background)
+        for artist in changing:
+            self.fig.draw_artist(artist)
+        return canvas_png(self.canvas)
+
     def draw(self, view: AttentionView) -> Figure:
         """The figure showing `view` (same text as this picture was built for)."""
-        written = view.write_norms.T.numpy()  # (T, H)
         self.heat.set_data(view.A.numpy())
-        self.norms.set_data(written)
-        self.norms.set_clim(0.0, max(float(written.max()), 1e-12))
+        self.norms.set_data(view.write_norms.T.numpy())  # (T, H)
         self.outline.set_x(view.head - 0.5)
         for h, label in enumerate(self.head_labels):
             label.set_fontweight("bold" if h == view.head else "normal")
@@ -229,7 +252,7 @@ class AttentionExplorer(Explorer):
         """Run the model on the new text, then redraw; unreadable text keeps the last picture."""
         try:
             self.run = attention_run(self.model, self.text.value)
-            self.picture = AttentionPicture(self.run.labels, self.model.config.H)
+            self.picture = AttentionPicture(self.run.labels, self.model.config.H, float(self.run.write_norms.max()))
         except ValueError as error:
             self.run = self.view = None
             self.refuse(str(error))
@@ -242,6 +265,6 @@ class AttentionExplorer(Explorer):
             return  # the text is still unreadable: its message stays
         self.view = self.run.view(self.layer.value, self.head.value)
         self.show(
-            render_png(self.picture.draw(self.view)),
+            self.picture.png(self.view),
             f"{len(self.view.labels)} characters, layer {self.view.layer}, head {self.view.head}",
         )

@@ -1,8 +1,14 @@
-"""Theorem 5.2 explorer widget, and the figure of Project aside 5.2's variance over the 2L residual writes."""
+"""Theorem 5.2 explorer widget, and the figure of Project aside 5.2's variance over the 2L residual writes.
+
+    whole_number(name, typed)     a size typed by the learner, exactly, or a ValueError saying why not
+    ParameterCountExplorer()      the widget: sizes -> meta-device model -> table, shares, closed form
+    count_figure(rows, config)    that table beside bars of each component's share
+    init_variance_figure(...)     Project aside 5.2: write variance against L, with and without 1/sqrt(2L)
+"""
 
 from __future__ import annotations
 
-import html
+from decimal import Decimal, InvalidOperation
 
 import ipywidgets as widgets
 import torch
@@ -11,89 +17,120 @@ from matplotlib.figure import Figure
 from ..config import COURSE_CONFIG, GPTConfig
 from ..counting import component_table, format_table, theorem_5_2
 from ..model import GPT
-from .display import show_figure
+from .display import render_png
+from .explorer import Explorer
+
+SIZES = ("V", "T_max", "d", "H", "L")
+MAX_L = 10_000  # blocks: a meta-device model is built block by block, and GPT-3 has 96
 
 
-class ParameterCountExplorer(widgets.VBox):
+def whole_number(name: str, typed: str) -> int:
+    """What the learner typed into a size box, as an int, or a ValueError saying why it is not one.
+
+    Accepts digits with optional thousands separators ("50,257", "50_257") and whole numbers in
+    scientific notation ("1e3"); refuses fractions ("12.5") and non-numbers, never rounding.
+    Whether the number is a valid size (positive, H divides d, ...) is GPTConfig's rule.
+    """
+    text = typed.strip().replace(",", "").replace("_", "")
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise ValueError(f"{name}: {typed.strip()!r} is not a number") from None
+    if not value.is_finite():
+        raise ValueError(f"{name}: {typed.strip()!r} is not a finite number")
+    if value != value.to_integral_value():
+        raise ValueError(f"{name}: {typed.strip()} is not a whole number")
+    return int(value)
+
+
+class ParameterCountExplorer(Explorer):
     """Theorem 5.2 for any (V, T_max, d, H, L, tying), measured on a meta-device model.
 
     The model is built on torch.device("meta"), which allocates no memory, so GPT-3-sized
-    configurations count instantly. After each change: `config` (or None), `rows` (the
-    component table from named_parameters), `closed_form` (theorem_5_2), `message` (text).
+    configurations count instantly. Every other field of the config it is given (attn_only,
+    d_ff, norm, ...) is kept. The sizes are text boxes read by whole_number: what the learner
+    typed is used exactly or refused with the reason, never rounded or clamped.
+    After each change: `config` (or None), `rows` (the component table from named_parameters),
+    `closed_form` (theorem_5_2); `.message`, `.status`, `.image` as in gptlib.viz.explorer.
 
     CSS classes: gptlib-count-V, gptlib-count-Tmax, gptlib-count-d, gptlib-count-H,
     gptlib-count-L, gptlib-count-tie (controls), gptlib-count-message (status line),
-    gptlib-count-output (table and figure).
+    gptlib-count-output (the picture: table and shares).
     """
 
-    LIMITS = {"V": 10**6, "T_max": 10**6, "d": 2**16, "H": 2**10, "L": 2**10}
+    what = "Theorem 5.2's parameter count for sizes you type"
 
     def __init__(self, config: GPTConfig = COURSE_CONFIG):
-        css = {"V": "V", "T_max": "Tmax", "d": "d", "H": "H", "L": "L"}
+        self.base = config
         self.controls = {}
-        for name, limit in self.LIMITS.items():
-            box = widgets.BoundedIntText(value=getattr(config, name), min=1, max=limit, description=name)
-            box.add_class(f"gptlib-count-{css[name]}")
+        for name in SIZES:
+            box = widgets.Text(value=f"{getattr(config, name)}", description=name, continuous_update=False,
+                               layout=widgets.Layout(width="15em"), style={"description_width": "3.5em"})
+            box.add_class(f"gptlib-count-{name.replace('_', '')}")
             self.controls[name] = box
             setattr(self, name, box)  # explorer.V, explorer.T_max, ... are the text boxes
         self.tie = widgets.Checkbox(value=config.tie_weights, description="tie W_U = E^T")
         self.tie.add_class("gptlib-count-tie")
-        self.status = widgets.HTML()
-        self.status.add_class("gptlib-count-message")
-        self.output = widgets.Output()
-        self.output.add_class("gptlib-count-output")
+        self.config: GPTConfig | None = None
+        self.rows = self.closed_form = None
         for control in (*self.controls.values(), self.tie):
             control.observe(self.update, names="value")
-        super().__init__([widgets.HBox(list(self.controls.values())), self.tie, self.status, self.output])
+        super().__init__([widgets.HBox(list(self.controls.values())), self.tie], css="count")
+        self.add_class("gptlib-count")
         self.update()
 
     def update(self, _change=None) -> None:
-        self.output.clear_output()
-        sizes = {name: box.value for name, box in self.controls.items()}
         try:
-            self.config = GPTConfig(**sizes, tie_weights=self.tie.value)
-        except ValueError as error:
+            sizes = {name: whole_number(name, box.value) for name, box in self.controls.items()}
+            if sizes["L"] > MAX_L:
+                raise ValueError(f"L = {sizes['L']:,} blocks is more than this explorer builds (at most {MAX_L:,})")
+            config = self.base.replace(**sizes, tie_weights=self.tie.value)
+            with torch.device("meta"):
+                model = GPT(config)  # shapes only, no memory
+        except (ValueError, RuntimeError) as error:  # RuntimeError: a size too large for torch's int64 shapes
             self.config, self.rows, self.closed_form = None, None, None
-            self._say(f"Invalid configuration: {error}", error=True)
+            self.refuse(f"invalid configuration: {error}")
             return
-        with torch.device("meta"):
-            model = GPT(self.config)  # shapes only, no memory
+        self.config = config
         self.rows = component_table(model)
-        self.closed_form = theorem_5_2(self.config)
+        self.closed_form = theorem_5_2(config)
         measured = self.rows[-1].parameters
-        L, d = self.config.L, self.config.d
+        L, d = config.L, config.d
         agree = "equals" if measured == self.closed_form else "DIFFERS FROM"
-        self._say(
+        self.show(
+            render_png(count_figure(self.rows, config)),
             f"measured {measured:,} {agree} Theorem 5.2's {self.closed_form:,}; "
             f"leading 12Ld^2 = {12 * L * d * d:,} ({12 * L * d * d / measured:.1%}), "
             f"10Ld = {10 * L * d:,} ({10 * L * d / measured:.2%})",
-            error=measured != self.closed_form,
         )
-        with self.output:
-            print(format_table(self.rows))
-            show_figure(share_figure(self.rows))
-
-    def _say(self, text: str, error: bool = False) -> None:
-        self.message = text
-        colour = "#b00020" if error else "inherit"
-        self.status.value = f'<span style="color:{colour}">{html.escape(text)}</span>'
 
 
-def share_figure(rows) -> Figure:
-    """Horizontal bars: each component's share of the total (rows from counting.component_table)."""
+def count_figure(rows, config: GPTConfig) -> Figure:
+    """The component table as text beside horizontal bars of each component's share (rows from
+    counting.component_table); one fixed size, so the picture never moves the page."""
     parts = rows[:-1]
-    fig = Figure(figsize=(6, 2.2))
-    ax = fig.add_subplot()
-    ax.barh([row.component for row in parts][::-1], [100 * row.share for row in parts][::-1], color="#4c72b0")
-    ax.set_xlabel("share of all parameters (%)")
+    fig = Figure(figsize=(10.0, 2.4), dpi=100)
+    fig.text(0.01, 0.95, format_table(rows), family="monospace", fontsize=9, va="top")
+    switches = [name for name in ("tie_weights", "attn_only") if getattr(config, name)]
+    fig.text(0.01, 0.04, f"V={config.V:,}  T_max={config.T_max:,}  d={config.d:,}  H={config.H:,}  L={config.L:,}  "
+             f"d_ff={config.d_ff:,}" + "".join(f"  {name}" for name in switches), fontsize=8, color="dimgray")
+    ax = fig.add_axes((0.74, 0.22, 0.24, 0.72))
+    ax.barh(range(len(parts)), [100 * row.share for row in parts][::-1], color="#4c72b0")
+    ax.set_yticks([])
+    for i, row in enumerate(parts[::-1]):
+        ax.text(101, i, f"{row.share:.1%}", va="center", fontsize=8)
     ax.set_xlim(0, 100)
-    fig.tight_layout()
+    ax.set_xlabel("share of all parameters (%)", fontsize=8)
+    ax.tick_params(labelsize=8)
     return fig
 
 
 def init_variance_figure(L_values, scaled: list[dict], unscaled: list[dict]) -> Figure:
-    """Accumulated write variance against L, with and without 1/sqrt(2L) (from gptlib.residual.residual_write_variance)."""
-    fig = Figure(figsize=(6.5, 3.6))
+    """Accumulated write variance against L, with and without 1/sqrt(2L) (from gptlib.residual.residual_write_variance).
+
+    The legend sits below the axes, where it cannot cover a point.
+    """
+    fig = Figure(figsize=(6.5, 4.6), layout="constrained")
     ax = fig.add_subplot()
     for runs, label, colour in ((unscaled, "W_O, W_2 std 0.02", "#c44e52"), (scaled, "W_O, W_2 std 0.02/sqrt(2L)", "#4c72b0")):
         ax.plot(L_values, [run["accumulated"] for run in runs], "o", color=colour, label=f"{label}: measured Var(X^(L) - X^(0))")
@@ -104,8 +141,7 @@ def init_variance_figure(L_values, scaled: list[dict], unscaled: list[dict]) -> 
     ax.set_yscale("log")
     ax.set_xlabel("number of blocks L (2L residual writes)")
     ax.set_ylabel("variance per coordinate")
-    ax.legend(fontsize=7)
+    fig.legend(loc="outside lower center", ncol=2, fontsize=7, frameon=False)
     ax.set_title(f"grows ~2L unscaled, stays ~flat scaled (ratio at L={L_values[-1]}: "
                  f"{unscaled[-1]['accumulated'] / scaled[-1]['accumulated']:.1f})", fontsize=9)
-    fig.tight_layout()
     return fig

@@ -2,6 +2,7 @@
 
     figure_png(fig)    PNG bytes with a tight bounding box: static figures of any layout
     render_png(fig)    PNG bytes from one Agg draw: the explorers' pictures, laid out in pixels
+    canvas_png(canvas) PNG bytes of what an Agg canvas holds (after a partial redraw)
     show_figure(fig)   display figure_png(fig) as an image output
 """
 
@@ -31,10 +32,14 @@ def render_png(fig: Figure) -> bytes:
     """
     canvas = FigureCanvasAgg(fig)
     canvas.draw()
+    return canvas_png(canvas)
+
+
+def canvas_png(canvas: FigureCanvasAgg) -> bytes:
+    """What an Agg canvas holds now, as PNG bytes (zlib level 1, see render_png)."""
     buffer = io.BytesIO()
-    Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).convert("RGB").save(
-        buffer, format="png", compress_level=1
-    )
+    rgba = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    rgba.convert("RGB").save(buffer, format="png", compress_level=1)
     return buffer.getvalue()
 
 
@@ -44,6 +49,7 @@ def show_figure(fig: Figure, dpi: int = 100) -> None:
     Rendering the bytes ourselves avoids pyplot's global state, so a figure never shows
     twice and never turns into an interactive canvas when ipympl is active elsewhere.
     """
-    from IPython.display import Image as PNG, display
+    from IPython.display import Image as PNG
+    from IPython.display import display
 
     display(PNG(figure_png(fig, dpi)))

@@ -279,8 +279,9 @@ def norm_against_sigma_figure(d: int, sigmas: torch.Tensor, eps_values) -> Figur
     ax = fig.add_subplot()
     ax.axhline(math.sqrt(d), color="gray", lw=0.8, zorder=1, label=f"sqrt(d) = {math.sqrt(d):.2f}")
     for i, eps in enumerate(eps_values):  # widest first: the eps = 0 curve lies on sqrt(d) and stays visible
-        ax.semilogx(sigmas, geometry.output_norm_against_sigma(d, sigmas, eps), lw=1.5 + 1.5 * (len(eps_values) - 1 - i),
-                    alpha=0.85, label=f"eps = {eps:g}", zorder=2 + i)
+        width = 1.5 + 1.5 * (len(eps_values) - 1 - i)
+        ax.semilogx(sigmas, geometry.output_norm_against_sigma(d, sigmas, eps), lw=width, alpha=0.85,
+                    label=f"eps = {eps:g}", zorder=2 + i)
     ax.set_xlabel("sigma(u)")
     ax.set_ylabel("||LN(u)||  (gamma = 1, beta = 0)")
     ax.set_title(f"epsilon breaks scale invariance near zero variance (d = {d})")
