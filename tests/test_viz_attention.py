@@ -164,5 +164,5 @@ def test_partial_repaint_gives_the_same_pixels_as_a_full_draw(model):
     explorer = AttentionExplorer(model, text="To be, or not")
     explorer.layer.value, explorer.head.value = 2, 3  # repainted over the background twice
     fresh = AttentionPicture(explorer.run.labels, COURSE_CONFIG.H, float(explorer.run.write_norms.max()))
-    decode = lambda png: torch.from_numpy(numpy.asarray(Image.open(io.BytesIO(png))))  # noqa: E731
+    decode = lambda png: torch.from_numpy(numpy.array(Image.open(io.BytesIO(png))))  # noqa: E731
     assert torch.equal(decode(bytes(explorer.image.value)), decode(render_png(fresh.draw(explorer.view))))
