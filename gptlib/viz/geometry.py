@@ -173,6 +173,9 @@ def sphere_figure(scene: dict, tilt: float = VIEWS["oblique"][0], turn: float = 
     fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=9, frameon=False)
     fig.text(0.5, 0.985, f"view: tilt {tilt:.0f} deg above the plane, turned {turn:.0f} deg about 1", ha="center",
              va="top", fontsize=9, color="dimgray")
+    shrink = scene["normalized_norm"] / math.sqrt(D)  # printed too: a small eps moves the point by less than a pixel
+    fig.text(0.5, 0.2, f"||LN(cu)|| = {scene['normalized_norm']:.4f} = {shrink:.4f} sqrt(3)", ha="center",
+             va="bottom", fontsize=10, color=COLOURS["normalized"])
     return fig
 
 

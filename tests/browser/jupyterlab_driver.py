@@ -36,9 +36,15 @@ def output_texts(page) -> list[str]:
     )
 
 
+def picture(css_class: str) -> str:
+    """CSS selector of an explorer's picture: the Image widget's <img> carries the class itself
+    (an Output widget's image sits inside the element with the class)."""
+    return f"img.{css_class}, .{css_class} img"
+
+
 def image_source(page, css_class: str, timeout_ms: int = 30_000) -> str:
     """The src of the PNG that the widget output area with this class shows (waits for one)."""
-    image = page.locator(f".{css_class} img").first
+    image = page.locator(picture(css_class)).first
     image.wait_for(timeout=timeout_ms)
     return image.get_attribute("src")
 
@@ -46,11 +52,67 @@ def image_source(page, css_class: str, timeout_ms: int = 30_000) -> str:
 def wait_for_new_image(page, css_class: str, old_src: str, timeout_ms: int = 30_000) -> str:
     """Wait until the widget's PNG differs from `old_src`; return the new src."""
     page.wait_for_function(
-        """([cls, old]) => {
-            const img = document.querySelector(`.${cls} img`);
+        """([selector, old]) => {
+            const img = document.querySelector(selector);
             return img !== null && img.getAttribute('src') !== old;
         }""",
-        arg=[css_class, old_src],
+        arg=[picture(css_class), old_src],
         timeout=timeout_ms,
     )
     return image_source(page, css_class)
+
+
+# Watches one explorer's picture: the time of the last key press (capture phase, before any
+# widget sees it), the time the next new picture had loaded (decoded, ready to paint), and
+# whether the <img> was ever removed or emptied meanwhile (a blank frame).
+WATCH = """(selector) => {
+    const img = document.querySelector(selector);
+    const state = {start: null, done: null, blanked: false};
+    window.__gptlibWatch?.stop();
+    const onKey = () => { if (state.done === null) state.start = performance.now(); };
+    const onLoad = () => { if (state.start !== null && state.done === null) state.done = performance.now(); };
+    document.addEventListener('keydown', onKey, true);
+    img.addEventListener('load', onLoad);
+    const observer = new MutationObserver(records => {
+        for (const record of records) {
+            if ([...record.removedNodes].some(node => node === img || node.contains?.(img))) state.blanked = true;
+            if (record.target === img && !img.getAttribute('src')) state.blanked = true;
+        }
+    });
+    observer.observe(document.body, {subtree: true, childList: true, attributes: true, attributeFilter: ['src']});
+    state.stop = () => {
+        observer.disconnect();
+        document.removeEventListener('keydown', onKey, true);
+        img.removeEventListener('load', onLoad);
+    };
+    window.__gptlibWatch = state;
+}"""
+
+
+def round_trip_ms(page, css_class: str, act, timeout_ms: int = 30_000) -> float:
+    """Milliseconds from the key press that `act()` makes to the explorer's next decoded picture.
+
+    Fails if the picture was blanked or removed on the way (updates must happen in place).
+    """
+    page.evaluate(WATCH, picture(css_class))
+    act()
+    page.wait_for_function("() => window.__gptlibWatch.done !== null", timeout=timeout_ms)
+    start, done, blanked = page.evaluate(
+        "() => { const w = window.__gptlibWatch; w.stop(); return [w.start, w.done, w.blanked]; }"
+    )
+    assert not blanked, f"the {css_class} picture went blank during an update"
+    assert start is not None, "no key press reached the page"
+    return done - start
+
+
+def picture_digest(page, css_class: str) -> str:
+    """SHA-256 of the bytes the explorer's picture shows (its blob URL changes on any widget
+    change, even a CSS class, so compare contents, not URLs)."""
+    return page.evaluate(
+        """async (selector) => {
+            const bytes = await (await fetch(document.querySelector(selector).src)).arrayBuffer();
+            const digest = await crypto.subtle.digest('SHA-256', bytes);
+            return [...new Uint8Array(digest)].map(b => b.toString(16).padStart(2, '0')).join('');
+        }""",
+        picture(css_class),
+    )

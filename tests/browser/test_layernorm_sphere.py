@@ -1,6 +1,6 @@
 """Notebook 04's LayerNorm sphere, moved with the keyboard as a learner would."""
 
-from jupyterlab_driver import image_source, open_and_run_all, wait_for_new_image
+from jupyterlab_driver import open_and_run_all, picture, round_trip_ms
 
 
 def type_into_readout(page, css_class: str, value: str) -> None:
@@ -12,22 +12,37 @@ def type_into_readout(page, css_class: str, value: str) -> None:
     page.keyboard.press("Enter")
 
 
-def test_sphere_redraws_on_slider_keys_and_explains_constant_u(page, lab):
+def test_sphere_redraws_in_place_on_keys_presets_and_explains_constant_u(page, lab):
     open_and_run_all(page, lab, "04_layernorm_geometry.ipynb")
     sphere = page.locator(".gptlib-sphere").first
     sphere.scroll_into_view_if_needed()
-    first = image_source(page, "gptlib-sphere-output")
+    message = sphere.locator(".gptlib-sphere-message")
 
-    handle = page.locator(".gptlib-sphere-azim .noUi-handle").first
-    handle.focus()
-    handle.press("ArrowRight")
-    rotated = wait_for_new_image(page, "gptlib-sphere-output", first)
+    turn = sphere.locator(".gptlib-sphere-turn .noUi-handle")
+    turn.focus()
+    round_trip_ms(page, "gptlib-sphere-output", lambda: turn.press("ArrowRight"))  # fails on a blank frame
+    eps = sphere.locator(".gptlib-sphere-eps .noUi-handle")
+    eps.focus()
+    for shown in ("0.001", "0.003", "0.01"):  # every step of epsilon draws a different picture
+        round_trip_ms(page, "gptlib-sphere-output", lambda: eps.press("ArrowRight"))
+        assert f"eps = {shown} > 0" in message.inner_text()
 
-    page.locator(".gptlib-sphere-u0 .noUi-handle").first.press("ArrowLeft")
-    wait_for_new_image(page, "gptlib-sphere-output", rotated)
+    preset = sphere.locator(".gptlib-sphere-view button", has_text="down the all-ones axis")
+    preset.focus()
+    round_trip_ms(page, "gptlib-sphere-output", lambda: preset.press("Space"))
+    assert sphere.locator(".gptlib-sphere-tilt .widget-readout").inner_text() == "90"
 
     for css_class in ("gptlib-sphere-u0", "gptlib-sphere-u1", "gptlib-sphere-u2"):
         type_into_readout(page, css_class, "0.5")
-    message = page.locator(".gptlib-sphere-message").first
     message.filter(has_text="constant").wait_for(timeout=30_000)
     assert "Traceback" not in sphere.inner_text()
+
+
+def test_the_static_copy_is_hidden_while_the_live_explorer_shows(page, lab):
+    open_and_run_all(page, lab, "04_layernorm_geometry.ipynb")
+    sphere = page.locator(".gptlib-sphere").first
+    sphere.scroll_into_view_if_needed()
+    live = sphere.locator(picture("gptlib-sphere-output")).first
+    assert live.is_visible()
+    static = page.locator(".jp-OutputArea-child:has(+ .jp-OutputArea-child .gptlib-sphere) img")
+    assert static.count() == 1 and not static.is_visible()  # in the saved file, not twice on screen

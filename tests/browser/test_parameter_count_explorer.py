@@ -1,24 +1,32 @@
 """Notebook 05's parameter-count explorer, typed into as a learner would."""
 
-from jupyterlab_driver import open_and_run_all
+from jupyterlab_driver import open_and_run_all, picture, picture_digest, round_trip_ms
 
 
-def test_count_explorer_reports_invalid_heads_and_tied_count(page, lab):
+def test_count_explorer_refuses_in_words_keeps_its_picture_and_counts_tied(page, lab):
     open_and_run_all(page, lab, "05_gpt_and_parameter_count.ipynb")
-    message = page.locator(".gptlib-count-message").first
-    message.scroll_into_view_if_needed()
+    explorer = page.locator(".gptlib-count").first
+    explorer.scroll_into_view_if_needed()
+    message = explorer.locator(".gptlib-count-message")
     assert "816,640" in message.inner_text()  # Theorem 5.2, course configuration
+    image = explorer.locator(picture("gptlib-count-output")).first
+    shown, box = picture_digest(page, "gptlib-count-output"), image.bounding_box()
 
-    heads = page.locator(".gptlib-count-H input").first
+    width = explorer.locator(".gptlib-count-d input")
+    width.fill("12.5")
+    width.press("Enter")
+    message.filter(has_text="12.5 is not a whole number").wait_for(timeout=30_000)
+    heads = explorer.locator(".gptlib-count-H input")
+    width.fill("128")
     heads.fill("5")
     heads.press("Enter")
     message.filter(has_text="H must divide d").wait_for(timeout=30_000)
-    assert "Traceback" not in page.locator(".gptlib-count-output").first.inner_text()
+    assert picture_digest(page, "gptlib-count-output") == shown and "gptlib-stale" in image.get_attribute("class")
+    assert image.bounding_box() == box and "Traceback" not in explorer.inner_text()
 
     heads.fill("8")
-    heads.press("Enter")
+    round_trip_ms(page, "gptlib-count-output", lambda: heads.press("Enter"))  # fails on a blank frame
     message.filter(has_text="measured 816,640 equals").wait_for(timeout=30_000)
-
-    page.locator(".gptlib-count-tie input").first.check()
+    explorer.locator(".gptlib-count-tie input").check()
     # Exercise 5: tying removes W_U, d V = 128 * 65 = 8,320 parameters
     message.filter(has_text=f"measured {816_640 - 128 * 65:,} equals").wait_for(timeout=30_000)

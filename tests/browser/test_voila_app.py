@@ -10,11 +10,15 @@ def test_every_explorer_redraws_in_the_voila_app(page, voila_app):
     first = {css: image_source(page, css, timeout_ms=120_000) for css in OUTPUTS}
     assert "load_pretrained" not in page.locator("body").inner_text()  # code hidden
 
-    page.locator(".gptlib-attn-head select").first.select_option(label="2")
+    head = page.locator(".gptlib-attn-head .noUi-handle").first
+    head.focus()
+    head.press("ArrowRight")
+    head.press("ArrowRight")
+    page.locator(".gptlib-attn-message").first.filter(has_text="head 2").wait_for(timeout=30_000)
     wait_for_new_image(page, "gptlib-attn-output", first["gptlib-attn-output"])
     assert "layer 0, head 2" in page.locator(".gptlib-attn-message").first.inner_text()
 
-    handle = page.locator(".gptlib-sphere-azim .noUi-handle").first
+    handle = page.locator(".gptlib-sphere-turn .noUi-handle").first
     handle.focus()
     handle.press("ArrowRight")
     wait_for_new_image(page, "gptlib-sphere-output", first["gptlib-sphere-output"])
