@@ -7,7 +7,7 @@ BENCH_READY := $(VENV)/.bench-ready
 APP_PORT ?= 8866
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: lab app book test unit notebooks env train-shakespeare train-induction bench
+.PHONY: lab app book test unit notebooks env train-shakespeare train-induction bench bench-explorers
 
 $(READY): pyproject.toml tools/ensure_env.py
 	$(PYTHON) tools/ensure_env.py --venv $(VENV)
@@ -47,3 +47,8 @@ $(BENCH_READY): $(READY) pyproject.toml
 
 bench: $(BENCH_READY)  ## gptlib vs Hugging Face GPT-2 and TransformerLens: logits check, then timings into benchmarks/results/
 	$(BIN)/python -m benchmarks.run --nbval
+	$(MAKE) bench-explorers
+
+bench-explorers: $(READY)  ## the explorers' round trips (key press -> new picture) in JupyterLab and Voila, Chromium headless
+	@command -v chromium >/dev/null || $(PYTHON) tools/ensure_env.py --chromium
+	$(BIN)/python -m benchmarks.roundtrip

@@ -88,10 +88,9 @@ def serve(cmd: list[str], ready_url: str, log_path: Path, env: dict | None = Non
         log.close()
 
 
-@pytest.fixture(scope="session")
-def lab(tmp_path_factory):
-    """A JupyterLab server on 127.0.0.1 serving a copy of notebooks/; yields (base_url, token)."""
-    tmp = tmp_path_factory.mktemp("lab")
+@contextlib.contextmanager
+def lab_server(tmp: Path):
+    """A JupyterLab server on 127.0.0.1 serving a copy of notebooks/ (in tmp); yields (base_url, token)."""
     root = tmp / "notebooks"
     shutil.copytree(ROOT / "notebooks", root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     settings = tmp / "settings" / "@jupyterlab" / "apputils-extension"
@@ -110,10 +109,9 @@ def lab(tmp_path_factory):
         yield base, token
 
 
-@pytest.fixture(scope="session")
-def voila_app(tmp_path_factory):
+@contextlib.contextmanager
+def voila_server(tmp: Path):
     """`make app`'s Voila server (app/explorers.ipynb, code hidden) on 127.0.0.1; yields its URL."""
-    tmp = tmp_path_factory.mktemp("voila")
     port = free_port()
     cmd = [
         sys.executable, "-m", "voila", str(ROOT / "app" / "explorers.ipynb"), "--Voila.ip=127.0.0.1",
@@ -122,6 +120,18 @@ def voila_app(tmp_path_factory):
     base = f"http://127.0.0.1:{port}"
     with serve(cmd, f"{base}/voila/static/voila.js", tmp / "server.log", server_env(tmp)):
         yield base
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    with lab_server(tmp_path_factory.mktemp("lab")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def voila_app(tmp_path_factory):
+    with voila_server(tmp_path_factory.mktemp("voila")) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -134,6 +144,13 @@ def browser():
         launched.close()
 
 
+def offline_context(browser):
+    """A 1400 x 1000 browser context whose requests that leave 127.0.0.1 are refused at once."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.route(re.compile(r"^https?://(?!127\.0\.0\.1[:/])"), lambda route: route.abort())
+    return context
+
+
 @pytest.fixture
 def page(browser):
     """A fresh page; any uncaught JavaScript error fails the test.
@@ -141,8 +158,7 @@ def page(browser):
     Requests that leave 127.0.0.1 are refused at once (Voila's template asks a CDN for
     icons): offline they would otherwise wait on name resolution and delay the page's load.
     """
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    context.route(re.compile(r"^https?://(?!127\.0\.0\.1[:/])"), lambda route: route.abort())
+    context = offline_context(browser)
     new_page = context.new_page()
     errors: list[str] = []
     new_page.on("pageerror", lambda exc: errors.append(str(exc)))
