@@ -78,8 +78,8 @@ def token_ids(ids, V: int, *, T_max: int | None = None, dims: tuple[int, ...] = 
         raise ValueError(f"{name} must be a torch.Tensor of integers (see gptlib.encode), got {type(ids).__name__}")
     if ids.dtype == torch.bool or ids.dtype.is_floating_point or ids.dtype.is_complex:
         raise ValueError(f"{name} must have an integer dtype, got {ids.dtype}")
-    if ids.layout != torch.strided:
-        raise ValueError(f"{name} must be a dense tensor, got layout {ids.layout}")
+    if ids.layout != torch.strided or ids.is_meta:
+        raise ValueError(f"{name} must be a dense tensor holding values, got layout {ids.layout} on {ids.device}")
     if ids.dim() not in dims:
         shapes = " or ".join({1: "1-D (T,)", 2: "2-D (B, T)"}[k] for k in dims)
         raise ValueError(f"{name} must be {shapes}, got shape {tuple(ids.shape)}")

@@ -39,10 +39,10 @@ def encode(text: str) -> torch.Tensor:
 
 
 def decode(ids) -> str:
-    """Token ids -> text: a 1-D integer tensor, or a list (any iterable) of ints, each in [0, 65)."""
+    """Token ids -> text: a 1-D integer tensor, or a list (any ordered iterable) of ints, each in [0, 65)."""
     V = len(VOCABULARY)
     if not isinstance(ids, torch.Tensor):
-        if isinstance(ids, (str, bytes, bytearray)) or not isinstance(ids, Iterable):
+        if isinstance(ids, (str, bytes, bytearray, set, frozenset, dict)) or not isinstance(ids, Iterable):
             raise ValueError("decode takes token ids (a 1-D integer tensor or a list of ints), "
                              f"got {type(ids).__name__}")
         ids = list(ids)

@@ -262,7 +262,8 @@ class GPT(nn.Module):
         if squeeze:
             idx = idx.unsqueeze(0)
             targets = None if targets is None else targets.unsqueeze(0)
-        Z = self.forward_from_embeddings(self.embed(idx), explicit=explicit, record=record)  # X^(0) (B, T, d) -> (B, T, V)
+        X = self.embed(idx)  # X^(0), (B, T, d)
+        Z = self.forward_from_embeddings(X, explicit=explicit, record=record)  # (B, T, V)
         if squeeze:
             Z = Z.squeeze(0)
         if targets is None:

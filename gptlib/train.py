@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import shlex
 import sys
@@ -312,8 +313,10 @@ def prepare(args: argparse.Namespace):
     Returns (settings, config, model, resume state or None, (next_batch, evaluate, final_metrics)).
     Nothing is written except an empty probe file in each output folder (created if needed).
     """
-    checks.integer("--threads", args.threads, at_least=1)
+    checks.integer("--threads", args.threads, at_least=1, at_most=os.cpu_count() or 1)
     checks.integer("--eval-windows", args.eval_windows, at_least=1)
+    if args.task != "shakespeare" and (args.corpus is not None or args.download):
+        raise ValueError(f"--corpus and --download are for the shakespeare task; the {args.task} task has no corpus")
     try:
         settings = TrainSettings(**{name: getattr(args, name) for name in asdict(TrainSettings(steps=1))})
     except ValueError as error:
@@ -350,7 +353,11 @@ def prepare(args: argparse.Namespace):
 def check_writable(flag: str, path: Path) -> None:
     """ValueError unless a checkpoint can be written at path, probed by creating a file beside it."""
     if path.exists() and not path.is_file():
-        raise ValueError(f"{flag} {path} exists and is not a regular file (a directory?); give a file path")
+        kind = "a directory" if path.is_dir() else "not a regular file"
+        raise ValueError(f"{flag} {path} is {kind}; give the path of a file")
+    folder = next(p for p in path.parents if p.exists())  # the nearest existing one; '.' or '/' at worst
+    if not folder.is_dir():
+        raise ValueError(f"{flag} {path} cannot be written: {folder} is a file, not a folder")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path.parent):

@@ -69,7 +69,8 @@ def test_token_ids_come_back_as_int64_of_the_same_values():
 @pytest.mark.parametrize(
     "ids, kwargs, rule",
     [
-        (torch.tensor([1, 2]).to_sparse(), {}, "must be a dense tensor"),
+        (torch.tensor([1, 2]).to_sparse(), {}, "must be a dense tensor holding values, got layout torch.sparse_coo"),
+        (torch.zeros(2, dtype=torch.long, device="meta"), {}, "holding values, got layout torch.strided on meta"),
         (torch.zeros(2, 3, dtype=torch.long), dict(dims=(1,)), "must be 1-D (T,), got shape (2, 3)"),
         (torch.zeros(1, 9, dtype=torch.long), dict(T_max=8), "1 <= T <= T_max=8, got T=9"),
         (torch.zeros(5, dtype=torch.int8) - 1, {}, "must lie in [0, V) = [0, 65), got -1, -1, -1, -1, -1$"),

@@ -55,6 +55,8 @@ def test_encode_takes_text(text, rule):
     ("ROMEO", "decode takes token ids (a 1-D integer tensor or a list of ints), got str"),
     (b"\x01\x02", "decode takes token ids (a 1-D integer tensor or a list of ints), got bytes"),
     (5, "decode takes token ids (a 1-D integer tensor or a list of ints), got int"),
+    ({1, 2}, "decode takes token ids (a 1-D integer tensor or a list of ints), got set"),  # no order
+    ({1: 2}, "decode takes token ids (a 1-D integer tensor or a list of ints), got dict"),
     ([1.0, 2.0], "token ids must be integers, got 1.0"),
     ([True, False], "token ids must be integers, got True"),
     ([1, "a"], "token ids must be integers, got 'a'"),

@@ -1,6 +1,7 @@
 """Training: the loss falls, the schedule has its closed form, resume is bit-exact, the CLI writes checkpoints."""
 
 import math
+import os
 import re
 import urllib.error
 import urllib.request
@@ -125,7 +126,8 @@ def files(tmp_path_factory):
           "--out", str(d / "out.pt"), "--state", str(d / "state.pt")])
     _, next_batch = text_batches()
     foreign = GPT(INDUCTION_CONFIG.replace(L=1))
-    save_checkpoint(d / "foreign.pt", foreign, training=train(foreign, next_batch, TrainSettings(steps=1), progress=False))
+    resume = train(foreign, next_batch, TrainSettings(steps=1), progress=False)
+    save_checkpoint(d / "foreign.pt", foreign, training=resume)
     (d / "garbage.pt").write_bytes(b"\x00not a checkpoint" * 100)
     (d / "binary.txt").write_bytes(bytes(range(256)) * 10)
     (d / "unknown.txt").write_text(TEXT + "".join(chr(0x400 + i) for i in range(40)))
@@ -172,7 +174,10 @@ INDUCTION = ["induction", "--steps", "3", "--batch-size", "2", "--eval-every", "
         (["--eval-every", "0"], "--eval-every must be an integer >= 1, got 0"),
         (["--seed", "-1"], "--seed must be an integer in [0, 18446744073709551615], got -1"),
         (["--seed", str(2**64)], "--seed must be an integer in [0, 18446744073709551615]"),
-        (["--threads", "0"], "--threads must be an integer >= 1, got 0"),
+        (["--threads", "0"], f"--threads must be an integer in [1, {os.cpu_count()}], got 0"),
+        (["--threads", "1000000"], f"--threads must be an integer in [1, {os.cpu_count()}], got 1000000"),
+        (["--corpus", "{d}/unknown.txt"], "--corpus and --download are for the shakespeare task"),
+        (["--download"], "--corpus and --download are for the shakespeare task"),
         (["--eval-windows", "0"], "--eval-windows must be an integer >= 1, got 0"),
         (["--T", "65"], "--T 65 exceeds the model's T_max=64"),
         (["--T", "5"], "--T 5 does not suit the induction task: need T >= 8"),
@@ -180,12 +185,14 @@ INDUCTION = ["induction", "--steps", "3", "--batch-size", "2", "--eval-every", "
         (["--resume"], "--resume needs --state PATH"),
         (["--resume", "--state", "{d}/absent.pt"], "--state: no checkpoint file at"),
         (["--resume", "--state", "{d}/garbage.pt"], "garbage.pt is not a readable checkpoint"),
-        (["--resume", "--state", "{d}/foreign.pt"], "was written for another model: its config differs in L 1 (file) vs 2 (model)"),
+        (["--resume", "--state", "{d}/foreign.pt"], "written for another model: its config differs in L 1 (file) vs 2"),
         (["--resume", "--state", "{d}/out.pt"], "out.pt holds no resume state"),
         (["--resume", "--state", "{d}/state.pt", "--steps", "1"], "resume state is at step 2, beyond steps=1"),
-        (["--out", "{d}/folder"], "--out {d}/folder exists and is not a regular file"),
-        (["--out", "{d}/file/x.pt"], "--out {d}/file/x.pt cannot be written"),
-        (["--state", "{d}/file/s.pt"], "--state {d}/file/s.pt cannot be written"),
+        (["--out", "{d}/folder"], "--out {d}/folder is a directory; give the path of a file"),
+        (["--out", "/dev/null"], "--out /dev/null is not a regular file; give the path of a file"),
+        (["--out", "{d}/file/x.pt"], "--out {d}/file/x.pt cannot be written: {d}/file is a file, not a folder"),
+        (["--out", "{d}/file/new/x.pt"], "cannot be written: {d}/file is a file, not a folder"),
+        (["--state", "{d}/file/s.pt"], "--state {d}/file/s.pt cannot be written: {d}/file is a file"),
         (["--state", "{d}/out.pt"], "--state and --out must be different files"),
     ],
 )
