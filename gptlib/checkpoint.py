@@ -126,6 +126,9 @@ def check_payload(payload, source: str) -> GPTConfig:
                          "the only one gptlib's encode and decode use")
     if config.V != len(VOCABULARY):
         raise ValueError(f"{source}: config says V={config.V}, the course's vocabulary has {len(VOCABULARY)} symbols")
+    if config.L > len(payload["state_dict"]):  # each block has weights: refused before building L blocks
+        raise ValueError(f"{source}: config says L={config.L} blocks, but the file holds only "
+                         f"{len(payload['state_dict'])} weights")
     with torch.device("meta"):  # names, shapes and dtypes only: no memory
         expected = GPT(config).state_dict()
     check_state_dict(payload["state_dict"], expected, source)

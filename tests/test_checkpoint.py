@@ -166,6 +166,12 @@ def test_no_model_is_built_off_the_meta_device_while_checking(tmp_path, small_co
     with pytest.raises(ValueError, match=r"weight E has shape \(65, 32\), the model needs \(65, 1000000\)"):
         read_checkpoint(path)
     assert devices == ["meta"]
+    # ten million blocks would be ten million Python modules even on the meta device: none is built
+    path = edited(tmp_path, small_config, lambda p: p["config"].update(L=10**7))
+    devices.clear()  # edited() built the small model it saved
+    with pytest.raises(ValueError, match="config says L=10000000 blocks, but the file holds only 31 weights"):
+        read_checkpoint(path)
+    assert devices == []
 
 
 @pytest.mark.parametrize("metadata, rule", [
