@@ -47,6 +47,7 @@ def save_checkpoint(path: Path | str, model: GPT, metadata: dict | None = None,
     and renamed, so a failed or interrupted save leaves no .part behind and never replaces a
     good checkpoint with a truncated one.
     """
+    check_model(model)
     path = Path(path)
     payload = {
         "format": CHECKPOINT_FORMAT,
@@ -194,6 +195,14 @@ def check_plain(value, where: str) -> None:
                      "(convert it first, e.g. str(path), float(x))")
 
 
+def check_model(model) -> None:
+    """ValueError unless model is a GPT whose weights hold data (not on the meta device)."""
+    if not isinstance(model, GPT):
+        raise ValueError(f"model must be a gptlib GPT, got {type(model).__name__}")
+    if model.E.is_meta:
+        raise ValueError("the model's weights are on the meta device, so they hold no values to save or load into")
+
+
 def load_checkpoint(path: Path | str) -> tuple[GPT, dict]:
     """A fresh GPT with the checkpoint's config and weights (eval mode), and the checkpoint dict."""
     payload = read_checkpoint(path)
@@ -208,6 +217,7 @@ def load_weights_into(model: GPT, path: Path | str) -> dict:
     Everything is validated first; on any mismatch a ValueError is raised and model is unchanged.
     Returns the checkpoint dict (metadata, optional resume state).
     """
+    check_model(model)
     payload = read_checkpoint(path)
     if payload["config"] != model.config:
         ours, theirs = config_to_dict(model.config), config_to_dict(payload["config"])

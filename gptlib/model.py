@@ -224,6 +224,9 @@ class GPT(nn.Module):
         `explicit` and `record` are those of GPT.forward.
         """
         self.check_embeddings(X)
+        checks.boolean("explicit", explicit)
+        if record is not None and not isinstance(record, dict):
+            raise ValueError(f"record must be a dict or None, got {type(record).__name__}")
         if record is not None:
             record[record_key("X", 0)] = X
         for l, block in enumerate(self.blocks):

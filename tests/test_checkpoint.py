@@ -223,3 +223,15 @@ def test_a_non_contiguous_weight_is_saved_as_its_own_tensor(tmp_path, small_conf
         model.W_U = torch.nn.Parameter(model.W_U.detach().T.contiguous().T)  # same values, transposed strides
     loaded, _ = load_checkpoint(save_checkpoint(tmp_path / "m.pt", model))
     assert torch.equal(loaded.W_U, model.W_U)
+
+
+def test_the_model_argument_is_checked(tmp_path, small_config):
+    path = save_checkpoint(tmp_path / "m.pt", GPT(small_config))
+    with torch.device("meta"):
+        shapes_only = GPT(small_config)
+    for call in (lambda: save_checkpoint(tmp_path / "meta.pt", shapes_only), lambda: load_weights_into(shapes_only, path)):
+        with pytest.raises(ValueError, match="on the meta device, so they hold no values"):
+            call()
+    with pytest.raises(ValueError, match="model must be a gptlib GPT, got Linear"):
+        load_weights_into(torch.nn.Linear(2, 2), path)
+    assert sorted(tmp_path.iterdir()) == [path]

@@ -171,6 +171,14 @@ def test_forward_from_embeddings_checks_its_input(course_model, X, rule):
         course_model.forward_from_embeddings(X)
 
 
+def test_the_switches_of_forward_are_checked(course_model):
+    idx = torch.zeros(1, 3, dtype=torch.long)
+    with pytest.raises(ValueError, match="explicit must be True or False, got 'yes'"):
+        course_model(idx, explicit="yes")
+    with pytest.raises(ValueError, match="record must be a dict or None, got list"):
+        course_model(idx, record=[])
+
+
 def test_gradients_reach_every_parameter(course_model):
     _, loss = course_model(torch.randint(0, 65, (2, 8)), torch.randint(0, 65, (2, 8)))
     loss.backward()
