@@ -16,6 +16,7 @@ Every check runs before any weight is copied, so a bad file leaves a model untou
 from __future__ import annotations
 
 import os
+import secrets
 from collections import OrderedDict
 from dataclasses import fields
 from pathlib import Path
@@ -43,9 +44,9 @@ def save_checkpoint(path: Path | str, model: GPT, metadata: dict | None = None,
 
     Whatever read_checkpoint would refuse is refused here, before anything is written: NaN or
     inf weights, weights that are not float32, metadata or resume state holding anything but
-    plain data (a Path, a numpy number, ...). The file is written to path + ".part", flushed
-    and renamed, so a failed or interrupted save leaves no .part behind and never replaces a
-    good checkpoint with a truncated one.
+    plain data (a Path, a numpy number, ...). The file is written to a temporary
+    path.<random>.part beside it, flushed and renamed, so a failed or interrupted save leaves no
+    .part behind and never replaces a good checkpoint with a truncated one.
     """
     check_model(model)
     path = Path(path)
@@ -63,9 +64,9 @@ def save_checkpoint(path: Path | str, model: GPT, metadata: dict | None = None,
     if path.is_dir():
         raise ValueError(f"refusing to save {path}: it is a directory")
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".part")
+    partial = path.with_name(f"{path.name}.{secrets.token_hex(4)}.part")  # two runs never share one
     try:
-        with open(partial, "wb") as file:
+        with open(partial, "xb") as file:
             torch.save(payload, file)
             file.flush()
             os.fsync(file.fileno())

@@ -25,7 +25,7 @@ def test_save_then_load_is_bit_exact(tmp_path, small_config, same_state):
     idx = torch.randint(65, (3, 16))
     assert torch.equal(model.eval()(idx), loaded(idx))
     assert payload["metadata"] == {"note": "hello", "val_loss": 1.5}
-    assert not (tmp_path / "m.pt.part").exists()
+    assert sorted(tmp_path.iterdir()) == [path]  # no .part left beside it
 
 
 def test_corrupted_and_truncated_files_are_rejected(tmp_path, small_config):
@@ -235,3 +235,24 @@ def test_the_model_argument_is_checked(tmp_path, small_config):
     with pytest.raises(ValueError, match="model must be a gptlib GPT, got Linear"):
         load_weights_into(torch.nn.Linear(2, 2), path)
     assert sorted(tmp_path.iterdir()) == [path]
+
+
+def test_saving_twice_to_one_path_at_once_never_mixes_the_files(tmp_path, small_config, monkeypatch):
+    """A second save starting while the first is half-written (two runs sharing --state) writes its own
+    temporary file; the path ends up holding one whole checkpoint."""
+    first, second = GPT(small_config), GPT(small_config)
+    path = tmp_path / "state.pt"
+    real_save = torch.save
+
+    def interleaved(payload, file):
+        file.write(b"half of the first checkpoint")
+        monkeypatch.setattr(torch, "save", real_save)
+        save_checkpoint(path, second)  # the other run saves meanwhile
+        file.seek(0)
+        file.truncate()
+        real_save(payload, file)
+
+    monkeypatch.setattr(torch, "save", interleaved)
+    save_checkpoint(path, first)
+    loaded, _ = load_checkpoint(path)
+    assert torch.equal(loaded.E, first.E) and sorted(tmp_path.iterdir()) == [path]
