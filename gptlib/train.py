@@ -91,14 +91,22 @@ def make_optimizer(model: GPT, settings: TrainSettings) -> torch.optim.AdamW:
 
 @torch.no_grad()
 def mean_loss(model: GPT, inputs: torch.Tensor, targets: torch.Tensor, chunk: int = 256) -> float:
-    """Mean next-token cross-entropy (nats per token) over windows (N, T), in eval mode, chunked."""
+    """Mean next-token cross-entropy (nats per token) over windows (N, T), in eval mode, chunked.
+
+    The model's train/eval mode is restored afterwards, also when a chunk is refused.
+    """
+    chunk = checks.integer("chunk", chunk, at_least=1)
+    if len(inputs) == 0:
+        raise ValueError("mean_loss needs at least one window, got none")
     was_training = model.training
     model.eval()
     total = 0.0
-    for start in range(0, len(inputs), chunk):
-        _, loss = model(inputs[start : start + chunk], targets[start : start + chunk])
-        total += loss.item() * len(inputs[start : start + chunk])
-    model.train(was_training)
+    try:
+        for start in range(0, len(inputs), chunk):
+            _, loss = model(inputs[start : start + chunk], targets[start : start + chunk])
+            total += loss.item() * len(inputs[start : start + chunk])
+    finally:
+        model.train(was_training)
     return total / len(inputs)
 
 

@@ -134,3 +134,16 @@ def test_heldout_windows_tile_the_sequence():
     x, y = data.heldout_windows(ids, T=8)
     assert x.shape == (6, 8) and torch.equal(x.flatten(), ids[:48]) and torch.equal(y, x + 1)
     assert data.heldout_windows(ids, T=8, max_windows=2)[0].shape == (2, 8)
+
+
+@pytest.mark.parametrize("call, rule", [
+    (lambda ids: data.train_val_split(ids, "0.1"), "val_fraction must be a finite number, got '0.1'"),
+    (lambda ids: data.train_val_split(ids, float("nan")), "val_fraction must be a finite number, got nan"),
+    (lambda ids: data.sample_batch(ids, 0, 4, torch.Generator()), "B must be an integer >= 1, got 0"),
+    (lambda ids: data.sample_batch(ids, 2, 4.0, torch.Generator()), "T must be an integer >= 1, got 4.0"),
+    (lambda ids: data.heldout_windows(ids, 0), "T must be an integer >= 1, got 0"),
+    (lambda ids: data.heldout_windows(ids, 4, max_windows=-1), "max_windows must be an integer >= 1, got -1"),
+])
+def test_the_corpus_helpers_check_their_sizes(call, rule):
+    with pytest.raises(ValueError, match=re.escape(rule)):
+        call(torch.arange(100))

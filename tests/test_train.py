@@ -322,3 +322,16 @@ def test_a_disk_that_fills_up_during_training_is_one_line(tmp_path, files, capsy
     assert f"could not write --out {tmp_path / 'out.pt'}: No space left on device. --out was not written; " \
            "--state holds step 2" in err
     assert (tmp_path / "out.pt").read_bytes() == before and not list(tmp_path.glob("*.part"))
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_mean_loss_checks_its_input_and_restores_the_mode(tiny, training):
+    model = GPT(tiny).train(training)
+    x, y = data.heldout_windows(data.encode(TEXT), 16)
+    with pytest.raises(ValueError, match="chunk must be an integer >= 1, got 0"):
+        mean_loss(model, x, y, chunk=0)
+    with pytest.raises(ValueError, match="at least one window"):
+        mean_loss(model, x[:0], y[:0])
+    with pytest.raises(ValueError, match=r"targets must lie in \[0, V\)"):
+        mean_loss(model, x, y + 100, chunk=2)
+    assert model.training == training
