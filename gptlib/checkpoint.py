@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from collections import OrderedDict
 from dataclasses import fields
 from pathlib import Path
@@ -61,9 +62,7 @@ def save_checkpoint(path: Path | str, model: GPT, metadata: dict | None = None,
     if training is not None:
         payload["training"] = training
     check_payload(payload, source=f"refusing to save {path}")
-    if path.is_dir():
-        raise ValueError(f"refusing to save {path}: it is a directory")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    check_writable(path)
     partial = path.with_name(f"{path.name}.{secrets.token_hex(4)}.part")  # two runs never share one
     try:
         with open(partial, "xb") as file:
@@ -75,6 +74,26 @@ def save_checkpoint(path: Path | str, model: GPT, metadata: dict | None = None,
         partial.unlink(missing_ok=True)
         raise
     return path
+
+
+def check_writable(path: Path, name: str = "path") -> None:
+    """ValueError unless a checkpoint can be written at path, probed by creating a file beside it.
+
+    Folders that do not exist yet are created; a file in their way, a directory or device at
+    path, or a folder that cannot be written is named.
+    """
+    if path.exists() and not path.is_file():
+        kind = "a directory" if path.is_dir() else "not a regular file"
+        raise ValueError(f"{name} {path} is {kind}; give the path of a file")
+    folder = next(p for p in path.parents if p.exists())  # the nearest existing one; '.' or '/' at worst
+    if not folder.is_dir():
+        raise ValueError(f"{name} {path} cannot be written: {folder} is a file, not a folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError as error:
+        raise ValueError(f"{name} {path} cannot be written: {error.strerror or error}") from None
 
 
 def read_checkpoint(path: Path | str) -> dict:

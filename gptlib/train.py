@@ -16,7 +16,6 @@ import os
 import re
 import shlex
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ import torch
 from tqdm.auto import tqdm
 
 from . import checks, data, induction
-from .checkpoint import load_weights_into, save_checkpoint
+from .checkpoint import check_writable, load_weights_into, save_checkpoint
 from .config import COURSE_CONFIG
 from .induction import induction_eval_tokens  # noqa: F401  (notebook 08 imports it from here until it is re-run)
 from .model import GPT
@@ -352,26 +351,10 @@ def prepare(args: argparse.Namespace):
         resume = payload["training"]
     for flag, path in (("--out", args.out), ("--state", args.state)):
         if path is not None:
-            check_writable(flag, path)
+            check_writable(path, name=flag)
     if args.state is not None and args.state.resolve() == args.out.resolve():
         raise ValueError("--state and --out must be different files: the final --out would replace the snapshot")
     return settings, config, model, resume, (next_batch, evaluate, final_metrics)
-
-
-def check_writable(flag: str, path: Path) -> None:
-    """ValueError unless a checkpoint can be written at path, probed by creating a file beside it."""
-    if path.exists() and not path.is_file():
-        kind = "a directory" if path.is_dir() else "not a regular file"
-        raise ValueError(f"{flag} {path} is {kind}; give the path of a file")
-    folder = next(p for p in path.parents if p.exists())  # the nearest existing one; '.' or '/' at worst
-    if not folder.is_dir():
-        raise ValueError(f"{flag} {path} cannot be written: {folder} is a file, not a folder")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path.parent):
-            pass
-    except OSError as error:
-        raise ValueError(f"{flag} {path} cannot be written: {error.strerror or error}") from None
 
 
 def as_flags(message: str) -> str:

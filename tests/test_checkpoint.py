@@ -198,8 +198,12 @@ def test_save_refuses_weights_that_load_would_refuse(tmp_path, small_config):
         save_checkpoint(tmp_path / "nan.pt", nan_model)
     with pytest.raises(ValueError, match="weight E has dtype torch.float64, the model needs torch.float32"):
         save_checkpoint(tmp_path / "double.pt", GPT(small_config).double())
-    with pytest.raises(ValueError, match="is a directory"):
+    with pytest.raises(ValueError, match="is a directory; give the path of a file"):
         save_checkpoint(tmp_path, GPT(small_config))
+    (tmp_path / "file").write_text("in the way")
+    with pytest.raises(ValueError, match="cannot be written: .*file is a file, not a folder"):
+        save_checkpoint(tmp_path / "file" / "sub" / "m.pt", GPT(small_config))
+    (tmp_path / "file").unlink()
     assert list(tmp_path.iterdir()) == []
 
 
