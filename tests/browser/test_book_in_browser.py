@@ -1,7 +1,7 @@
 """The static book in a real browser, served from a local file server as a reader would open it."""
 
 import sys
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import unquote, urldefrag, urljoin
 
 import pytest
 from conftest import free_port, serve
@@ -56,7 +56,7 @@ def test_every_page_loads_with_images_math_and_resolving_links(page, book_site, 
             if not target.startswith(book_site):
                 continue
             if target in facts:
-                assert not fragment or fragment in facts[target]["ids"], f"{url} links to a missing anchor {link}"
+                assert not fragment or unquote(fragment) in facts[target]["ids"], f"{url} links to a missing anchor {link}"
             else:
                 downloads.setdefault(target, page.request.get(target).status)
                 assert downloads[target] == 200, f"{url} links to {link}"
