@@ -1,18 +1,45 @@
-"""One call that makes a notebook or test run print the same numbers every time."""
+"""One call that makes a notebook print the same text on every machine, and the verdicts it prints."""
 
 from __future__ import annotations
 
+import os
 import random
+import sys
 
 import torch
 
+THREADS_VARIABLE = "GPTLIB_NUM_THREADS"
+
 
 def make_deterministic(seed: int = 0, threads: int = 1) -> None:
-    """Seed Python's and torch's generators and fix torch's CPU thread count.
+    """Seed Python's and torch's generators, fix torch's CPU thread count, shorten tracebacks.
 
-    Small operations were bit-identical across thread counts on this kind of machine,
-    large reductions were not, so notebooks pin `threads` as well as the seed.
+    Small operations were bit-identical across thread counts on this kind of machine, large
+    reductions were not, so notebooks pin `threads` as well as the seed. The environment variable
+    GPTLIB_NUM_THREADS overrides `threads`: the portability check (tests/portability.py) uses it to
+    run every notebook at other thread counts, whose outputs must match too.
+
+    Inside IPython, errors are shown in the Minimal traceback mode: the exception type and its
+    message, without the frames (whose file paths differ on every machine). `%xmode Context`
+    brings the frames back.
     """
     random.seed(seed)
     torch.manual_seed(seed)
-    torch.set_num_threads(threads)
+    torch.set_num_threads(int(os.environ.get(THREADS_VARIABLE, threads)))
+    if "IPython" in sys.modules:  # never import IPython here: gptlib is used outside notebooks too
+        shell = sys.modules["IPython"].get_ipython()
+        if shell is not None:
+            shell.InteractiveTB.set_mode(mode="Minimal")  # what %xmode Minimal does, unprinted
+
+
+def at_most(value: float, bound: float) -> str:
+    """A check of a rounding-level number, worded so that it prints the same on every CPU.
+
+    '<= 1e-05: yes' when value <= bound; otherwise '<= 1e-05: NO, it is 3.2e-04'. The digits of a
+    value at the level of float rounding differ between CPUs, so a compared notebook output prints
+    this verdict; the raw value goes in a cell whose output is not compared.
+    """
+    value = value.item() if isinstance(value, torch.Tensor) else float(value)
+    if value <= bound:
+        return f"<= {bound:.0e}: yes"
+    return f"<= {bound:.0e}: NO, it is {value:.1e}"
