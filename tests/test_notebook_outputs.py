@@ -1,0 +1,73 @@
+"""The committed notebook outputs follow the README's output rule, so nbval passes on any machine.
+
+nbval compares every output of a cell not tagged nbval-ignore-output. Such an output must not hold
+digits at the level of float rounding (they differ between CPUs) nor anything about the machine that
+executed it (absolute paths, e.g. in a traceback), and an error shows only its type and message.
+"""
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+# a POSIX path of two or more parts that starts at the root, or a Windows drive path
+ABSOLUTE_PATH = re.compile(r"(?<![\w.)\]/])/(?:[\w.-]+/)+[\w.-]*|\b[A-Za-z]:\\")
+# a float printed with a decimal point and an exponent of -5 or below: rounding-level digits
+ROUNDING_LEVEL = re.compile(r"\b\d\.\d+e-(?:0[5-9]|[1-9]\d)\b")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+# compared numbers that match ROUNDING_LEVEL yet are no rounding noise: (notebook prefix, text): why
+EXACT_CONSTANTS = {
+    ("01", "1.19e-07"): "torch.finfo(torch.float32).eps, a constant",
+    ("01", "1.5e-05"): "d * eps for d = 128, a constant",
+    ("04", "1.7e-05"): "an epsilon effect computed in float64, about 1e11 times its rounding",
+}
+
+
+def texts(output):
+    """Every piece of text in one output, tracebacks included (images are skipped)."""
+    if output.output_type == "stream":
+        return [output.text]
+    if output.output_type == "error":
+        return [output.ename, output.evalue, *output.traceback]
+    return [value if isinstance(value, str) else "".join(value)
+            for mime, value in output.get("data", {}).items() if mime.startswith("text/")]
+
+
+def code_cells(path):
+    return [(i, cell) for i, cell in enumerate(nbformat.read(path, 4).cells) if cell.cell_type == "code"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_output_holds_an_absolute_path(path):
+    found = [(i, match) for i, cell in code_cells(path) for output in cell.outputs
+             for text in texts(output) for match in ABSOLUTE_PATH.findall(ANSI.sub("", text))]
+    assert found == [], f"cell index, path: {found}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_compared_outputs_hold_no_rounding_level_digits(path):
+    found = [(i, match) for i, cell in code_cells(path)
+             if "nbval-ignore-output" not in cell.metadata.get("tags", [])
+             for output in cell.outputs for text in texts(output)
+             for match in ROUNDING_LEVEL.findall(text)
+             if (path.name[:2], match) not in EXACT_CONSTANTS]
+    assert found == [], f"cell index, number (show it in a cell tagged nbval-ignore-output): {found}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_errors_show_only_their_type_and_message(path):
+    errors = [(i, output) for i, cell in code_cells(path) for output in cell.outputs if output.output_type == "error"]
+    for i, error in errors:
+        shown = ANSI.sub("", "".join(error.traceback)).strip()
+        assert shown == f"{error.ename}: {error.evalue}", f"cell index {i}"
+
+
+def test_the_scan_finds_what_it_looks_for():
+    assert ABSOLUTE_PATH.findall('File "/home/ann/gptlib/model.py", line 3') == ["/home/ann/gptlib/model.py"]
+    assert ABSOLUTE_PATH.findall(r"C:\Users\ann") == ["C:\\"]
+    assert ABSOLUTE_PATH.findall("1/sqrt(2L), d/H, (T, d)/2, gptlib/checkpoints/induction.pt") == []
+    assert ROUNDING_LEVEL.findall("max |difference| = 2.2e-08, ratio 8.9e+04, 4.73e-04, <= 1e-05") == ["2.2e-08"]
