@@ -7,7 +7,7 @@ BENCH_READY := $(VENV)/.bench-ready
 APP_PORT ?= 8866
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: lab app book test unit notebooks env train-shakespeare train-induction bench bench-explorers
+.PHONY: lab app book test unit portability notebooks env train-shakespeare train-induction bench bench-explorers
 
 $(READY): pyproject.toml tools/ensure_env.py
 	$(PYTHON) tools/ensure_env.py --venv $(VENV)
@@ -29,7 +29,10 @@ test: $(READY)  ## the whole suite: unit tests, nbval over every notebook, brows
 	$(BIN)/python -m pytest
 
 unit: $(READY)  ## unit tests only, no notebooks or browser (fast)
-	$(BIN)/python -m pytest tests --ignore=tests/browser
+	$(BIN)/python -m pytest tests --ignore=tests/browser --ignore=tests/test_portability.py
+
+portability: $(READY)  ## nbval over every notebook under 15 simulated CPUs / thread counts (tests/portability.py, ~15 min)
+	$(BIN)/python -m tests.portability --matrix wide
 
 notebooks: $(READY)  ## re-execute every notebook in place (after a change that alters outputs)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 notebooks/[0-9]*.ipynb
