@@ -99,12 +99,11 @@ def attention_view(model: GPT, text: str, layer: int, head: int) -> AttentionVie
     return attention_run(model, text).view(layer, head)
 
 
-# The figure is laid out in pixels (at 100 dpi) so that it is drawn once, at its final size, with
-# plain text labels: matplotlib's tick machinery measured ~10x slower for 2 x 64 labels.
+# The figure is laid out in pixels (at 100 dpi), one size for every text, with plain text labels:
+# matplotlib's tick machinery measured ~10x slower for 2 x 64 labels, and a fixed size means
+# typing never moves what is below the picture.
 DPI = 100
-HEAT_SIDE = 640  # px: A^h is at most this tall and wide (at T = 64, 10 px per character)...
-MIN_SIDE = 320  # px: ...and at least this, so that a short text leaves room for the titles
-CELL_RANGE = (10, 16)  # px per character: 10 px still fits an 8-point label
+SIDE = 640  # px: A^h's side; at T = 64, 10 px per character still fits an 8-point label
 MARGIN = {"left": 64, "bottom": 48, "top": 44, "right": 16, "gap": 56, "bar": 12}
 HEAD_WIDTH = 30  # px per head in the write-norm panel
 
@@ -112,67 +111,83 @@ HEAD_WIDTH = 30  # px per head in the write-norm panel
 def attention_figure(view: AttentionView) -> Figure:
     """Left: A^h, query characters down, key characters across. Right: the write norm of every
     head of the layer at each query position, the same rows as A^h, the shown head outlined."""
-    return AttentionPicture(view.labels, view.write_norms.shape[0], float(view.write_norms.max())).draw(view)
+    picture = AttentionPicture(view.write_norms.shape[0])
+    picture.relabel(view.labels, float(view.write_norms.max()))
+    return picture.draw(view)
 
 
 class AttentionPicture:
-    """attention_figure's Figure for one text, redrawn in place for another layer or head.
+    """attention_figure's Figure, kept by the explorer and changed in place.
 
-    Building lays out 2T character labels, two heatmaps and their colour bars; draw(view) only
-    swaps the heatmaps' data and the titles, so the explorer pays the layout once per text.
+    relabel(labels, norm_max) places the characters of a new text; draw(view) swaps the
+    heatmaps' data and the titles; png(view) repaints only those over a kept background.
     The write norms' colour scale runs from 0 to `norm_max` (the explorer passes the largest
-    norm of every layer, so shades compare across layers and the colour bar never changes).
+    norm of every layer, so shades compare across layers and the colour bar stays put).
     """
 
-    def __init__(self, labels: list[str], H: int, norm_max: float):
-        T = len(labels)
-        cell = max(min(HEAT_SIDE // T, CELL_RANGE[1]), CELL_RANGE[0], -(-MIN_SIDE // T))
-        font = 9 if cell >= 13 else 8
-        side, m = T * cell, MARGIN
-        x_norms = m["left"] + side + m["bar"] + m["gap"]
-        x_norms_bar = x_norms + H * HEAD_WIDTH + m["bar"] // 2
-        width = x_norms_bar + m["bar"] + m["gap"] + m["right"]
-        height = m["bottom"] + side + m["top"]
-        self.fig = fig = Figure(figsize=(width / DPI, height / DPI), dpi=DPI)
+    def __init__(self, H: int):
+        m, self.H = MARGIN, H
+        self.x_norms = m["left"] + SIDE + m["bar"] + m["gap"]
+        x_norms_bar = self.x_norms + H * HEAD_WIDTH + m["bar"] // 2
+        self.width = x_norms_bar + m["bar"] + m["gap"] + m["right"]
+        self.height = m["bottom"] + SIDE + m["top"]
+        self.top = top = self.height - m["top"]  # pixel row of A^h's top edge
+        self.fig = fig = Figure(figsize=(self.width / DPI, self.height / DPI), dpi=DPI)
         self.canvas = FigureCanvasAgg(fig)
         self.background = None  # png()'s pixels of everything that does not change with layer and head
-        top = height - m["top"]  # pixel row of A^h's top edge
+        self.labels: list = []  # (column label, row label) Text pairs, reused from text to text
 
         def axes(x, w):  # an axes box in pixels, as tall as A^h, aligned with its rows
-            return fig.add_axes((x / width, (top - side) / height, w / width, side / height))
+            return fig.add_axes((x / self.width, (top - SIDE) / self.height, w / self.width, SIDE / self.height))
 
-        def at(x, y, text, **style):  # text at pixel (x, y) from the bottom-left corner
-            return fig.text(x / width, y / height, text, **style)
-
-        heat, norms = axes(m["left"], side), axes(x_norms, H * HEAD_WIDTH)
+        heat, norms = axes(m["left"], SIDE), axes(self.x_norms, H * HEAD_WIDTH)
         for ax in (heat, norms):
             ax.set_axis_off()  # no ticks, no frame: png() paints the heatmaps over the background, nothing over them
-        self.heat = heat.imshow(torch.zeros(T, T).numpy(), cmap="viridis", vmin=0.0, vmax=1.0,
+        self.heat = heat.imshow(torch.zeros(1, 1).numpy(), cmap="viridis", vmin=0.0, vmax=1.0,
                                 interpolation="nearest", aspect="auto")
-        self.norms = norms.imshow(torch.zeros(T, H).numpy(), cmap="Greys", vmin=0.0, vmax=max(norm_max, 1e-12),
+        self.norms = norms.imshow(torch.zeros(1, H).numpy(), cmap="Greys", vmin=0.0, vmax=1.0,
                                   interpolation="nearest", aspect="auto")
-        fig.colorbar(self.heat, cax=axes(m["left"] + side + m["bar"] // 2, m["bar"]))
+        fig.colorbar(self.heat, cax=axes(m["left"] + SIDE + m["bar"] // 2, m["bar"]))
         fig.colorbar(self.norms, cax=axes(x_norms_bar, m["bar"]))
-        self.outline = norms.add_patch(Rectangle((-0.5, -0.5), 1, T, fill=False, edgecolor="tab:orange", linewidth=2.5))
-        for t, label in enumerate(labels):
+        self.outline = norms.add_patch(Rectangle((-0.5, -0.5), 1, 1, fill=False, edgecolor="tab:orange", linewidth=2.5))
+        self.head_labels = [self.at(self.x_norms + (h + 0.5) * HEAD_WIDTH, top - SIDE - 3, str(h), fontsize=9,
+                                    ha="center", va="top") for h in range(H)]
+        self.title = self.at(m["left"], top + 24, "", fontsize=11, va="bottom")
+        self.at(m["left"], top + 6, "row t: query t's attention over keys s (sums to 1)", fontsize=9, va="bottom")
+        self.at(m["left"] + SIDE / 2, 4, "key position s", fontsize=9, ha="center", va="bottom")
+        self.at(4, top - SIDE / 2, "query position t", fontsize=9, rotation=90, va="center")
+        self.at(self.x_norms, top + 24, "each head's write", fontsize=11, va="bottom")
+        self.at(self.x_norms, top + 6, r"$\|(A^h X W_{OV}^h)_t\|$ at row t", fontsize=9, va="bottom")
+        self.at(self.x_norms + H * HEAD_WIDTH / 2, 4, "head h", fontsize=9, ha="center", va="bottom")
+
+    def at(self, x, y, text, **style):
+        """A text at pixel (x, y) from the figure's bottom-left corner."""
+        return self.fig.text(x / self.width, y / self.height, text, **style)
+
+    def relabel(self, labels: list[str], norm_max: float) -> None:
+        """Lay out a new text: T characters along both sides of A^h, T rows in every panel."""
+        T, m = len(labels), MARGIN
+        cell = SIDE / T
+        font = 10 if cell >= 16 else 9 if cell >= 13 else 8
+        while len(self.labels) < T:
+            self.labels.append((self.at(0, 0, "", ha="center", va="top"), self.at(0, 0, "", ha="right", va="center")))
+        for t, (column, row) in enumerate(self.labels):
             centre = (t + 0.5) * cell
-            at(m["left"] + centre, top - side - 3, label, fontsize=font, ha="center", va="top")
-            at(m["left"] - 3, top - centre, label, fontsize=font, ha="right", va="center")
-        self.head_labels = [at(x_norms + (h + 0.5) * HEAD_WIDTH, top - side - 3, str(h), fontsize=9, ha="center",
-                               va="top") for h in range(H)]
-        self.title = at(m["left"], top + 24, "", fontsize=11, va="bottom")
-        at(m["left"], top + 6, "row t: query t's attention over keys s (sums to 1)", fontsize=9, va="bottom")
-        at(m["left"] + side / 2, 4, "key position s", fontsize=9, ha="center", va="bottom")
-        at(4, top - side / 2, "query position t", fontsize=9, rotation=90, va="center")
-        at(x_norms, top + 24, "each head's write", fontsize=11, va="bottom")
-        at(x_norms, top + 6, r"$\|(A^h X W_{OV}^h)_t\|$ at row t", fontsize=9, va="bottom")
-        at(x_norms + H * HEAD_WIDTH / 2, 4, "head h", fontsize=9, ha="center", va="bottom")
+            for text in (column, row):
+                text.set(visible=t < T, text=labels[t] if t < T else "", fontsize=font)
+            column.set_position(((m["left"] + centre) / self.width, (self.top - SIDE - 3) / self.height))
+            row.set_position(((m["left"] - 3) / self.width, (self.top - centre) / self.height))
+        for image, width in ((self.heat, T), (self.norms, self.H)):
+            image.set_extent((-0.5, width - 0.5, T - 0.5, -0.5))
+        self.norms.set_clim(0.0, max(norm_max, 1e-12))
+        self.outline.set_height(T)
+        self.background = None  # the labels are part of the background
 
     def png(self, view: AttentionView) -> bytes:
         """draw(view) as PNG bytes, repainting only what a new layer or head changes.
 
-        The first call paints everything except the changing artists and keeps that
-        background; later calls restore it and paint the heatmaps, the outline, the head
+        After relabel() the first call paints everything except the changing artists and keeps
+        that background; later calls restore it and paint the heatmaps, the outline, the head
         numbers and the title over it (about a fifth of a full draw).
         """
         self.draw(view)
@@ -189,7 +204,7 @@ class AttentionPicture:
         return canvas_png(self.canvas)
 
     def draw(self, view: AttentionView) -> Figure:
-        """The figure showing `view` (same text as this picture was built for)."""
+        """The figure showing `view` (its text as last given to relabel)."""
         self.heat.set_data(view.A.numpy())
         self.norms.set_data(view.write_norms.T.numpy())  # (T, H)
         self.outline.set_x(view.head - 0.5)
@@ -237,7 +252,7 @@ class AttentionExplorer(Explorer):
         self.layer = widgets.IntSlider(value=0, min=0, max=config.L - 1, description="layer l")
         self.head = widgets.IntSlider(value=0, min=0, max=config.H - 1, description="head h")
         self.run: AttentionRun | None = None
-        self.picture: AttentionPicture | None = None  # the layout for the current text
+        self.picture = AttentionPicture(config.H)  # one figure, relabelled for each new text
         self.view: AttentionView | None = None
         for control, name in ((self.text, "text"), (self.layer, "layer"), (self.head, "head")):
             control.add_class(f"gptlib-attn-{name}")
@@ -252,11 +267,11 @@ class AttentionExplorer(Explorer):
         """Run the model on the new text, then redraw; unreadable text keeps the last picture."""
         try:
             self.run = attention_run(self.model, self.text.value)
-            self.picture = AttentionPicture(self.run.labels, self.model.config.H, float(self.run.write_norms.max()))
         except ValueError as error:
             self.run = self.view = None
             self.refuse(str(error))
             return
+        self.picture.relabel(self.run.labels, float(self.run.write_norms.max()))
         self.redraw()
 
     def redraw(self, _change=None) -> None:

@@ -15,7 +15,7 @@ import torch
 from matplotlib.figure import Figure
 
 from ..config import COURSE_CONFIG, GPTConfig
-from ..counting import component_table, format_table, theorem_5_2
+from ..counting import COMPONENTS, component_table, format_table, theorem_5_2
 from ..model import GPT
 from .display import render_png
 from .explorer import Explorer
@@ -73,6 +73,7 @@ class ParameterCountExplorer(Explorer):
         self.tie.add_class("gptlib-count-tie")
         self.config: GPTConfig | None = None
         self.rows = self.closed_form = None
+        self.picture = CountPicture()
         for control in (*self.controls.values(), self.tie):
             control.observe(self.update, names="value")
         super().__init__([widgets.HBox(list(self.controls.values())), self.tie], css="count")
@@ -98,7 +99,7 @@ class ParameterCountExplorer(Explorer):
         L, d = config.L, config.d
         agree = "equals" if measured == self.closed_form else "DIFFERS FROM"
         self.show(
-            render_png(count_figure(self.rows, config)),
+            render_png(self.picture.draw(self.rows, config)),
             f"measured {measured:,} {agree} Theorem 5.2's {self.closed_form:,}; "
             f"leading 12Ld^2 = {12 * L * d * d:,} ({12 * L * d * d / measured:.1%}), "
             f"10Ld = {10 * L * d:,} ({10 * L * d / measured:.2%})",
@@ -107,22 +108,37 @@ class ParameterCountExplorer(Explorer):
 
 def count_figure(rows, config: GPTConfig) -> Figure:
     """The component table as text beside horizontal bars of each component's share (rows from
-    counting.component_table); one fixed size, so the picture never moves the page."""
-    parts = rows[:-1]
-    fig = Figure(figsize=(10.0, 2.4), dpi=100)
-    fig.text(0.01, 0.95, format_table(rows), family="monospace", fontsize=9, va="top")
-    switches = [name for name in ("tie_weights", "attn_only") if getattr(config, name)]
-    fig.text(0.01, 0.04, f"V={config.V:,}  T_max={config.T_max:,}  d={config.d:,}  H={config.H:,}  L={config.L:,}  "
-             f"d_ff={config.d_ff:,}" + "".join(f"  {name}" for name in switches), fontsize=8, color="dimgray")
-    ax = fig.add_axes((0.74, 0.22, 0.24, 0.72))
-    ax.barh(range(len(parts)), [100 * row.share for row in parts][::-1], color="#4c72b0")
-    ax.set_yticks([])
-    for i, row in enumerate(parts[::-1]):
-        ax.text(101, i, f"{row.share:.1%}", va="center", fontsize=8)
-    ax.set_xlim(0, 100)
-    ax.set_xlabel("share of all parameters (%)", fontsize=8)
-    ax.tick_params(labelsize=8)
-    return fig
+    counting.component_table)."""
+    return CountPicture().draw(rows, config)
+
+
+class CountPicture:
+    """count_figure's Figure at one fixed size, kept by the explorer and redrawn in place."""
+
+    def __init__(self):
+        self.fig = Figure(figsize=(10.0, 2.4), dpi=100)
+        self.table = self.fig.text(0.01, 0.95, "", family="monospace", fontsize=9, va="top")
+        self.sizes = self.fig.text(0.01, 0.04, "", fontsize=8, color="dimgray")
+        ax = self.fig.add_axes((0.7, 0.22, 0.24, 0.72))
+        n = len(COMPONENTS)
+        self.bars = ax.barh(range(n), [0.0] * n, color="#4c72b0").patches  # bottom bar = last component
+        self.shares = [ax.text(0.0, i, "", va="center", fontsize=8) for i in range(n)]
+        names = [name.split(" in ")[0].replace(" and positional", " + P") for name, _ in COMPONENTS]
+        ax.set_yticks(range(n), names[::-1], fontsize=8)
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("share of all parameters (%)", fontsize=8)
+        ax.tick_params(labelsize=8)
+
+    def draw(self, rows, config: GPTConfig) -> Figure:
+        parts = rows[:-1][::-1]  # the bars run bottom-up
+        self.table.set_text(format_table(rows))
+        switches = [name for name in ("tie_weights", "attn_only") if getattr(config, name)]
+        self.sizes.set_text(f"V={config.V:,}  T_max={config.T_max:,}  d={config.d:,}  H={config.H:,}  L={config.L:,}  "
+                            f"d_ff={config.d_ff:,}" + "".join(f"  {name}" for name in switches))
+        for bar, share, row in zip(self.bars, self.shares, parts):
+            bar.set_width(100 * row.share)
+            share.set(x=100 * row.share + 1, text=f"{row.share:.1%}")
+        return self.fig
 
 
 def init_variance_figure(L_values, scaled: list[dict], unscaled: list[dict]) -> Figure:
