@@ -12,6 +12,8 @@ def ov_eigenvalues_figure(eigenvalues: torch.Tensor, title: str) -> Figure:
     ax = fig.subplots()
     ax.scatter(eigenvalues.real.numpy(), eigenvalues.imag.numpy(), s=14)
     ax.axvline(0, color="black", linewidth=0.8)
+    ax.axhline(0, color="gray", linewidth=0.5)
+    ax.set_aspect("equal", adjustable="datalim")  # one scale on both axes: tiny imaginary parts look tiny
     ax.set_xlabel("real part")
     ax.set_ylabel("imaginary part")
     ax.set_title(title)
