@@ -107,10 +107,13 @@ def measure_explorer(page, name: str, moves: int, screenshots: Path | None) -> d
     if screenshots is not None:
         screenshots.mkdir(parents=True, exist_ok=True)
         path = screenshots / f"{name}.png"
+        page.set_viewport_size({"width": 1400, "height": 2000})  # the whole explorer in view
+        explorer.scroll_into_view_if_needed()
         explorer.screenshot(path=str(path), scale="css")
+        page.set_viewport_size({"width": 1400, "height": 1000})
         shot = Image.open(path)
         shot.thumbnail((SCREENSHOT_WIDTH, SCREENSHOT_WIDTH))  # small enough for a README
-        shot.convert("P", palette=Image.Palette.ADAPTIVE, colors=128).save(path, optimize=True)
+        shot.convert("P", palette=Image.Palette.ADAPTIVE, colors=256).save(path, optimize=True)
     return times
 
 

@@ -132,8 +132,8 @@ def sphere_figure(scene: dict, tilt: float = VIEWS["oblique"][0], turn: float = 
 
     vectors = torch.stack([scene["u"], scene["projection"], scene["normalized"], scene["image"]])  # (4, 3)
     extent = max(2.5, 1.15 * float(torch.linalg.vector_norm(vectors, dim=1).max()))
-    fig = Figure(figsize=(6.4, 6.4), dpi=100)
-    ax = fig.add_axes((0.02, 0.2, 0.96, 0.78))
+    fig = Figure(figsize=(5.6, 5.9), dpi=100)
+    ax = fig.add_axes((0.02, 0.22, 0.96, 0.74))
     ax.set_xlim(-extent, extent)
     ax.set_ylim(-extent, extent)
     ax.set_aspect("equal")
@@ -174,7 +174,7 @@ def sphere_figure(scene: dict, tilt: float = VIEWS["oblique"][0], turn: float = 
     fig.text(0.5, 0.985, f"view: tilt {tilt:.0f} deg above the plane, turned {turn:.0f} deg about 1", ha="center",
              va="top", fontsize=9, color="dimgray")
     shrink = scene["normalized_norm"] / math.sqrt(D)  # printed too: a small eps moves the point by less than a pixel
-    fig.text(0.5, 0.2, f"||LN(cu)|| = {scene['normalized_norm']:.4f} = {shrink:.4f} sqrt(3)", ha="center",
+    fig.text(0.5, 0.22, f"||LN(cu)|| = {scene['normalized_norm']:.4f} = {shrink:.4f} sqrt(3)", ha="center",
              va="bottom", fontsize=10, color=COLOURS["normalized"])
     return fig
 
@@ -235,7 +235,7 @@ class LayerNormSphere(Explorer):
         self.tilt = slider("tilt", "tilt", tilt, -90.0, 90.0, 5.0, ".0f")
         self.turn = slider("turn", "turn", turn, -180.0, 180.0, 5.0, ".0f")
         self.view = widgets.ToggleButtons(options=list(VIEWS), value="oblique", description="view",
-                                          style={"description_width": "3em", "button_width": "11em"})
+                                          style={"description_width": "3em", "button_width": "13.5em"})
         self.view.add_class("gptlib-sphere-view")
         self.scene: dict | None = None
         self.figure: Figure | None = None
