@@ -9,6 +9,8 @@ def test_every_explorer_redraws_in_the_voila_app(page, voila_app):
     page.goto(voila_app, timeout=120_000)
     first = {css: image_source(page, css, timeout_ms=120_000) for css in OUTPUTS}
     assert "load_pretrained" not in page.locator("body").inner_text()  # code hidden
+    static = page.locator(".jp-OutputArea-child:has(+ .jp-OutputArea-child .gptlib-explorer) img")
+    assert static.count() == 3 and not any(static.nth(i).is_visible() for i in range(3))  # each figure shown once
 
     head = page.locator(".gptlib-attn-head .noUi-handle").first
     head.focus()
