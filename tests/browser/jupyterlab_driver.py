@@ -116,3 +116,10 @@ def picture_digest(page, css_class: str) -> str:
         }""",
         picture(css_class),
     )
+
+
+def offset_in(outer, inner) -> tuple[float, float, float, float]:
+    """inner's box relative to outer's top-left corner: what a jump inside a widget changes,
+    and what scrolling the page (which moves both) does not."""
+    a, b = outer.bounding_box(), inner.bounding_box()
+    return (b["x"] - a["x"], b["y"] - a["y"], b["width"], b["height"])

@@ -2,6 +2,7 @@
 
 from jupyterlab_driver import (
     image_source,
+    offset_in,
     open_and_run_all,
     picture,
     picture_digest,
@@ -42,7 +43,7 @@ def test_bad_text_keeps_the_last_picture_under_the_reason_without_a_jump(page, l
     explorer = page.locator(".gptlib-attn-explorer").first
     explorer.scroll_into_view_if_needed()
     image = explorer.locator(picture("gptlib-attn-output")).first
-    shown, box = picture_digest(page, "gptlib-attn-output"), image.bounding_box()
+    shown, box = picture_digest(page, "gptlib-attn-output"), offset_in(explorer, image)
 
     explorer.locator(".gptlib-attn-text textarea").fill("naïve café")
     message = explorer.locator(".gptlib-attn-message")
@@ -50,5 +51,5 @@ def test_bad_text_keeps_the_last_picture_under_the_reason_without_a_jump(page, l
     assert "'é'" in message.inner_text() and "'ï'" in message.inner_text()
     assert "last valid input" in message.inner_text() and "Traceback" not in explorer.inner_text()
     assert picture_digest(page, "gptlib-attn-output") == shown and "gptlib-stale" in image.get_attribute("class")
-    assert image.bounding_box() == box  # nothing moved: the picture stays where it was
-    assert message.bounding_box()["y"] < box["y"]  # the reason sits above the picture
+    assert offset_in(explorer, image) == box  # nothing moved: the picture stays where it was
+    assert message.bounding_box()["y"] < image.bounding_box()["y"]  # the reason sits above the picture

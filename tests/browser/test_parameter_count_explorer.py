@@ -1,6 +1,6 @@
 """Notebook 05's parameter-count explorer, typed into as a learner would."""
 
-from jupyterlab_driver import open_and_run_all, picture, picture_digest, round_trip_ms
+from jupyterlab_driver import offset_in, open_and_run_all, picture, picture_digest, round_trip_ms
 
 
 def test_count_explorer_refuses_in_words_keeps_its_picture_and_counts_tied(page, lab):
@@ -10,7 +10,7 @@ def test_count_explorer_refuses_in_words_keeps_its_picture_and_counts_tied(page,
     message = explorer.locator(".gptlib-count-message")
     assert "816,640" in message.inner_text()  # Theorem 5.2, course configuration
     image = explorer.locator(picture("gptlib-count-output")).first
-    shown, box = picture_digest(page, "gptlib-count-output"), image.bounding_box()
+    shown, box = picture_digest(page, "gptlib-count-output"), offset_in(explorer, image)
 
     width = explorer.locator(".gptlib-count-d input")
     width.fill("12.5")
@@ -22,7 +22,7 @@ def test_count_explorer_refuses_in_words_keeps_its_picture_and_counts_tied(page,
     heads.press("Enter")
     message.filter(has_text="H must divide d").wait_for(timeout=30_000)
     assert picture_digest(page, "gptlib-count-output") == shown and "gptlib-stale" in image.get_attribute("class")
-    assert image.bounding_box() == box and "Traceback" not in explorer.inner_text()
+    assert offset_in(explorer, image) == box and "Traceback" not in explorer.inner_text()
 
     heads.fill("8")
     round_trip_ms(page, "gptlib-count-output", lambda: heads.press("Enter"))  # fails on a blank frame
