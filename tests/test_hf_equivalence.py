@@ -1,4 +1,5 @@
-"""gptlib against an independent implementation: Hugging Face's GPT-2 with gptlib's weights copied in.
+"""gptlib against independent implementations: Hugging Face's GPT-2 (and the benchmark's nanoGPT-style
+reference) with gptlib's weights copied in.
 
 GPT-2 is Definition 3.1's pre-norm block with exact GELU once dropout is off, the QKV bias is
 zero and W_U is untied; so with the same weights both must produce the same logits (Section 5)
@@ -10,14 +11,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from benchmarks.nanogpt import nanogpt_from
 from benchmarks.peers import (
     check_mappable,
     hf_gpt2_from,
     hooked_transformer_from,
     max_logit_difference,
     scrambled_model,
+    stacked_heads,
 )
-from gptlib import COURSE_CONFIG, GPTConfig
+from gptlib import COURSE_CONFIG, GPTConfig, run_with_cache
 
 TOLERANCE = 1e-5  # float32 logits of order 1
 CONFIGS = {
@@ -94,3 +97,33 @@ def test_hooked_transformer_with_copied_weights_gives_the_same_logits(name):
 def test_configs_gpt2_cannot_express_are_refused(change, rule):
     with pytest.raises(ValueError, match=rule):
         check_mappable(COURSE_CONFIG.replace(**change))
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_nanogpt_reference_with_copied_weights_gives_the_same_logits_and_attention(name):
+    model = scrambled_model(CONFIGS[name])
+    ref = nanogpt_from(model)
+    idx = random_tokens(model.config)
+    assert max_logit_difference(model, ref, idx) <= TOLERANCE
+    kept = []
+    with torch.no_grad():
+        ref(idx, keep=kept)  # its manual attention path
+        _, cache = run_with_cache(model, idx)
+    for l, A in enumerate(kept):
+        torch.testing.assert_close(A, cache.A(l), atol=1e-6, rtol=1e-5)
+
+
+def test_nanogpt_reference_gives_the_same_gradients():
+    model = scrambled_model(COURSE_CONFIG).train()
+    ref = nanogpt_from(model).train()
+    idx, targets = random_tokens(model.config), random_tokens(model.config)
+    model(idx, targets)[1].backward()
+    ref(idx, targets)[1].backward()
+    d = model.config.d
+    pairs = {
+        "W_Q of block 1": (stacked_heads(model.blocks[1].attn.W_Q.grad), ref.h[1].c_attn.weight.grad[:d].T),
+        "W_O of block 0": (model.blocks[0].attn.W_O.grad, ref.h[0].c_proj.weight.grad.T),
+        "P": (model.P.grad, ref.wpe.weight.grad),
+    }
+    for name, (ours, theirs) in pairs.items():
+        torch.testing.assert_close(ours, theirs, atol=1e-6, rtol=1e-4, msg=lambda m: f"{name}: {m}")
