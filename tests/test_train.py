@@ -12,7 +12,7 @@ import torch
 from gptlib import GPT, data
 from gptlib.checkpoint import load_checkpoint, load_weights_into, save_checkpoint
 from gptlib.induction import INDUCTION_CONFIG
-from gptlib.train import Diverged, TrainSettings, learning_rate, main, mean_loss, train
+from gptlib.train import DEVICES, Diverged, TrainSettings, check_device, learning_rate, main, mean_loss, train
 
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" * 4
 
@@ -105,6 +105,48 @@ def test_cli_trains_on_a_given_corpus(tmp_path):
     assert [h["step"] for h in metadata["history"]] == [1, 2] and metadata["val_loss"] < math.log(65) + 0.5
 
 
+def _available(name: str) -> bool:
+    try:
+        return check_device(name) is not None
+    except ValueError:
+        return False
+
+
+def device_or_skip(name: str) -> torch.device:
+    try:
+        return check_device(name)
+    except ValueError as error:
+        pytest.skip(str(error))
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_training_on_each_device_lowers_the_loss_and_saves_a_cpu_checkpoint(name, tmp_path, tiny):
+    device = device_or_skip(name)
+    ids, next_batch = text_batches()  # CPU batches: train() moves them
+    windows = data.heldout_windows(ids, 16)  # CPU windows: mean_loss moves them
+    torch.manual_seed(0)
+    model = GPT(tiny).to(device)
+    before = mean_loss(model, *windows)
+    train(model, next_batch, TrainSettings(steps=40, warmup=5, lr=1e-2, eval_every=40), progress=False)
+    assert mean_loss(model, *windows) < before - 1.0
+    path = save_checkpoint(tmp_path / "m.pt", model)
+    assert all(t.device.type == "cpu" for t in torch.load(path, weights_only=True)["state_dict"].values())
+
+
+def test_cli_trains_on_the_cpu_device_and_records_it(tmp_path):
+    out = main(["induction", "--steps", "2", "--batch-size", "2", "--eval-every", "2", "--warmup", "1",
+                "--device", "cpu", "--threads", "1", "--out", str(tmp_path / "cpu.pt")])
+    assert load_checkpoint(out)[1]["metadata"]["device"] == "cpu"
+
+
+def test_progress_bar_reports_tokens_per_second(capsys, tiny):
+    _, next_batch = text_batches(B=4, T=16)
+    train(GPT(tiny), next_batch, TrainSettings(steps=3, warmup=1, eval_every=3), progress=True)
+    bar = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "3/3" in bar and "tok_per_s=" in bar
+    assert float(bar.split("tok_per_s=")[1].split("]")[0].replace(",", "")) > 0
+
+
 @pytest.fixture(autouse=True)
 def _one_thread():
     """Tiny models train fastest on one thread; two threads on a shared machine oversubscribe it."""
@@ -194,6 +236,8 @@ INDUCTION = ["induction", "--steps", "3", "--batch-size", "2", "--eval-every", "
         (["--out", "{d}/file/new/x.pt"], "cannot be written: {d}/file is a file, not a folder"),
         (["--state", "{d}/file/s.pt"], "--state {d}/file/s.pt cannot be written: {d}/file is a file"),
         (["--state", "{d}/out.pt"], "--state and --out must be different files"),
+        *[(["--device", name], f"device {name!r} is not available here") for name in DEVICES
+          if name != "cpu" and not _available(name)],
     ],
 )
 def test_cli_refuses_bad_flags_and_files_before_any_work(tmp_path, files, capsys, argv, rule):
