@@ -37,18 +37,21 @@ portability: $(READY)  ## nbval over every notebook under 15 simulated CPUs / th
 notebooks: $(READY)  ## re-execute every notebook in place (after a change that alters outputs)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 notebooks/[0-9]*.ipynb
 
-train-shakespeare: $(READY)  ## retrain gptlib/checkpoints/shakespeare.pt (the course GPT on tiny Shakespeare, ~20-40 min on 1 CPU thread)
-	$(BIN)/python -m gptlib.train shakespeare --steps 4500 --batch-size 32 --lr 3e-3 --eval-every 500 --seed 0 --out gptlib/checkpoints/shakespeare.pt --state build/shakespeare.state.pt
+# `make train-shakespeare DEVICE=cuda` (or mps) trains on a GPU when torch has one
+DEVICE ?= cpu
 
-train-induction: $(READY)  ## retrain gptlib/checkpoints/induction.pt (two-layer attention-only induction model, a few minutes)
-	$(BIN)/python -m gptlib.train induction --steps 3000 --batch-size 32 --lr 1e-3 --warmup 100 --eval-every 250 --seed 0 --out gptlib/checkpoints/induction.pt --state build/induction.state.pt
+train-shakespeare: $(READY)  ## retrain gptlib/checkpoints/shakespeare.pt (the course GPT on tiny Shakespeare; every CPU core, or DEVICE=cuda|mps)
+	$(BIN)/python -m gptlib.train shakespeare --steps 4500 --batch-size 32 --lr 3e-3 --eval-every 500 --seed 0 --device $(DEVICE) --out gptlib/checkpoints/shakespeare.pt --state build/shakespeare.state.pt
+
+train-induction: $(READY)  ## retrain gptlib/checkpoints/induction.pt (two-layer attention-only induction model, a few minutes; DEVICE=cuda|mps too)
+	$(BIN)/python -m gptlib.train induction --steps 3000 --batch-size 32 --lr 1e-3 --warmup 100 --eval-every 250 --seed 0 --device $(DEVICE) --out gptlib/checkpoints/induction.pt --state build/induction.state.pt
 
 $(BENCH_READY): $(READY) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python -m pip install --quiet --no-deps 'transformer-lens>=3,<4'  # skips wandb, accelerate, ...: unused here
 	@touch $@
 
-bench: $(BENCH_READY)  ## gptlib vs Hugging Face GPT-2 and TransformerLens: logits check, then timings into benchmarks/results/
+bench: $(BENCH_READY)  ## gptlib vs HF GPT-2, TransformerLens and a fused nanoGPT-style model: logits check, interleaved timings, MFU, the nbval suite's time; writes benchmarks/results/ (table.md is the README's table), 2-4 min
 	$(BIN)/python -m benchmarks.run --nbval
 	$(MAKE) bench-explorers
 

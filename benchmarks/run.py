@@ -251,6 +251,16 @@ def loadavg() -> str:
     return " ".join(path.read_text().split()[:3]) if path.exists() else "n/a"
 
 
+def busy_warning(load: str, threads: int) -> None:
+    """Say so when other processes compete for the cores: ratios stay fair, absolute times do not."""
+    cores = os.cpu_count() or 1
+    if load != "n/a" and float(load.split()[0]) > cores - 0.5:
+        print(f"warning: load average {load.split()[0]} on {cores} cores: other work competes for the CPU. "
+              "Ratios are paired per round and stay comparable; absolute times are not."
+              + (" With several threads per process a busy machine makes them wait on each other: "
+                 "--threads 1 --clock cpu is steadier." if threads > 1 else ""))
+
+
 def print_report(rows: list[dict], imports: dict, checks: dict, peak_gflops: float) -> None:
     print(f"\n{'case':<8}{'B':>4}{'T':>6}  {'measure':<13}" + "".join(f"{lib:>19}" for lib in LIBRARIES)
           + "".join(f"{'vs ' + SHORT[p]:>9}" for p in PEERS))
@@ -263,7 +273,8 @@ def print_report(rows: list[dict], imports: dict, checks: dict, peak_gflops: flo
         a = row["attn_over_fast"]
         print(f"{'':<20}gptlib forward_attn / forward = {a['median']:.2f} (quartiles {a['q1']:.2f}-{a['q3']:.2f}); "
               "train MFU " + ", ".join(f"{lib} {row['mfu'][lib]:.0%}" for lib in LIBRARIES))
-    print(f"\nmatmul peak ({MATMUL_N}^2 float32, median): {peak_gflops:.0f} GFLOP/s")
+    print(f"\nmatmul peak ({MATMUL_N}^2 float32, median): {peak_gflops:.0f} GFLOP/s; MFU = (6 N + 12 L T d) "
+          "FLOPs per token x tokens / step time / peak, N = non-embedding parameters")
     print(f"import torch: {imports['import_torch_s']:.2f} s; import gptlib on top: "
           f"{imports['gptlib_on_top_s']:.3f} s (median of {imports['reps']})")
     for name, check in checks.items():
@@ -318,7 +329,7 @@ def write_figure(rows: list[dict], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--reps", type=int, default=9, help="timed rounds (every library, measure and case once each)")
+    parser.add_argument("--reps", type=int, default=15, help="timed rounds (every library, measure and case once each)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed rounds first")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
@@ -338,6 +349,7 @@ def main(argv: list[str] | None = None) -> dict:
     load_before = loadavg()
     print(f"timing {len(case_rows)} cases x {len(MEASURES)} measures x {len(LIBRARIES)} libraries, "
           f"{args.warmup} + {args.reps} rounds; load average {load_before}")
+    busy_warning(load_before, args.threads)
     times, matmul_s = time_interleaved({label: runners(c, B, T) for label, c, B, T in case_rows}, args.reps,
                                        args.warmup, CLOCKS[args.clock])
     peak_flops = 2 * MATMUL_N**3 / statistics.median(matmul_s)
