@@ -51,7 +51,7 @@ $(BENCH_READY): $(READY) pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps 'transformer-lens>=3,<4'  # skips wandb, accelerate, ...: unused here
 	@touch $@
 
-bench: $(BENCH_READY)  ## gptlib vs HF GPT-2, TransformerLens and a fused nanoGPT-style model: logits check, interleaved timings, MFU, the nbval suite's time; writes benchmarks/results/ (table.md is the README's table), 2-4 min
+bench: $(BENCH_READY)  ## gptlib vs HF GPT-2, TransformerLens and a fused nanoGPT-style model: logits check, interleaved timings, MFU, the nbval suite's time; writes benchmarks/results/ (table.md is the README's table)
 	$(BIN)/python -m benchmarks.run --nbval
 	$(MAKE) bench-explorers
 
