@@ -41,6 +41,8 @@ def gradient_map(model: GPT, idx: torch.Tensor) -> torch.Tensor:
     Tokens are discrete, so we differentiate with respect to the residual stream's start
     X^(0) = E[x] + P (GPT.forward_from_embeddings). For each t, V copies of X^(0) back-propagate
     the V unit vectors e_v at row t in one batch, giving the (V, T, d) block of the Jacobian.
+    torch.autograd.grad asks for X's gradient alone, so no weight gradient is computed (or left
+    in the parameters' .grad).
     """
     idx = check_token_sequence(model, idx)  # int64 ids
     T, V = idx.shape[0], model.config.V
@@ -50,8 +52,8 @@ def gradient_map(model: GPT, idx: torch.Tensor) -> torch.Tensor:
     for t in range(T):
         X = X0.expand(V, -1, -1).clone().requires_grad_(True)  # (V, T, d), one copy per logit v
         Z = model.forward_from_embeddings(X)  # (V, T, V)
-        Z[torch.arange(V), t, torch.arange(V)].sum().backward()  # copy v back-propagates dZ_{t,v}
-        rows.append(X.grad.pow(2).sum(dim=(0, 2)).sqrt())  # (T,): norm over v and the d coordinates
+        (grad,) = torch.autograd.grad(Z[torch.arange(V), t, torch.arange(V)].sum(), X)  # copy v: dZ_{t,v} / dX
+        rows.append(grad.pow(2).sum(dim=(0, 2)).sqrt())  # (T,): norm over v and the d coordinates
     return torch.stack(rows)  # (T, T): [t, s]
 
 

@@ -175,7 +175,13 @@ class GPT(nn.Module):
 
     @torch.no_grad()
     def reset_parameters(self) -> None:
-        """Project aside 5.2: N(0, std^2) weights; W_O and W_2 further scaled by 1/sqrt(2L)."""
+        """Project aside 5.2: N(0, std^2) weights; W_O and W_2 further scaled by 1/sqrt(2L).
+
+        A model on the meta device holds shapes only (gptlib.cost, checkpoint validation), so
+        there is nothing to draw; skipping also spares torch's Python fallback for meta normal_.
+        """
+        if self.E.is_meta:
+            return
         std = self.config.init_std
         residual_std = std / math.sqrt(2 * self.config.L)
         for name, p in self.named_parameters():
