@@ -326,10 +326,10 @@ def main(argv: list[str] | None = None) -> Path:
             save_checkpoint(args.state, model, {"task": args.task, "command": command}, training=state)
             snapshots.append(step)
 
-    def stop(reason: str):
+    def stop(reason: str, code: int = 1):
         kept = "" if args.state is None else \
             f"; --state holds step {snapshots[-1]}" if snapshots else "; --state was not written"
-        parser.exit(1, f"\n{parser.prog}: error: {reason}. --out was not written{kept}\n")
+        parser.exit(code, f"\n{parser.prog}: error: {reason}. --out was not written{kept}\n")
 
     try:
         state = train(model, next_batch, settings, evaluate, resume, on_eval=snapshot)
@@ -337,6 +337,8 @@ def main(argv: list[str] | None = None) -> Path:
         stop(str(error))
     except OSError as error:  # the disk filled up, or a folder went away after the up-front probe
         stop(f"could not write --state {args.state}: {error.strerror or error}")
+    except KeyboardInterrupt:  # Ctrl-C: a save in progress removed its .part; say what is kept
+        stop("interrupted", code=130)
     metadata = {
         "task": args.task, "command": command, "settings": asdict(settings), "steps": state["step"], "device": args.device,
         "tokens_seen": state["step"] * settings.batch_size * settings.T,

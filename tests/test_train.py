@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 import torch
 
-from gptlib import GPT, data
+from gptlib import GPT, data, induction
 from gptlib.checkpoint import load_checkpoint, load_weights_into, save_checkpoint
 from gptlib.induction import INDUCTION_CONFIG
 from gptlib.train import DEVICES, Diverged, TrainSettings, check_device, learning_rate, main, mean_loss, train
@@ -379,3 +379,22 @@ def test_mean_loss_checks_its_input_and_restores_the_mode(tiny, training):
     with pytest.raises(ValueError, match=r"targets must lie in \[0, V\)"):
         mean_loss(model, x, y + 100, chunk=2)
     assert model.training == training
+
+
+def test_ctrl_c_during_training_is_one_line_naming_what_is_kept(tmp_path, capsys, monkeypatch):
+    real_batch, calls = induction.training_batch, []
+
+    def interrupted_at_step_3(*args):
+        calls.append(1)
+        if len(calls) == 4:  # the first call is the up-front check of the task's batch rules
+            raise KeyboardInterrupt
+        return real_batch(*args)
+
+    monkeypatch.setattr(induction, "training_batch", interrupted_at_step_3)
+    with pytest.raises(SystemExit) as exited:
+        main(["induction", "--steps", "5", "--batch-size", "2", "--eval-every", "2", "--warmup", "1",
+              "--out", str(tmp_path / "out.pt"), "--state", str(tmp_path / "s.pt")])
+    err = capsys.readouterr().err
+    assert exited.value.code == 130 and "Traceback" not in err
+    assert "error: interrupted. --out was not written; --state holds step 2" in err
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["s.pt"]
