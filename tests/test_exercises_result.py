@@ -4,8 +4,9 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
-from gptlib import exercises
+from gptlib import GPT, GPTConfig, exercises
 from gptlib.exercises import hints, result, solutions
 from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, PASSED, Wrong, as_int, call, checker
 
@@ -84,3 +85,39 @@ def test_importing_the_exercises_loads_neither_matplotlib_nor_ipywidgets():
     code = "import sys, gptlib.exercises; print(sorted(m for m in ('matplotlib', 'ipywidgets') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _all_checks(answers, model):
+    """Every checker of the package, each called with answers[name] (a stub or the reference solution)."""
+    return [
+        exercises.check_parameter_count(answers["count"]),
+        exercises.check_parameter_table(answers["rows"]),
+        exercises.check_tied_count(answers["tied_count"]),
+        exercises.check_causality(model),
+        exercises.check_dependency_map(answers["dependency_map"]),
+        exercises.check_own_model(model, V=11, T_max=8, d=16, L=1),
+        exercises.check_factor_pair_dimension(answers["factor_pair_dimension"]),
+        exercises.check_layer_norm(answers["project"], answers["rescale"]),
+        exercises.check_weight_decay(answers["weight_decay_prediction"]),
+        exercises.check_head_circuits(answers["head_circuits"]),
+        exercises.check_rank_bounds(answers["rank_bounds"]),
+        exercises.check_post_norm_jacobian(answers["post_norm_jacobian"]),
+        exercises.check_post_norm_statement(answers["post_norm_statement"]),
+        exercises.check_training_flops(answers["flops_per_token"]),
+        exercises.check_attention_takeover(answers["takeover_T"]),
+    ]
+
+
+def test_no_checker_moves_the_callers_random_generator(one_thread):
+    def stub(*args):
+        raise NotImplementedError
+
+    model = GPT(GPTConfig(V=11, T_max=8, d=16, H=2, L=1))
+
+    reference = {name: getattr(solutions, name) for name in dir(solutions)}
+    stubs = dict.fromkeys(reference, stub) | {"post_norm_statement": None}
+    for answers in (stubs, reference):
+        state = torch.get_rng_state()
+        results = _all_checks(answers, model)
+        assert torch.equal(torch.get_rng_state(), state)
+    assert all(r.passed for r in results), [r for r in results if not r.passed]

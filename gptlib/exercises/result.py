@@ -98,13 +98,15 @@ def call(fn, *args, what: str = "..."):
 
 
 def checker(exercise: str):
-    """Decorate a check body (see the module docstring) so that it always returns a Result."""
+    """Decorate a check body (see the module docstring) so that it always returns a Result and
+    leaves torch's global random generator as it found it."""
 
     def decorate(body):
         @functools.wraps(body)
         def run(*args, **kwargs) -> Result:
             try:
-                message, details = body(*args, **kwargs)
+                with torch.random.fork_rng(devices=[]):  # the caller's random draws go on as if unchecked
+                    message, details = body(*args, **kwargs)
             except Wrong as wrong:
                 return Result(exercise, FAILED, wrong.message, wrong.details)
             except _NotAttempted as stub:
