@@ -17,6 +17,7 @@ the zero vector (then gamma * 0 + beta = beta), never to NaN.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -35,25 +36,32 @@ def centering_matrix(d: int, dtype: torch.dtype = torch.float64) -> torch.Tensor
     return torch.eye(d, dtype=dtype) - torch.full((d, d), 1.0 / d, dtype=dtype)
 
 
-def projector_facts(d: int) -> dict[str, float]:
-    """The three facts the proof of Proposition 4.2 uses, measured on P = centering_matrix(d).
+@dataclass(frozen=True)
+class ProjectorFacts:
+    """What the proof of Proposition 4.2 uses about P, each measured."""
 
-    self_adjoint: max |P - P^T|; idempotent: max |P P - P|; ones_in_kernel: ||P 1||;
-    kernel_dim: number of zero eigenvalues (1: the kernel is the line R 1); rank: d - kernel_dim;
-    image_is_ones_perp: max |1^T P v| over the columns v of P.
-    """
+    self_adjoint: float  # max |P - P^T|
+    idempotent: float  # max |P P - P|
+    ones_in_kernel: float  # ||P 1||
+    kernel_dim: int  # number of zero eigenvalues (1: the kernel is the line R 1)
+    rank: int  # d - kernel_dim
+    image_is_ones_perp: float  # max |1^T P v| over the columns v of P
+
+
+def projector_facts(d: int) -> ProjectorFacts:
+    """The facts the proof of Proposition 4.2 uses, measured on P = centering_matrix(d)."""
     P = centering_matrix(d)  # (d, d)
     ones = torch.ones(d, dtype=P.dtype)
     eigenvalues = torch.linalg.eigvalsh(P)  # (d,) ascending, all 0 or 1 for a projector
     kernel_dim = int((eigenvalues.abs() < 1e-9).sum())
-    return {
-        "self_adjoint": float((P - P.T).abs().max()),
-        "idempotent": float((P @ P - P).abs().max()),
-        "ones_in_kernel": float(torch.linalg.vector_norm(P @ ones)),
-        "kernel_dim": kernel_dim,
-        "rank": d - kernel_dim,
-        "image_is_ones_perp": float((ones @ P).abs().max()),
-    }
+    return ProjectorFacts(
+        self_adjoint=float((P - P.T).abs().max()),
+        idempotent=float((P @ P - P).abs().max()),
+        ones_in_kernel=float(torch.linalg.vector_norm(P @ ones)),
+        kernel_dim=kernel_dim,
+        rank=d - kernel_dim,
+        image_is_ones_perp=float((ones @ P).abs().max()),
+    )
 
 
 def center(u: torch.Tensor) -> torch.Tensor:
@@ -134,15 +142,22 @@ def sigma(u: torch.Tensor) -> torch.Tensor:
     return center(u).pow(2).mean(dim=-1).sqrt()
 
 
-def image_facts(U: torch.Tensor, eps: float = 0.0) -> dict[str, float]:
-    """Proposition 4.2 measured on the rows of U (B, d): the largest |1^T LN(u)| (distance from
-    the hyperplane 1-perp) and the largest | ||LN(u)|| - sqrt(d) | (distance from the sphere)."""
+@dataclass(frozen=True)
+class ImageFacts:
+    """How far LayerNorm's outputs lie from Proposition 4.2's image, the sphere of radius sqrt(d) in 1-perp."""
+
+    max_abs_coordinate_sum: float  # largest |1^T LN(u)|: distance from the hyperplane 1-perp
+    max_norm_error: float  # largest | ||LN(u)|| - sqrt(d) |: distance from the sphere
+
+
+def image_facts(U: torch.Tensor, eps: float = 0.0) -> ImageFacts:
+    """Proposition 4.2 measured on the rows of U (B, d)."""
     out = layer_norm(U, eps=eps)  # (B, d)
     d = U.shape[-1]
-    return {
-        "max_abs_coordinate_sum": float(out.sum(dim=-1).abs().max()),
-        "max_norm_error": float((torch.linalg.vector_norm(out, dim=-1) - math.sqrt(d)).abs().max()),
-    }
+    return ImageFacts(
+        max_abs_coordinate_sum=float(out.sum(dim=-1).abs().max()),
+        max_norm_error=float((torch.linalg.vector_norm(out, dim=-1) - math.sqrt(d)).abs().max()),
+    )
 
 
 def vector_with_sigma(direction: torch.Tensor, sigmas: torch.Tensor) -> torch.Tensor:
@@ -175,17 +190,25 @@ def scale_invariance_gap(u: torch.Tensor, scales: torch.Tensor, eps: float) -> t
     return (scaled - base).abs().amax(dim=-1)
 
 
+@dataclass(frozen=True)
+class WeightScaleStudy:
+    """Exercise 4 at each scale c, every field (k,)."""
+
+    output_change: torch.Tensor  # max |f_{cW} - f_W|: zero, LN ignores the scale
+    loss: torch.Tensor
+    grad_norm: torch.Tensor  # ||grad at cW||
+    grad_norm_times_c: torch.Tensor  # c ||grad at cW||: equals ||grad at W|| when the 1/c law holds
+
+
 def weight_scale_before_layernorm(
     W: torch.Tensor, X: torch.Tensor, readout: torch.Tensor, scales: torch.Tensor, eps: float = 0.0
-) -> dict[str, torch.Tensor]:
+) -> WeightScaleStudy:
     """Exercise 4: f_W(X) = LN(X W^T) with loss = sum(f_W(X) * readout), evaluated at c W for each c.
 
     Because LN ignores positive scale (Remark 4.3), f_{cW} = f_W, and by the chain rule
     grad_W loss at cW equals grad_W loss at W divided by c. So weight decay (which only
     shrinks c) leaves the function alone while making the gradient step relatively larger.
-    W (m, n), X (B, n), readout (B, m), scales (k,). Returns, per c (each (k,)):
-    output_change = max |f_{cW} - f_W|, loss, grad_norm = ||grad at cW||,
-    grad_norm_times_c = c ||grad at cW|| (equals ||grad at W|| when the 1/c law holds).
+    W (m, n), X (B, n), readout (B, m), scales (k,).
     """
     if not bool((scales > 0).all()):
         raise ValueError("scales must be > 0: weight decay shrinks W by a positive factor")
@@ -200,4 +223,4 @@ def weight_scale_before_layernorm(
         rows["loss"].append(loss.detach())
         rows["grad_norm"].append(torch.linalg.vector_norm(grad))
         rows["grad_norm_times_c"].append(c * torch.linalg.vector_norm(grad))
-    return {key: torch.stack(values) for key, values in rows.items()}
+    return WeightScaleStudy(**{key: torch.stack(values) for key, values in rows.items()})

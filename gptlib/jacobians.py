@@ -124,11 +124,21 @@ def _seeded_model(seed: int, **sizes) -> GPT:
     return GPT(GPTConfig(**sizes)).double()
 
 
-def depth_study(norm: str, depths, d: int = 32, T: int = 4, H: int = 4, seed: int = 0, text: str = "To be, or") -> list[dict]:
+@dataclass(frozen=True)
+class DepthStudyRow:
+    """Exercise 7 at one depth L: the spectrum of d X^(L) / d X^(0) and the gradient reaching each layer."""
+
+    L: int
+    singular_values: torch.Tensor  # (T d,), descending
+    gradient_norms: torch.Tensor  # (L + 1,): ||d loss / d X^(l)||, l = 0..L
+
+
+def depth_study(
+    norm: str, depths, d: int = 32, T: int = 4, H: int = 4, seed: int = 0, text: str = "To be, or"
+) -> list[DepthStudyRow]:
     """Exercise 7 at initialization: for each depth L, a fresh float64 model with the given norm placement.
 
-    Each entry: L, singular_values of d X^(L) / d X^(0) (a (T d) x (T d) product of block
-    Jacobians, descending), and gradient_norms ||d loss / d X^(l)||, l = 0..L. The tokens are
+    d X^(L) / d X^(0) is the (T d) x (T d) product of the block Jacobians. The tokens are
     the first T characters of `text`, predicting the next character. The model is seeded with
     `seed` for every L, so each row is reproducible on its own.
     """
@@ -139,13 +149,7 @@ def depth_study(norm: str, depths, d: int = 32, T: int = 4, H: int = 4, seed: in
         with torch.no_grad():
             X0 = model.embed(idx)  # X^(0), (T, d)
         product = product_of_jacobians(stack_jacobians(model.blocks, X0))  # (T d, T d)
-        rows.append(
-            {
-                "L": L,
-                "singular_values": torch.linalg.svdvals(product).detach(),
-                "gradient_norms": layer_gradient_norms(model, idx, targets),
-            }
-        )
+        rows.append(DepthStudyRow(L, torch.linalg.svdvals(product).detach(), layer_gradient_norms(model, idx, targets)))
     return rows
 
 

@@ -128,15 +128,20 @@ def superposition_readout(W: torch.Tensor, k: int, trials: int = 200, seed: int 
     return SuperpositionReadout(max_cos, hits / trials, ((recovered - values).norm() / values.norm()).item())
 
 
-def branch_write_ratios(cache: Cache) -> dict[str, torch.Tensor]:
-    """Empirical aside 3.5: per block l, the mean over positions of ||write|| / ||stream it is added to||.
+@dataclass(frozen=True)
+class BranchWriteRatios:
+    """Per block l, the mean over positions of ||write|| / ||stream it is added to||."""
 
-    attn: ||MHA write of block l|| / ||X^(l)||; mlp: ||MLP write of block l|| / ||Y^(l)||. Each (L,).
-    """
+    attn: torch.Tensor  # (L,): ||MHA write of block l|| / ||X^(l)||
+    mlp: torch.Tensor  # (L,): ||MLP write of block l|| / ||Y^(l)||
+
+
+def branch_write_ratios(cache: Cache) -> BranchWriteRatios:
+    """Empirical aside 3.5: how small each branch's write is next to the stream it is added to."""
     L = cache.n_layers
     attn = [(_row_norms(cache.attn_write(l)) / _row_norms(cache.X(l))).mean() for l in range(L)]
     mlp = [(_row_norms(cache.mlp_write(l)) / _row_norms(cache.Y(l))).mean() for l in range(L)]
-    return {"attn": torch.stack(attn), "mlp": torch.stack(mlp)}
+    return BranchWriteRatios(torch.stack(attn), torch.stack(mlp))
 
 
 class _SkippedBlock(nn.Module):
@@ -146,12 +151,19 @@ class _SkippedBlock(nn.Module):
         return X
 
 
+@dataclass(frozen=True)
+class BlockDropLosses:
+    """The mean cross-entropy with every block, and with each block l dropped in turn."""
+
+    base: torch.Tensor  # scalar
+    dropped: torch.Tensor  # (L,): dropped[l] - base is what block l is worth
+
+
 @torch.no_grad()
-def block_drop_losses(model: GPT, idx: torch.Tensor, targets: torch.Tensor) -> dict[str, torch.Tensor]:
+def block_drop_losses(model: GPT, idx: torch.Tensor, targets: torch.Tensor) -> BlockDropLosses:
     """Empirical aside 3.5: the mean cross-entropy with all blocks, and with block l dropped (X^(l+1) = X^(l)).
 
-    Returns base (scalar) and dropped (L,): dropped[l] - base is the loss increase. The
-    model's own forward pass runs with one block swapped for the identity, then restored.
+    The model's own forward pass runs with one block swapped for the identity, then restored.
     """
     _, base = model(idx, targets)
     dropped = []
@@ -162,17 +174,25 @@ def block_drop_losses(model: GPT, idx: torch.Tensor, targets: torch.Tensor) -> d
             dropped.append(model(idx, targets)[1])
         finally:
             model.blocks[l] = block
-    return {"base": base, "dropped": torch.stack(dropped)}
+    return BlockDropLosses(base, torch.stack(dropped))
 
 
-def residual_write_variance(L: int, scaled: bool, base: GPTConfig = COURSE_CONFIG, B: int = 4, seed: int = 0) -> dict:
+@dataclass(frozen=True)
+class WriteVariance:
+    """Project aside 5.2's two variances per coordinate; they agree when the 2L writes are uncorrelated."""
+
+    accumulated: float  # Var(X^(L) - X^(0)), the variance of the summed writes
+    independent: float  # the sum of the 2L writes' own variances
+
+
+def residual_write_variance(
+    L: int, scaled: bool, base: GPTConfig = COURSE_CONFIG, B: int = 4, seed: int = 0
+) -> WriteVariance:
     """Project aside 5.2 at initialization: variance of the sum of the 2L residual writes.
 
     Builds base.replace(L=L) with seed `seed`; when `scaled` is False, W_O and W_2 are redrawn
-    with the unscaled std (no 1/sqrt(2L)). Runs B random sequences of length T_max and returns
-    'accumulated': Var(X^(L) - X^(0)), the variance of the summed writes, per coordinate, and
-    'independent': the sum of the 2L writes' own variances, which equals 'accumulated' when
-    the writes are uncorrelated (the aside's idealization).
+    with the unscaled std (no 1/sqrt(2L)), and runs B random sequences of length T_max. The
+    aside's idealization is that the writes are uncorrelated, so the two variances agree.
     """
     torch.manual_seed(seed)
     config = base.replace(L=L)
@@ -189,10 +209,10 @@ def residual_write_variance(L: int, scaled: bool, base: GPTConfig = COURSE_CONFI
     writes = [cache.attn_write(l) for l in range(L)]
     if not config.attn_only:
         writes += [cache.mlp_write(l) for l in range(L)]
-    return {
-        "accumulated": (cache.X(L) - cache.X(0)).var().item(),
-        "independent": sum(write.var().item() for write in writes),
-    }
+    return WriteVariance(
+        accumulated=(cache.X(L) - cache.X(0)).var().item(),
+        independent=sum(write.var().item() for write in writes),
+    )
 
 
 def initial_loss_gap(config: GPTConfig = COURSE_CONFIG, B: int = 8, seed: int = 0) -> tuple[float, float]:

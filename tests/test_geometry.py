@@ -48,19 +48,19 @@ def test_centering_matrix_hand_formula_and_projector_facts():
     torch.testing.assert_close(P @ u, u - u.sum() / d)  # the hand formula u - mean(u) 1
     torch.testing.assert_close(geometry.center(u), P @ u)
     facts = geometry.projector_facts(d)
-    assert facts["self_adjoint"] < 1e-15 and facts["idempotent"] < 1e-15
-    assert facts["ones_in_kernel"] < 1e-14 and facts["image_is_ones_perp"] < 1e-14
-    assert facts["kernel_dim"] == 1 and facts["rank"] == d - 1
+    assert facts.self_adjoint < 1e-15 and facts.idempotent < 1e-15
+    assert facts.ones_in_kernel < 1e-14 and facts.image_is_ones_perp < 1e-14
+    assert facts.kernel_dim == 1 and facts.rank == d - 1
 
 
 @pytest.mark.parametrize("d", [2, 3, 128])
 def test_proposition_4_2_image_is_the_sphere_in_ones_perp(d):
     U = torch.randn(2000, d, dtype=torch.float64) * torch.rand(2000, 1, dtype=torch.float64) * 10
     facts = geometry.image_facts(U)
-    assert facts["max_abs_coordinate_sum"] < 1e-10
-    assert facts["max_norm_error"] < 1e-10
+    assert facts.max_abs_coordinate_sum < 1e-10
+    assert facts.max_norm_error < 1e-10
     # with eps > 0 the outputs fall inside the sphere, which the check notices
-    assert geometry.image_facts(U * 1e-3, eps=1e-5)["max_norm_error"] > 1e-3
+    assert geometry.image_facts(U * 1e-3, eps=1e-5).max_norm_error > 1e-3
 
 
 def test_radial_rescale_is_sqrt_d_over_norm():
@@ -125,8 +125,8 @@ def test_weight_decay_before_layernorm_keeps_function_and_scales_gradient():
     readout = torch.randn(12, 8, dtype=torch.float64)
     scales = torch.tensor([1.0, 0.5, 0.1, 4.0], dtype=torch.float64)
     result = geometry.weight_scale_before_layernorm(W, X, readout, scales)
-    assert result["output_change"].max() < 1e-12
-    torch.testing.assert_close(result["grad_norm_times_c"], result["grad_norm"][0].expand(4))
+    assert result.output_change.max() < 1e-12
+    torch.testing.assert_close(result.grad_norm_times_c, result.grad_norm[0].expand(4))
     # independent check of the 1/c law: finite differences of the loss along one coordinate of cW
     for c in (0.5, 4.0):
         h = 1e-6

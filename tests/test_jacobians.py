@@ -80,9 +80,9 @@ def test_layer_gradient_norms_match_autograd_through_the_model(sharp_model):
 
 def test_depth_study_shapes_and_identity_path():
     rows = jacobians.depth_study("pre", [1, 3], d=8, T=3, H=2)
-    assert [row["L"] for row in rows] == [1, 3]
-    assert rows[1]["singular_values"].shape == (3 * 8,)
-    assert rows[1]["gradient_norms"].shape == (4,)
+    assert [row.L for row in rows] == [1, 3]
+    assert rows[1].singular_values.shape == (3 * 8,)
+    assert rows[1].gradient_norms.shape == (4,)
     with pytest.raises(ValueError, match="T \\+ 1"):
         jacobians.depth_study("pre", [1], T=20, text="short")
 

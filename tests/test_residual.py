@@ -20,7 +20,7 @@ def test_stream_measurements_against_direct_formulas(sharp_model):
     cos = (X3 * cache.X(0)[0]).sum(1) / (X3.norm(dim=1) * cache.X(0)[0].norm(dim=1))
     torch.testing.assert_close(residual.cosine_to_initial(cache)[3], cos.mean())
     ratios = residual.branch_write_ratios(cache)
-    torch.testing.assert_close(ratios["mlp"][1], (cache.mlp_write(1)[0].norm(dim=1) / cache.Y(1)[0].norm(dim=1)).mean())
+    torch.testing.assert_close(ratios.mlp[1], (cache.mlp_write(1)[0].norm(dim=1) / cache.Y(1)[0].norm(dim=1)).mean())
 
 
 def test_injected_direction_is_read_back_exactly_at_its_own_layer(sharp_model):
@@ -46,19 +46,19 @@ def test_block_drop_losses_match_a_model_built_without_that_block(sharp_model):
     shorter.load_state_dict(state)
     with torch.no_grad():
         _, expected = shorter(idx, targets)
-    torch.testing.assert_close(result["dropped"][1], expected)
+    torch.testing.assert_close(result.dropped[1], expected)
     assert isinstance(model.blocks[1], type(model.blocks[0]))  # the model is restored
 
 
 def test_scaling_keeps_accumulated_variance_flat_and_unscaled_grows():
     scaled = [residual_write_variance(L, scaled=True, B=2) for L in (1, 8)]
     unscaled = [residual_write_variance(L, scaled=False, B=2) for L in (1, 8)]
-    assert scaled[1]["accumulated"] / scaled[0]["accumulated"] < 1.5
-    assert unscaled[1]["accumulated"] / unscaled[0]["accumulated"] > 4  # 2L grows by 8
+    assert scaled[1].accumulated / scaled[0].accumulated < 1.5
+    assert unscaled[1].accumulated / unscaled[0].accumulated > 4  # 2L grows by 8
     # L = 1 has two writes: scaling by 1/sqrt(2) halves the variance (same seed, same idea)
-    assert scaled[0]["accumulated"] == pytest.approx(unscaled[0]["accumulated"] / 2, rel=0.2)
+    assert scaled[0].accumulated == pytest.approx(unscaled[0].accumulated / 2, rel=0.2)
     for run in scaled + unscaled:
-        assert run["independent"] == pytest.approx(run["accumulated"], rel=0.3)
+        assert run.independent == pytest.approx(run.accumulated, rel=0.3)
 
 
 def test_initial_loss_is_near_ln_V():

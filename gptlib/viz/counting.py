@@ -1,9 +1,8 @@
-"""Theorem 5.2 explorer widget, and the figure of Project aside 5.2's variance over the 2L residual writes.
+"""Theorem 5.2: the parameter-count explorer widget and its figure.
 
     whole_number(name, typed)     a size typed by the learner, exactly, or a ValueError saying why not
     ParameterCountExplorer()      the widget: sizes -> meta-device model -> table, shares, closed form
     count_figure(rows, config)    that table beside bars of each component's share
-    init_variance_figure(...)     Project aside 5.2: write variance against L, with and without 1/sqrt(2L)
 """
 
 from __future__ import annotations
@@ -139,25 +138,3 @@ class CountPicture:
             bar.set_width(100 * row.share)
             share.set(x=100 * row.share + 1, text=f"{row.share:.1%}")
         return self.fig
-
-
-def init_variance_figure(L_values, scaled: list[dict], unscaled: list[dict]) -> Figure:
-    """Accumulated write variance against L, with and without 1/sqrt(2L) (from gptlib.residual.residual_write_variance).
-
-    The legend sits below the axes, where it cannot cover a point.
-    """
-    fig = Figure(figsize=(6.5, 4.6), layout="constrained")
-    ax = fig.add_subplot()
-    for runs, label, colour in ((unscaled, "W_O, W_2 std 0.02", "#c44e52"), (scaled, "W_O, W_2 std 0.02/sqrt(2L)", "#4c72b0")):
-        ax.plot(L_values, [run["accumulated"] for run in runs], "o", color=colour, label=f"{label}: measured Var(X^(L) - X^(0))")
-        ax.plot(L_values, [run["independent"] for run in runs], "-", color=colour, alpha=0.6, label=f"{label}: sum of write variances")
-    v = unscaled[0]["accumulated"] / 2  # one unscaled write's variance, from L = 1's two writes
-    ax.plot(L_values, [2 * L * v for L in L_values], "--", color="#c44e52", lw=1, label="idealized 2L v")
-    ax.plot(L_values, [v for _ in L_values], "--", color="#4c72b0", lw=1, label="idealized 2L (v / 2L) = v")
-    ax.set_yscale("log")
-    ax.set_xlabel("number of blocks L (2L residual writes)")
-    ax.set_ylabel("variance per coordinate")
-    fig.legend(loc="outside lower center", ncol=2, fontsize=7, frameon=False)
-    ax.set_title(f"grows ~2L unscaled, stays ~flat scaled (ratio at L={L_values[-1]}: "
-                 f"{unscaled[-1]['accumulated'] / scaled[-1]['accumulated']:.1f})", fontsize=9)
-    return fig

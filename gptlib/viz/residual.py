@@ -1,4 +1,5 @@
-"""Figures for Section 3: block Jacobian spectra, depth studies (Exercise 7), the stream across depth.
+"""Figures for Section 3 and Project aside 5.2: block Jacobian spectra, depth studies (Exercise 7),
+the stream across depth, the variance of the 2L residual writes at initialization.
 
 Pure functions: each takes numbers computed by gptlib.jacobians / gptlib.residual and returns a
 matplotlib Figure (show it with gptlib.viz.display.show_figure).
@@ -8,6 +9,9 @@ from __future__ import annotations
 
 import torch
 from matplotlib.figure import Figure
+
+from ..jacobians import DepthStudyRow
+from ..residual import BlockDropLosses, BranchWriteRatios, WriteVariance
 
 NORM_STYLE = {"pre": {"color": "tab:blue", "label": "pre-norm"}, "post": {"color": "tab:red", "label": "post-norm"}}
 
@@ -27,28 +31,28 @@ def block_spectrum_figure(singular_values: dict[str, torch.Tensor]) -> Figure:
     return fig
 
 
-def depth_study_figure(studies: dict[str, list[dict]]) -> Figure:
+def depth_study_figure(studies: dict[str, list[DepthStudyRow]]) -> Figure:
     """Exercise 7: left, the largest / median / smallest singular value of d X^(L) / d X^(0) against L;
     right, ||d loss / d X^(l)|| against l for the deepest model. `studies` maps 'pre'/'post' to
-    gptlib.jacobians.depth_study rows."""
+    the rows of gptlib.jacobians.depth_study."""
     fig = Figure(figsize=(11, 3.8))
     left, right = fig.subplots(1, 2)
     for norm, rows in studies.items():
         style = NORM_STYLE[norm]
-        depths = [row["L"] for row in rows]
-        values = torch.stack([row["singular_values"] for row in rows])  # (n_depths, T d), descending
+        depths = [row.L for row in rows]
+        values = torch.stack([row.singular_values for row in rows])  # (n_depths, T d), descending
         left.semilogy(depths, values[:, 0], marker="^", ms=3, color=style["color"], label=f"{style['label']} max")
         left.semilogy(depths, values.median(dim=1).values, ls="--", color=style["color"], label=f"{style['label']} median")
         left.semilogy(depths, values[:, -1].clamp_min(1e-17), marker="v", ms=3, ls=":", color=style["color"], label=f"{style['label']} min")
         deepest = rows[-1]
-        right.semilogy(range(deepest["L"] + 1), deepest["gradient_norms"], marker="o", ms=3, **style)
+        right.semilogy(range(deepest.L + 1), deepest.gradient_norms, marker="o", ms=3, **style)
     left.set_xlabel("depth L")
     left.set_ylabel("singular value of the product")
     left.set_title("d X^(L) / d X^(0) at initialization")
     left.legend(fontsize=7, ncol=2)
     right.set_xlabel("layer l")
     right.set_ylabel("||d loss / d X^(l)||")
-    right.set_title(f"gradient reaching each layer, L = {deepest['L']}")
+    right.set_title(f"gradient reaching each layer, L = {deepest.L}")
     right.legend()
     fig.tight_layout()
     return fig
@@ -74,22 +78,44 @@ def stream_figure(norms: dict[str, torch.Tensor], cosines: dict[str, torch.Tenso
     return fig
 
 
-def small_updates_figure(ratios: dict[str, torch.Tensor], base_loss: float, dropped_losses: torch.Tensor) -> Figure:
+def small_updates_figure(ratios: BranchWriteRatios, drops: BlockDropLosses) -> Figure:
     """Empirical aside 3.5: per block, ||write|| / ||stream|| for both branches, and the loss increase
     when the block is dropped."""
     fig = Figure(figsize=(10, 3.4))
     left, right = fig.subplots(1, 2)
-    blocks = torch.arange(len(dropped_losses))
-    left.bar(blocks - 0.2, ratios["attn"], width=0.4, label="attention write / ||X^(l)||")
-    left.bar(blocks + 0.2, ratios["mlp"], width=0.4, label="MLP write / ||Y^(l)||")
+    blocks = torch.arange(len(drops.dropped))
+    left.bar(blocks - 0.2, ratios.attn, width=0.4, label="attention write / ||X^(l)||")
+    left.bar(blocks + 0.2, ratios.mlp, width=0.4, label="MLP write / ||Y^(l)||")
     left.set_xlabel("block l")
     left.set_ylabel("mean norm ratio")
     left.legend(fontsize=8)
-    right.bar(blocks, dropped_losses - base_loss, color="tab:gray")
+    right.bar(blocks, drops.dropped - drops.base, color="tab:gray")
     right.axhline(0.0, color="black", lw=0.8)
     right.set_xlabel("block l dropped")
     right.set_ylabel("loss increase (nats)")
     for ax in (left, right):
         ax.set_xticks(blocks.tolist())
     fig.tight_layout()
+    return fig
+
+
+def init_variance_figure(L_values, scaled: list[WriteVariance], unscaled: list[WriteVariance]) -> Figure:
+    """Accumulated write variance against L, with and without 1/sqrt(2L) (gptlib.residual.residual_write_variance at each L).
+
+    The legend sits below the axes, where it cannot cover a point.
+    """
+    fig = Figure(figsize=(6.5, 4.6), layout="constrained")
+    ax = fig.add_subplot()
+    for runs, label, colour in ((unscaled, "W_O, W_2 std 0.02", "#c44e52"), (scaled, "W_O, W_2 std 0.02/sqrt(2L)", "#4c72b0")):
+        ax.plot(L_values, [run.accumulated for run in runs], "o", color=colour, label=f"{label}: measured Var(X^(L) - X^(0))")
+        ax.plot(L_values, [run.independent for run in runs], "-", color=colour, alpha=0.6, label=f"{label}: sum of write variances")
+    v = unscaled[0].accumulated / 2  # one unscaled write's variance, from L = 1's two writes
+    ax.plot(L_values, [2 * L * v for L in L_values], "--", color="#c44e52", lw=1, label="idealized 2L v")
+    ax.plot(L_values, [v for _ in L_values], "--", color="#4c72b0", lw=1, label="idealized 2L (v / 2L) = v")
+    ax.set_yscale("log")
+    ax.set_xlabel("number of blocks L (2L residual writes)")
+    ax.set_ylabel("variance per coordinate")
+    fig.legend(loc="outside lower center", ncol=2, fontsize=7, frameon=False)
+    ax.set_title(f"grows ~2L unscaled, stays ~flat scaled (ratio at L={L_values[-1]}: "
+                 f"{unscaled[-1].accumulated / scaled[-1].accumulated:.1f})", fontsize=9)
     return fig
