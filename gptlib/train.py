@@ -27,7 +27,6 @@ from tqdm.auto import tqdm
 from . import checks, data, induction
 from .checkpoint import check_writable, load_weights_into, save_checkpoint
 from .config import COURSE_CONFIG
-from .induction import induction_eval_tokens  # noqa: F401  (notebook 08 imports it from here until it is re-run)
 from .model import GPT
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # inputs (B, T), targets (B, T)
