@@ -41,6 +41,8 @@ class Cache:
             L += 1
         return L
 
+    # One plain accessor per name, so that help(Cache) and completion list the lecture's symbols.
+    # They repeat one shape on purpose (`duplicates` pairs them); a generated one would hide the names.
     def X(self, l: int) -> torch.Tensor:
         return self._get("X", l)
 
