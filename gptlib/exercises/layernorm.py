@@ -117,7 +117,7 @@ def measured_decay_factors(c: float) -> tuple[float, float]:
     W = torch.randn(16, 12, generator=generator, dtype=torch.float64)  # (m, n)
     X = torch.randn(32, 12, generator=generator, dtype=torch.float64)  # (B, n)
     readout = torch.randn(32, 16, generator=generator, dtype=torch.float64)  # (B, m)
-    grads = geometry.weight_scale_before_layernorm(W, X, readout, torch.tensor([1.0, c], dtype=torch.float64))["grad_norm"]
+    grads = geometry.weight_scale_before_layernorm(W, X, readout, torch.tensor([1.0, c], dtype=torch.float64)).grad_norm
     gradient = (grads[1] / grads[0]).item()
     return gradient, gradient / c  # the relative step lr ||g|| / ||W|| also divides by ||cW|| = c ||W||
 
