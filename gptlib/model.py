@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import checks
+from . import checks, geometry
 from .config import GPTConfig
 
 
@@ -31,7 +31,13 @@ def record_key(name: str, l: int) -> str:
 
 
 class LayerNorm(nn.Module):
-    """Definition 4.1: gamma * (u - mean(u)) / sqrt(var(u) + eps) + beta, per row."""
+    """Definition 4.1: gamma * (u - mean(u)) / sqrt(var(u) + eps) + beta, per row.
+
+    forward runs torch's fused kernel: one pass over each row, several times faster forward
+    and backward than the formula as separate tensor ops. `definition` is the
+    formula itself, written as Proposition 4.2's two moves (gptlib.geometry.layer_norm:
+    centre, then rescale radially); tests/test_model.py checks the two agree.
+    """
 
     def __init__(self, d: int, eps: float):
         super().__init__()
@@ -40,9 +46,11 @@ class LayerNorm(nn.Module):
         self.beta = nn.Parameter(torch.zeros(d))  # (d,)
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:  # (..., d) -> (..., d)
-        centered = u - u.mean(dim=-1, keepdim=True)  # projection onto 1-perp
-        variance = centered.pow(2).mean(dim=-1, keepdim=True)  # biased: divides by d
-        return self.gamma * centered * torch.rsqrt(variance + self.eps) + self.beta
+        return F.layer_norm(u, self.gamma.shape, self.gamma, self.beta, self.eps)
+
+    def definition(self, u: torch.Tensor) -> torch.Tensor:  # (..., d) -> (..., d)
+        """Definition 4.1 written out: gamma * radial_rescale(center(u), eps) + beta."""
+        return geometry.layer_norm(u, self.gamma, self.beta, self.eps)
 
 
 class MultiHeadAttention(nn.Module):

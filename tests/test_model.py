@@ -1,4 +1,4 @@
-"""The model against independent references: torch's LayerNorm, GELU and MultiheadAttention."""
+"""The model against independent references: Definition 4.1 written out, GELU, torch's MultiheadAttention."""
 
 import math
 
@@ -10,14 +10,54 @@ from gptlib import COURSE_CONFIG, GPT, GPTConfig, run_with_cache
 from gptlib.model import MLP, LayerNorm, MultiHeadAttention
 
 
-def test_layernorm_matches_torch():
-    ln = LayerNorm(128, eps=1e-5)
+def random_layernorm(d: int, dtype: torch.dtype, eps: float) -> LayerNorm:
+    ln = LayerNorm(d, eps=eps).to(dtype)
     with torch.no_grad():
         ln.gamma.normal_()
         ln.beta.normal_()
+    return ln
+
+
+ADVERSARIAL_ROWS = {  # (B, T, d) inputs on which a careless LayerNorm loses digits, with the eps to use
+    "random": (lambda u: u * 5 + 2, 1e-5),
+    "large offset 1e4": (lambda u: u + 1e4, 1e-5),
+    "large offset 1e6, eps 0": (lambda u: u + 1e6, 0.0),
+    "tiny variance 1e-6, eps 0": (lambda u: 3 + 1e-6 * u, 0.0),
+    "tiny variance below eps": (lambda u: 3 + 1e-4 * u, 1e-5),
+    "eps 0": (lambda u: u, 0.0),
+}
+
+
+@pytest.mark.parametrize("case", ADVERSARIAL_ROWS)
+def test_fused_layernorm_agrees_with_definition_4_1_written_out(case):
+    # float64, so the comparison measures the two computations and not float32's rounding of
+    # the input: u + 1e4 in float32 already blurs the unit-variance part to ~1e-3
+    make, eps = ADVERSARIAL_ROWS[case]
+    ln = random_layernorm(128, torch.float64, eps)
+    u = make(torch.randn(3, 7, 128, dtype=torch.float64))
+    torch.testing.assert_close(ln(u), ln.definition(u), atol=1e-6, rtol=1e-6)
+
+
+def test_fused_layernorm_agrees_with_definition_in_float32_and_is_as_accurate():
+    ln = random_layernorm(128, torch.float32, 1e-5)
     u = torch.randn(3, 7, 128) * 5 + 2
-    expected = F.layer_norm(u, (128,), ln.gamma, ln.beta, eps=1e-5)
-    torch.testing.assert_close(ln(u), expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ln(u), ln.definition(u), atol=1e-6, rtol=1e-6)
+    shifted = u + 1e4  # here float32 loses digits in both; the fused kernel loses no more than the formula
+    exact = random_layernorm(128, torch.float64, 1e-5)
+    exact.load_state_dict(ln.state_dict())
+    truth = exact.definition(shifted.double())
+    fused_error = (ln(shifted).double() - truth).abs().max()
+    formula_error = (ln.definition(shifted).double() - truth).abs().max()
+    assert fused_error <= 2 * formula_error
+
+
+def test_fused_layernorm_jacobian_and_vmap_match_the_definition():
+    ln = random_layernorm(16, torch.float64, 1e-5)
+    U = torch.randn(5, 16, dtype=torch.float64) + 3
+    per_row = torch.func.vmap(torch.func.jacrev(ln))(U)  # (5, 16, 16)
+    expected = torch.func.vmap(torch.func.jacrev(ln.definition))(U)
+    torch.testing.assert_close(per_row, expected)
+    assert torch.autograd.gradcheck(ln, (U[:2].clone().requires_grad_(),))
 
 
 def test_mlp_uses_exact_erf_gelu():
