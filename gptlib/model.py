@@ -71,18 +71,28 @@ class MultiHeadAttention(nn.Module):
         return self.W_O[h * self.d_head : (h + 1) * self.d_head]
 
     def qkv(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Per-head queries, keys and values X W_Q^h, X W_K^h, X W_V^h, each (B, H, T, d_head)."""
-        W = torch.cat((self.W_Q, self.W_K, self.W_V))  # (3H, d, d_head): one matmul for all
-        return torch.einsum("btd,nde->bnte", X, W).split(self.H, dim=1)
+        """Per-head queries, keys and values X W_Q^h, X W_K^h, X W_V^h, each (B, H, T, d_head).
+
+        All 3H products are one matmul, X [W_Q^1 | ... | W_Q^H | W_K^1 | ... | W_V^H]; the
+        heads are then views into its (B, T, 3H, d_head) result, so no copy is made either way.
+        """
+        B, T, d = X.shape
+        W = torch.cat((self.W_Q, self.W_K, self.W_V)).transpose(0, 1).reshape(d, 3 * d)  # (d, 3H d_head)
+        heads = (X @ W).view(B, T, 3 * self.H, self.d_head)  # (B, T, 3H, d_head)
+        return tuple(part.transpose(1, 2) for part in heads.split(self.H, dim=2))
 
     def attention_matrices(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        """A^h = softmax(S^h) with S^h = Q^h K^h^T / sqrt(d_head), masked: (B, H, T, T)."""
-        S = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, T, T)
+        """A^h = softmax(S^h), S^h = Q^h K^h^T / sqrt(d_head) + M, M = -inf on the future if causal: (B, H, T, T).
+
+        The T x T scores are the large tensors here, so they are written once: baddbmm adds
+        the scaled product to the mask M inside the matrix multiply.
+        """
+        B, H, T, d_head = q.shape
+        M = torch.zeros(T, T, dtype=q.dtype, device=q.device)  # (T, T)
         if self.causal:
-            T = S.shape[-1]
-            future = torch.ones(T, T, dtype=torch.bool, device=S.device).triu(1)
-            S = S.masked_fill(future, float("-inf"))
-        return S.softmax(dim=-1)
+            M = torch.full_like(M, float("-inf")).triu(1)  # -inf where s > t (the future), 0 elsewhere
+        S = torch.baddbmm(M, q.flatten(0, 1), k.flatten(0, 1).transpose(1, 2), alpha=1 / math.sqrt(d_head))
+        return S.view(B, H, T, T).softmax(dim=-1)  # rows of A^h sum to 1
 
     def forward(self, X: torch.Tensor, *, explicit: bool = False, record: dict | None = None) -> torch.Tensor:
         """X (B, T, d) -> MHA(X) (B, T, d).
@@ -101,7 +111,7 @@ class MultiHeadAttention(nn.Module):
         else:
             C = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
         C = C.transpose(1, 2).reshape(B, T, d)  # [C^1 | ... | C^H], (B, T, d)
-        return C @ self.W_O + self.b_O  # (B, T, d)
+        return torch.addmm(self.b_O, C.view(B * T, d), self.W_O).view(B, T, d)  # C W_O + b_O, one fused call
 
 
 class MLP(nn.Module):
