@@ -139,6 +139,7 @@ def test_displaying_leaves_a_static_picture_before_the_widget(model):
     shell.display_pub.publish = lambda data, metadata=None, **kwargs: shown.append(data)
     explorer._ipython_display_()
     assert base64.b64decode(shown[0]["image/png"]) == bytes(explorer.image.value)  # an ordinary image output first
+    assert "first picture of the AttentionExplorer" in shown[0]["text/plain"]
     assert shown[1]["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer.model_id
     assert shown[1]["text/plain"] == repr(explorer)
 

@@ -16,6 +16,7 @@ and behaves the same way:
 
 from __future__ import annotations
 
+import base64
 import html
 
 import ipywidgets as widgets
@@ -67,8 +68,10 @@ class Explorer(widgets.VBox):
         return f"{type(self).__name__}, {self.what}: run this cell in Jupyter to use it"
 
     def _ipython_display_(self) -> None:
-        from IPython.display import Image, display
+        from IPython.display import display
 
-        if self.image.value:
-            display(Image(bytes(self.image.value)))  # the static picture
+        if self.image.value:  # the static picture, an ordinary image output
+            static = {"image/png": base64.b64encode(bytes(self.image.value)).decode("ascii"),
+                      "text/plain": f"[the first picture of the {type(self).__name__} below]"}
+            display(static, raw=True)
         display(self._repr_mimebundle_(), raw=True)  # the live widget
