@@ -386,6 +386,7 @@ def prepare(args: argparse.Namespace):
             if "training" not in payload:
                 raise ValueError(f"{args.state} holds no resume state (a final --out checkpoint?)")
             start_state(model, settings, payload["training"])
+            checks.real("the resume state's wall_time_s", payload["training"].get("wall_time_s", 0.0), at_least=0)
         except (ValueError, OSError) as error:
             raise ValueError(f"--state: {error}") from None
         resume = payload["training"]

@@ -170,6 +170,9 @@ def files(tmp_path_factory):
     foreign = GPT(INDUCTION_CONFIG.replace(L=1))
     resume = train(foreign, next_batch, TrainSettings(steps=1), progress=False)
     save_checkpoint(d / "foreign.pt", foreign, training=resume)
+    odd_time = torch.load(d / "state.pt", weights_only=True)
+    odd_time["training"]["wall_time_s"] = "abc"
+    torch.save(odd_time, d / "odd_time.pt")
     (d / "garbage.pt").write_bytes(b"\x00not a checkpoint" * 100)
     (d / "binary.txt").write_bytes(bytes(range(256)) * 10)
     (d / "unknown.txt").write_text(TEXT + "".join(chr(0x400 + i) for i in range(40)))
@@ -230,6 +233,7 @@ INDUCTION = ["induction", "--steps", "3", "--batch-size", "2", "--eval-every", "
         (["--resume", "--state", "{d}/foreign.pt"], "written for another model: its config differs in L 1 (file) vs 2"),
         (["--resume", "--state", "{d}/out.pt"], "out.pt holds no resume state"),
         (["--resume", "--state", "{d}/state.pt", "--steps", "1"], "resume state is at step 2, beyond steps=1"),
+        (["--resume", "--state", "{d}/odd_time.pt"], "the resume state's wall_time_s must be a finite number >= 0"),
         (["--out", "{d}/folder"], "--out {d}/folder is a directory; give the path of a file"),
         (["--out", "/dev/null"], "--out /dev/null is not a regular file; give the path of a file"),
         (["--out", "{d}/file/x.pt"], "--out {d}/file/x.pt cannot be written: {d}/file is a file, not a folder"),
