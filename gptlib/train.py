@@ -209,11 +209,15 @@ def start_state(model: GPT, settings: TrainSettings, resume: dict | None):
         raise ValueError(f"the resume state is at step {step}, beyond steps={settings.steps}: ask for more steps")
     if not isinstance(resume["history"], list):
         raise ValueError(f"the resume state's history must be a list, got {type(resume['history']).__name__}")
+    math_keys = ("lr", "betas", "eps", "weight_decay", "amsgrad", "maximize")  # not device flags such as fused
+    hyperparameters = [{k: group[k] for k in math_keys} for group in optimizer.param_groups]
     try:
         optimizer.load_state_dict(resume["optimizer"])
         generator.set_state(resume["generator"])
     except (ValueError, RuntimeError, TypeError, KeyError, IndexError, AttributeError) as error:
         raise ValueError(f"the resume state's optimizer or generator state does not fit: {error}") from None
+    for group, settings_group in zip(optimizer.param_groups, hyperparameters):
+        group.update(settings_group)  # the snapshot gives AdamW's moments; settings give betas, decay, ...
     for group in optimizer.param_groups:
         for p in group["params"]:
             if any(isinstance(v, torch.Tensor) and v.dim() and v.shape != p.shape for v in optimizer.state[p].values()):

@@ -12,7 +12,8 @@ import torch
 from gptlib import GPT, data, induction
 from gptlib.checkpoint import load_checkpoint, load_weights_into, save_checkpoint
 from gptlib.induction import INDUCTION_CONFIG
-from gptlib.train import DEVICES, Diverged, TrainSettings, check_device, learning_rate, main, mean_loss, train
+from gptlib.train import (DEVICES, Diverged, TrainSettings, check_device, learning_rate, main, mean_loss, start_state,
+                          train)
 
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" * 4
 
@@ -402,3 +403,20 @@ def test_ctrl_c_during_training_is_one_line_naming_what_is_kept(tmp_path, capsys
     assert exited.value.code == 130 and "Traceback" not in err
     assert "error: interrupted. --out was not written; --state holds step 2" in err
     assert sorted(f.name for f in tmp_path.iterdir()) == ["s.pt"]
+
+
+def test_a_resume_state_brings_adams_moments_and_the_settings_bring_its_hyperparameters(tiny):
+    """A snapshot's param_groups are not trusted: betas='ab' in one used to crash AdamW at its first step."""
+    _, next_batch = text_batches()
+    model = GPT(tiny)
+    resume = train(model, next_batch, TrainSettings(steps=1), progress=False)
+    for group in resume["optimizer"]["param_groups"]:
+        group.update(betas="ab", eps=None, weight_decay=-5.0)
+    settings = TrainSettings(steps=3, weight_decay=0.25)
+    optimizer, *_ = start_state(model, settings, resume)
+    assert [g["weight_decay"] for g in optimizer.param_groups] == [0.25, 0.0]
+    assert all(g["betas"] == (0.9, 0.95) and g["eps"] == 1e-8 for g in optimizer.param_groups)
+    in_saved_order = [p for group in optimizer.param_groups for p in group["params"]]
+    assert all(torch.equal(optimizer.state[p]["exp_avg"], resume["optimizer"]["state"][i]["exp_avg"])
+               for i, p in enumerate(in_saved_order))
+    train(model, next_batch, settings, resume=resume, progress=False)
