@@ -114,10 +114,6 @@ def read_checkpoint(path: Path | str) -> dict:
             f"torch.load raised {type(error).__name__}"
         ) from error
     payload["config"] = check_payload(payload, source=str(path))
-    # Transitional: one throwaway build on the CPU, now only after the file passed every check (so
-    # no larger than its own weights), keeps torch's global generator where notebook 08's committed
-    # "fresh init" numbers expect it. Remove together with re-executing notebook 08.
-    GPT(payload["config"])
     return payload
 
 
@@ -224,10 +220,17 @@ def check_model(model) -> None:
 
 
 def load_checkpoint(path: Path | str) -> tuple[GPT, dict]:
-    """A fresh GPT with the checkpoint's config and weights (eval mode), and the checkpoint dict."""
+    """A fresh GPT with the checkpoint's config and weights (eval mode), and the checkpoint dict.
+
+    The model is built on the meta device and takes the loaded tensors as its weights, so loading
+    allocates nothing beyond the file's own tensors and draws nothing from torch's generator: a
+    GPT(config) built after a load is the one built without it. (The returned dict's state_dict
+    holds those same tensors.)
+    """
     payload = read_checkpoint(path)
-    model = GPT(payload["config"])
-    model.load_state_dict(payload["state_dict"])
+    with torch.device("meta"):
+        model = GPT(payload["config"])
+    model.load_state_dict(payload["state_dict"], assign=True)
     return model.eval(), payload
 
 

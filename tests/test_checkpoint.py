@@ -260,3 +260,15 @@ def test_saving_twice_to_one_path_at_once_never_mixes_the_files(tmp_path, small_
     save_checkpoint(path, first)
     loaded, _ = load_checkpoint(path)
     assert torch.equal(loaded.E, first.E) and sorted(tmp_path.iterdir()) == [path]
+
+
+def test_loading_draws_nothing_from_torchs_generator(tmp_path, small_config):
+    """A model built after a load is the model built without it: loading neither initialises weights
+    it then overwrites nor builds a throwaway model."""
+    path = save_checkpoint(tmp_path / "m.pt", GPT(small_config))
+    torch.manual_seed(7)
+    expected = GPT(small_config).E.clone()
+    torch.manual_seed(7)
+    loaded, _ = load_checkpoint(path)
+    assert torch.equal(GPT(small_config).E, expected)
+    assert all(p.requires_grad and p.device.type == "cpu" for p in loaded.parameters())
