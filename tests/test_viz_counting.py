@@ -2,7 +2,14 @@
 
 import pytest
 
-from gptlib import COURSE_CONFIG, GPT, GPTConfig, component_table, format_table, theorem_5_2
+from gptlib import (
+    COURSE_CONFIG,
+    GPT,
+    GPTConfig,
+    component_table,
+    format_table,
+    theorem_5_2,
+)
 from gptlib.viz.counting import ParameterCountExplorer, whole_number
 
 

@@ -94,8 +94,6 @@ def attention_run(model: GPT, text: str) -> AttentionRun:
 
 def attention_view(model: GPT, text: str, layer: int, head: int) -> AttentionView:
     """A^h and the per-head write norms of one layer for `text`, or a ValueError saying why not."""
-    if not 0 <= layer < model.config.L:  # checked before running the model, so a bad layer costs nothing
-        raise ValueError(f"layer must lie in [0, L) = [0, {model.config.L}), got {layer}")
     return attention_run(model, text).view(layer, head)
 
 

@@ -1,6 +1,12 @@
 """Notebook 05's parameter-count explorer, typed into as a learner would."""
 
-from jupyterlab_driver import offset_in, open_and_run_all, picture, picture_digest, round_trip_ms
+from jupyterlab_driver import (
+    offset_in,
+    open_and_run_all,
+    picture,
+    picture_digest,
+    round_trip_ms,
+)
 
 
 def test_count_explorer_refuses_in_words_keeps_its_picture_and_counts_tied(page, lab):
