@@ -6,7 +6,8 @@ For every control of every explorer, in JupyterLab (the explorer notebooks 01, 0
 in Voila (`make app`'s page), it presses a key MOVES times and measures, in the page's own
 clock, from the keydown to the `load` of the next picture (decoded, ready to paint); see
 tests/browser/jupyterlab_driver.round_trip_ms. It also times server start -> first explorer
-usable. It prints one table, the targets (median <= 200 ms, worst <= 400 ms) and the load
+usable (JupyterLab: launch, open notebook 01, run all its cells, first picture; Voila: launch
+to all three explorers drawn). It prints one table, the targets (median <= 200 ms, worst <= 400 ms) and the load
 average before and after, since other work on the machine inflates every figure; results
 go to benchmarks/results/roundtrip.json. --screenshots writes one small PNG of each explorer
 after its moves (the README's pictures).
