@@ -233,7 +233,8 @@ def test_the_model_argument_is_checked(tmp_path, small_config):
     path = save_checkpoint(tmp_path / "m.pt", GPT(small_config))
     with torch.device("meta"):
         shapes_only = GPT(small_config)
-    for call in (lambda: save_checkpoint(tmp_path / "meta.pt", shapes_only), lambda: load_weights_into(shapes_only, path)):
+    for call in (lambda: save_checkpoint(tmp_path / "meta.pt", shapes_only),
+                 lambda: load_weights_into(shapes_only, path)):
         with pytest.raises(ValueError, match="on the meta device, so they hold no values"):
             call()
     with pytest.raises(ValueError, match="model must be a gptlib GPT, got Linear"):

@@ -59,7 +59,8 @@ def state_of(model):
         (dict(prompt=torch.tensor([1.0, 2.0])), "prompt must have an integer dtype, got torch.float32"),
         (dict(prompt=torch.zeros(1, 3, dtype=torch.long)), "prompt must be 1-D (T,), got shape (1, 3)"),
         (dict(prompt=torch.zeros(0, dtype=torch.long)), "prompt must hold at least one sequence"),
-        (dict(prompt=torch.tensor([70] + [1] * 20)), "prompt must lie in [0, V) = [0, 65), got 70"),  # not in the last 8
+        # 70 comes before the last T_max = 8 ids, the only ones the model sees
+        (dict(prompt=torch.tensor([70] + [1] * 20)), "prompt must lie in [0, V) = [0, 65), got 70"),
         (dict(temperature="0.5"), "temperature must be a finite number > 0, got '0.5'"),
         (dict(temperature=0.0), "temperature must be a finite number > 0, got 0.0"),
         (dict(temperature=-1), "temperature must be a finite number > 0, got -1.0"),

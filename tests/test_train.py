@@ -12,8 +12,17 @@ import torch
 from gptlib import GPT, data, induction
 from gptlib.checkpoint import load_checkpoint, load_weights_into, save_checkpoint
 from gptlib.induction import INDUCTION_CONFIG
-from gptlib.train import (DEVICES, Diverged, TrainSettings, check_device, learning_rate, main, mean_loss, start_state,
-                          train)
+from gptlib.train import (
+    DEVICES,
+    Diverged,
+    TrainSettings,
+    check_device,
+    learning_rate,
+    main,
+    mean_loss,
+    start_state,
+    train,
+)
 
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" * 4
 
