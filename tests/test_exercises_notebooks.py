@@ -1,0 +1,61 @@
+"""The exercises sit in their notebooks as learners meet them: each checker call before the worked
+answer, its committed output the untouched stub's "not attempted yet", hints and solutions behind a call."""
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+# (notebook, the checker call, text that first appears in the worked answer the exercise must precede)
+PLACEMENTS = [
+    ("01", "exercises.check_head_circuits(head_circuits)", "## The two circuits of a head"),
+    ("01", "exercises.check_rank_bounds(rank_bounds)", "## The two circuits of a head"),
+    ("01", "exercises.check_factor_pair_dimension(factor_pair_dimension)", "So a whole family of factor pairs"),
+    ("03", "exercises.check_post_norm_jacobian(post_norm_jacobian)", "### Exercise 7: one pre-norm block"),
+    ("03", "exercises.check_post_norm_statement(post_norm_statement)", "### Exercise 7: one pre-norm block"),
+    ("04", "exercises.check_layer_norm(project, rescale)", "## Step 1: centering is an orthogonal projection"),
+    ("04", "exercises.check_weight_decay(predict)", "## Exercise 4: weight decay"),
+    ("05", "exercises.check_parameter_count(count)", "## 2 · Theorem 5.2"),
+    ("05", "exercises.check_parameter_table(table)", "## 2 · Theorem 5.2"),
+    ("05", "exercises.check_tied_count(tied_count)", "## 3 · Exercise 5"),
+    ("06", "exercises.check_dependency_map(dependency_map)", "## Proof sketch"),
+    ("06", "exercises.check_own_model(MyGPT()", "## Proof sketch"),
+    ("07", "exercises.check_training_flops(flops_per_token)", "## When attention's $T^2$ work takes over"),
+    ("07", "exercises.check_attention_takeover(takeover_T)", "## When attention's $T^2$ work takes over"),
+]
+
+
+def _cells(number):
+    return nbformat.read(next(NOTEBOOKS.glob(f"{number}_*.ipynb")), as_version=4).cells
+
+
+def _first(cells, text):
+    hits = [i for i, cell in enumerate(cells) if text in cell.source]
+    assert hits, f"no cell contains {text!r}"
+    return hits[0]
+
+
+@pytest.mark.parametrize("number, call, answer", PLACEMENTS)
+def test_each_exercise_comes_before_its_answer_and_reads_not_attempted(number, call, answer):
+    cells = _cells(number)
+    i = _first(cells, call)
+    assert i < _first(cells, answer)
+    outputs = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in cells[i].outputs)
+    assert "not attempted yet" in outputs
+    assert any("✎ Your turn" in cell.source for cell in cells[:i])
+
+
+@pytest.mark.parametrize("number, exercises", [("01", (6, 3)), ("03", (7,)), ("04", (4, 4)), ("05", (1, 5)), ("06", (2,)), ("07", (8,))])
+def test_hints_and_solutions_wait_behind_a_commented_call(number, exercises):
+    cells = _cells(number)
+    hidden = [cell.source for cell in cells if "exercises.show_solution(" in cell.source]
+    assert [int(n) for s in hidden for n in re.findall(r"show_solution\((\d)\)", s)] == list(exercises)
+    assert all(line.lstrip().startswith("#") for s in hidden for line in s.splitlines() if "exercises." in line)
+
+
+def test_the_two_starred_exercises_are_marked():
+    assert any("Exercise 1 ★" in cell.source for cell in _cells("05"))
+    assert any("Exercise 2 ★" in cell.source for cell in _cells("06"))
