@@ -142,14 +142,13 @@ def sphere_figure(scene: dict, tilt: float = VIEWS["oblique"][0], turn: float = 
     ring = torch.cos(angles)[:, None] * PLANE_BASIS[0] + torch.sin(angles)[:, None] * PLANE_BASIS[1]  # (200, 3)
     ax.fill(*flat(0.95 * extent * ring), color=COLOURS["circle"], alpha=0.08, lw=0)  # a disc of the plane 1-perp
     circle = math.sqrt(D) * ring
-    ax.plot(*flat(circle), color=COLOURS["circle"], lw=1.8, label="circle in 1-perp, radius sqrt(3)")
-    ax.plot(*flat(torch.stack([-ONES, ONES]) * extent / math.sqrt(D)), color=COLOURS["axis"], ls="--", lw=1,
-            label="all-ones direction (normal to the plane)")
+    ax.plot(*flat(circle), color=COLOURS["circle"], lw=1.8)
+    ax.plot(*flat(torch.stack([-ONES, ONES]) * extent / math.sqrt(D)), color=COLOURS["axis"], ls="--", lw=1)
     for i in range(D):  # short coordinate axes e_1, e_2, e_3 for orientation
         tip = torch.zeros(D, dtype=torch.float64)
         tip[i] = 0.6 * extent
         _arrow(ax, flat(tip), COLOURS["axis"], width=0.8)
-        ax.annotate(f"e{i + 1}", flat(1.08 * tip), color=COLOURS["axis"], fontsize=10, ha="center", va="center")
+        ax.annotate(rf"$e_{i + 1}$", flat(1.1 * tip), color=COLOURS["axis"], fontsize=11, ha="center", va="center")
     ax.plot(*flat(torch.stack([scene["u"], scene["projection"]])), color=COLOURS["projection"], ls=":", lw=1.5)
     ax.plot(*flat(torch.stack([scene["projection"], scene["normalized"]])), color=COLOURS["normalized"], ls="--", lw=1)
     _arrow(ax, flat(scene["u"]), COLOURS["u"], width=2.0)
@@ -162,19 +161,20 @@ def sphere_figure(scene: dict, tilt: float = VIEWS["oblique"][0], turn: float = 
     ax.plot(0, 0, "o", color="black", ms=5)
     ax.annotate("0", (0, 0), xytext=(-10, -12), textcoords="offset points", fontsize=11)
     handles = [
-        Line2D([], [], color=COLOURS["u"], lw=2, label="c u"),
-        Line2D([], [], color=COLOURS["projection"], lw=2.5, label="P(cu): projection onto 1-perp"),
-        Line2D([], [], color=COLOURS["normalized"], marker="o", ls="--", label="LN(cu) with gamma = 1, beta = 0"),
-        Line2D([], [], color=COLOURS["circle"], lw=1.8, label="circle in 1-perp, radius sqrt(3)"),
-        Line2D([], [], color=COLOURS["axis"], ls="--", label="all-ones direction 1"),
+        Line2D([], [], color=COLOURS["u"], lw=2, label=r"$cu$"),
+        Line2D([], [], color=COLOURS["projection"], lw=2.5, label=r"$P(cu)$: projection onto $\mathbf{1}^\perp$"),
+        Line2D([], [], color=COLOURS["normalized"], marker="o", ls="--", label=r"$\mathrm{LN}(cu)$, $\gamma = 1$, $\beta = 0$"),
+        Line2D([], [], color=COLOURS["circle"], lw=1.8, label=r"circle in $\mathbf{1}^\perp$, radius $\sqrt{3}$"),
+        Line2D([], [], color=COLOURS["axis"], ls="--", label=r"all-ones direction $\mathbf{1}$"),
     ]
     if gamma != 1 or beta != 0:
-        handles.append(Line2D([], [], color=COLOURS["image"], marker="o", ls="--", label="gamma LN(cu) + beta 1"))
+        handles.append(Line2D([], [], color=COLOURS["image"], marker="o", ls="--",
+                              label=r"$\gamma\,\mathrm{LN}(cu) + \beta\mathbf{1}$"))
     fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=9, frameon=False)
     fig.text(0.5, 0.985, f"view: tilt {tilt:.0f} deg above the plane, turned {turn:.0f} deg about 1", ha="center",
              va="top", fontsize=9, color="dimgray")
     shrink = scene["normalized_norm"] / math.sqrt(D)  # printed too: a small eps moves the point by less than a pixel
-    fig.text(0.5, 0.22, f"||LN(cu)|| = {scene['normalized_norm']:.4f} = {shrink:.4f} sqrt(3)", ha="center",
+    fig.text(0.5, 0.22, rf"$\|\mathrm{{LN}}(cu)\| = {scene['normalized_norm']:.4f} = {shrink:.4f}\,\sqrt{{3}}$", ha="center",
              va="bottom", fontsize=10, color=COLOURS["normalized"])
     return fig
 
