@@ -162,7 +162,8 @@ def test_partial_repaint_gives_the_same_pixels_as_a_full_draw(model):
     from gptlib.viz.attention import AttentionPicture
     from gptlib.viz.display import render_png
 
-    explorer = AttentionExplorer(model, text="To be, or not to be, that is")
+    explorer = AttentionExplorer(model, text="Hi")
+    explorer.text.value = "To be, or not to be, that is"  # more labels than the first text drew
     explorer.text.value = "To be, or not"  # fewer characters: the extra labels must vanish
     explorer.layer.value, explorer.head.value = 2, 3  # repainted over the background twice
     fresh = AttentionPicture(COURSE_CONFIG.H)
