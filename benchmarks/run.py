@@ -168,7 +168,8 @@ def time_interleaved(all_runners: dict[str, dict], reps: int, warmup: int, clock
         elapsed = seconds(matmul, clock)
         if round_ >= 0:
             matmul_s.append(elapsed)
-        print(f"  round {round_ + 1}/{reps}" + (" (warm-up)" if round_ < 0 else ""), end="\r", flush=True)
+        label = f"warm-up round {round_ + warmup + 1}/{warmup}" if round_ < 0 else f"round {round_ + 1}/{reps}      "
+        print(f"  {label}", end="\r", flush=True)
     print()
     return times, matmul_s
 
