@@ -82,7 +82,8 @@ def measured_flops(
 ) -> int:
     """FLOPs that FlopCounterMode sees for one forward (or forward + backward) pass from X^(0).
 
-    On the meta device nothing is computed, so any size is instant. `fused` selects the model's scaled_dot_product_attention path; on a real CPU
+    On the meta device nothing is computed, so any size is instant. `fused` selects the model's
+    scaled_dot_product_attention path; on a real CPU
     its kernel is one FlopCounterMode has no formula for, so those FLOPs go uncounted.
     """
     _check_sizes(T, B)

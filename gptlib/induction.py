@@ -131,5 +131,6 @@ def k_composition(model: GPT, reader_layer: int = 1, writer_layer: int = 0) -> t
         qk = W_QK(reader, b)  # (d, d)
         for a in range(H):
             ov = W_OV(writer, a)  # (d, d)
-            scores[b, a] = torch.linalg.matrix_norm(qk @ ov.T) / (torch.linalg.matrix_norm(qk) * torch.linalg.matrix_norm(ov))
+            norms = torch.linalg.matrix_norm(qk) * torch.linalg.matrix_norm(ov)
+            scores[b, a] = torch.linalg.matrix_norm(qk @ ov.T) / norms
     return scores

@@ -38,7 +38,9 @@ def cosine_to_initial(cache: Cache) -> torch.Tensor:
     return torch.stack([F.cosine_similarity(cache.X(l), X0, dim=-1).mean() for l in range(cache.n_layers + 1)])
 
 
-def injected_direction_readout(model: GPT, idx: torch.Tensor, direction: torch.Tensor, after_block: int = 0) -> torch.Tensor:
+def injected_direction_readout(
+    model: GPT, idx: torch.Tensor, direction: torch.Tensor, after_block: int = 0
+) -> torch.Tensor:
     """Remark 3.4: write `direction` w (d,) into X^(l0+1), l0 = after_block, at every position,
     run the remaining blocks, and read it back at each later layer by projection:
     coefficient(l) = mean_t <X'_t^(l) - X_t^(l), w> / ||w||^2 for l = l0+1..L, shape (L - l0,).

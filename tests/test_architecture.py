@@ -37,7 +37,8 @@ def resolve(name):
 def test_the_index_cites_names_from_every_layer():
     names = cited_names()
     assert len(names) > 40
-    assert {"circuits.W_QK", "counting.theorem_5_2", "model.GPT.embed", "viz.residual.init_variance_figure"} <= set(names)
+    examples = {"circuits.W_QK", "counting.theorem_5_2", "model.GPT.embed", "viz.residual.init_variance_figure"}
+    assert examples <= set(names)
 
 
 @pytest.mark.parametrize("name", cited_names())
@@ -50,7 +51,8 @@ def test_every_cited_name_is_importable(name):
 
 def test_every_cited_notebook_exists():
     index = TEXT[TEXT.index("## Symbol index"):]
-    in_table = {n for line in index.splitlines() if line.startswith("| ") for n in re.findall(r"\b0\d\b", line.split("|")[-2])}
+    rows = [line for line in index.splitlines() if line.startswith("| ")]
+    in_table = {n for row in rows for n in re.findall(r"\b0\d\b", row.split("|")[-2])}
     in_figures = set(re.findall(r"\b0\d\b", index[index.index("Figures and widgets"):]))
     assert in_table | in_figures == {f"{n:02d}" for n in range(9)}  # every notebook is indexed
     for n in in_table | in_figures:

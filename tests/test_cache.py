@@ -1,4 +1,5 @@
-"""gptlib.cache: the Cache holds the lecture's intermediates of the model's own forward pass, under the model's record names."""
+"""gptlib.cache: the Cache holds the lecture's intermediates of the model's own forward pass,
+under the model's record names."""
 
 import pytest
 import torch

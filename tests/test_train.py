@@ -24,6 +24,8 @@ from gptlib.train import (
     train,
 )
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models train fastest on one thread
+
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" * 4
 
 
@@ -155,15 +157,6 @@ def test_progress_bar_reports_tokens_per_second(capsys, tiny):
     bar = capsys.readouterr().err.strip().splitlines()[-1]
     assert "3/3" in bar and "tok_per_s=" in bar
     assert float(bar.split("tok_per_s=")[1].split("]")[0].replace(",", "")) > 0
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models train fastest on one thread; two threads on a shared machine oversubscribe it."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,9 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 
-def cost_vs_T_figure(T_values, rows_per_token: dict[str, list[float]], seconds_per_token: list[float], crossover: int) -> Figure:
+def cost_vs_T_figure(
+    T_values, rows_per_token: dict[str, list[float]], seconds_per_token: list[float], crossover: int
+) -> Figure:
     """Left: forward FLOPs per token of each Section 6 component against T. Right: measured time per token."""
     fig = Figure(figsize=(10, 3.6))
     flops_ax, time_ax = fig.subplots(1, 2)
@@ -30,7 +32,8 @@ def six_n_rule_error_figure(T_values, d_values, errors) -> Figure:
     """Heatmap of (measured training FLOPs) / (6 N tokens) - 1 over (d, T), with the 20% contour."""
     fig = Figure(figsize=(6, 4))
     ax = fig.add_subplot()
-    image = ax.pcolormesh(range(len(T_values)), range(len(d_values)), [[100 * e for e in row] for row in errors], cmap="magma_r", shading="nearest")
+    percent = [[100 * e for e in row] for row in errors]
+    image = ax.pcolormesh(range(len(T_values)), range(len(d_values)), percent, cmap="magma_r", shading="nearest")
     ax.contour(range(len(T_values)), range(len(d_values)), errors, levels=[0.2], colors="cyan")
     ax.set_xticks(range(len(T_values)), [str(T) for T in T_values], fontsize=7)
     ax.set_yticks(range(len(d_values)), [str(d) for d in d_values], fontsize=7)

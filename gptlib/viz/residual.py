@@ -42,8 +42,10 @@ def depth_study_figure(studies: dict[str, list[DepthStudyRow]]) -> Figure:
         depths = [row.L for row in rows]
         values = torch.stack([row.singular_values for row in rows])  # (n_depths, T d), descending
         left.semilogy(depths, values[:, 0], marker="^", ms=3, color=style["color"], label=f"{style['label']} max")
-        left.semilogy(depths, values.median(dim=1).values, ls="--", color=style["color"], label=f"{style['label']} median")
-        left.semilogy(depths, values[:, -1].clamp_min(1e-17), marker="v", ms=3, ls=":", color=style["color"], label=f"{style['label']} min")
+        left.semilogy(depths, values.median(dim=1).values, ls="--", color=style["color"],
+                      label=f"{style['label']} median")
+        left.semilogy(depths, values[:, -1].clamp_min(1e-17), marker="v", ms=3, ls=":", color=style["color"],
+                      label=f"{style['label']} min")
         deepest = rows[-1]
         right.semilogy(range(deepest.L + 1), deepest.gradient_norms, marker="o", ms=3, **style)
     left.set_xlabel("depth L")
@@ -100,15 +102,18 @@ def small_updates_figure(ratios: BranchWriteRatios, drops: BlockDropLosses) -> F
 
 
 def init_variance_figure(L_values, scaled: list[WriteVariance], unscaled: list[WriteVariance]) -> Figure:
-    """Accumulated write variance against L, with and without 1/sqrt(2L) (gptlib.residual.residual_write_variance at each L).
+    """Accumulated write variance against L, with and without 1/sqrt(2L) (residual_write_variance at each L).
 
     The legend sits below the axes, where it cannot cover a point.
     """
     fig = Figure(figsize=(6.5, 4.6), layout="constrained")
     ax = fig.add_subplot()
-    for runs, label, colour in ((unscaled, "W_O, W_2 std 0.02", "#c44e52"), (scaled, "W_O, W_2 std 0.02/sqrt(2L)", "#4c72b0")):
-        ax.plot(L_values, [run.accumulated for run in runs], "o", color=colour, label=f"{label}: measured Var(X^(L) - X^(0))")
-        ax.plot(L_values, [run.independent for run in runs], "-", color=colour, alpha=0.6, label=f"{label}: sum of write variances")
+    runs_styles = ((unscaled, "W_O, W_2 std 0.02", "#c44e52"), (scaled, "W_O, W_2 std 0.02/sqrt(2L)", "#4c72b0"))
+    for runs, label, colour in runs_styles:
+        ax.plot(L_values, [run.accumulated for run in runs], "o", color=colour,
+                label=f"{label}: measured Var(X^(L) - X^(0))")
+        ax.plot(L_values, [run.independent for run in runs], "-", color=colour, alpha=0.6,
+                label=f"{label}: sum of write variances")
     v = unscaled[0].accumulated / 2  # one unscaled write's variance, from L = 1's two writes
     ax.plot(L_values, [2 * L * v for L in L_values], "--", color="#c44e52", lw=1, label="idealized 2L v")
     ax.plot(L_values, [v for _ in L_values], "--", color="#4c72b0", lw=1, label="idealized 2L (v / 2L) = v")
