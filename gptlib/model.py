@@ -17,7 +17,6 @@ from torch import nn
 from . import checks, geometry
 from .config import GPTConfig
 
-
 # The names a forward record uses, the lecture's symbols (gptlib.cache reads them back).
 # A block records BLOCK_RECORD_NAMES (A only on the explicit path; ln_2, mlp_write only with
 # an MLP); the GPT files them, and each X^(l), under record_key(name, l), then FINAL_RECORD_NAMES.

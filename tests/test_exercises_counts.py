@@ -3,8 +3,7 @@
 import pytest
 
 from gptlib import COURSE_CONFIG
-from gptlib.exercises import check_parameter_count, check_parameter_table, check_tied_count
-from gptlib.exercises import solutions
+from gptlib.exercises import check_parameter_count, check_parameter_table, check_tied_count, solutions
 from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -52,7 +52,8 @@ def _columns_of_W_O(attn, h):
     [
         (_transposed_OV, "W_OV is transposed"),
         (lambda attn, h: (attn.W_K[h] @ attn.W_Q[h].T, solutions.head_circuits(attn, h)[1]), "W_QK is transposed"),
-        (lambda attn, h: (attn.W_Q[h] @ attn.W_K[h].T / math.sqrt(attn.W_Q.shape[-1]), solutions.head_circuits(attn, h)[1]), "1/sqrt(d_head)"),
+        (lambda attn, h: (attn.W_Q[h] @ attn.W_K[h].T / math.sqrt(attn.W_Q.shape[-1]), solutions.head_circuits(attn, h)[1]),
+         "1/sqrt(d_head)"),
         (_columns_of_W_O, "columns of W_O"),
         (lambda attn, h: solutions.head_circuits(attn, 0), "head 0's weights"),
     ],

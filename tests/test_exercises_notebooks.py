@@ -48,7 +48,9 @@ def test_each_exercise_comes_before_its_answer_and_reads_not_attempted(number, c
     assert any("✎ Your turn" in cell.source for cell in cells[:i])
 
 
-@pytest.mark.parametrize("number, exercises", [("01", (6, 3)), ("03", (7,)), ("04", (4, 4)), ("05", (1, 5)), ("06", (2,)), ("07", (8,))])
+@pytest.mark.parametrize(
+    "number, exercises", [("01", (6, 3)), ("03", (7,)), ("04", (4, 4)), ("05", (1, 5)), ("06", (2,)), ("07", (8,))]
+)
 def test_hints_and_solutions_wait_behind_a_commented_call(number, exercises):
     cells = _cells(number)
     hidden = [cell.source for cell in cells if "exercises.show_solution(" in cell.source]

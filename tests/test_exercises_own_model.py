@@ -1,11 +1,11 @@
 """Bring your own model: the report on a correct and on deliberately broken from-scratch GPTs."""
 
 import pytest
+from scratch_gpt import ScratchGPT
 
-from gptlib import GPT, COURSE_CONFIG
+from gptlib import COURSE_CONFIG, GPT
 from gptlib.exercises import check_own_model
 from gptlib.exercises.result import FAILED, NOT_ATTEMPTED, PASSED
-from scratch_gpt import ScratchGPT
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SIZES = dict(V=17, T_max=16, d=32, L=2)
@@ -43,7 +43,8 @@ def test_a_deliberately_broken_gpt_fails_each_check_it_breaks():
     assert report.status == FAILED
     assert found["batch independence"].passed
     assert found["causality"].status == FAILED and "Z_0 depends on the later token x_1" in found["causality"].message
-    assert found["parameter count"].status == FAILED and "embeddings: weight matrices -512 entries" in found["parameter count"].message
+    count = found["parameter count"]
+    assert count.status == FAILED and "embeddings: weight matrices -512 entries" in count.message
     assert found["initial loss"].status == FAILED and "not within 10%" in found["initial loss"].message
     assert "causality, parameter count, initial loss" in report.message
 

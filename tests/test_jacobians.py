@@ -2,9 +2,9 @@
 
 import pytest
 import torch
+from scratch_gpt import ScratchBlock
 
 from gptlib import encode, jacobians
-from scratch_gpt import ScratchBlock
 
 
 def finite_difference_jacobian(fn, X, h=1e-6):

@@ -4,7 +4,6 @@ import math
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, run_with_cache
 from gptlib.model import MLP, LayerNorm, MultiHeadAttention

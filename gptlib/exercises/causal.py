@@ -183,7 +183,8 @@ def check_dependency_map(dependency_map) -> tuple[str, list[str]]:
             continue
         details = [f"on the {name} model, yours:"] + picture(got) + ["expected:"] + picture(truth)
         if not got.any():
-            raise Wrong(f"your map shows no dependence at all on the {name} model: compare perturbed logits with the original's", details)
+            raise Wrong(f"your map shows no dependence at all on the {name} model: "
+                        "compare perturbed logits with the original's", details)
         if got.equal(truth.T):
             raise Wrong("your map is transposed: row t should be the logit position, column s the perturbed token", details)
         if got.equal(torch.eye(T, dtype=torch.bool)):

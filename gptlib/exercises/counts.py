@@ -70,7 +70,8 @@ def random_configs(n: int, tied: bool | None, seed: int = 0) -> list[GPTConfig]:
         tie = (i % 2 == 1) if tied is None else tied
         configs.append(
             GPTConfig(
-                V=rng.randint(2, 600), T_max=rng.randint(1, 300), d=H * rng.randint(1, 24), H=H, L=rng.randint(1, 4), tie_weights=tie
+                V=rng.randint(2, 600), T_max=rng.randint(1, 300), d=H * rng.randint(1, 24), H=H, L=rng.randint(1, 4),
+                tie_weights=tie,
             )
         )
     return configs
@@ -112,7 +113,8 @@ def _compare_counts(count, configs: list[GPTConfig], name: str) -> tuple[str, li
     if len(set(answers.values())) == 1:
         raise Wrong(f"your function returns {answers[configs[0]]:,} whatever the config: compute it from config.V, config.d, ...")
     first = wrong[0]
-    details = [f"for {_describe(first)}: yours {answers[first]:,}, numel() {truths[first]:,} (off by {answers[first] - truths[first]:+,})"]
+    gap = answers[first] - truths[first]
+    details = [f"for {_describe(first)}: yours {answers[first]:,}, numel() {truths[first]:,} (off by {gap:+,})"]
     names = explain({c: answers[c] - truths[c] for c in configs})
     if names:
         raise Wrong(" and ".join(names) + ".", details)

@@ -62,7 +62,8 @@ def flop_variants(c: GPTConfig, T: int) -> dict[str, float]:
         - 3 * attention / 2,
         "you left out the unembedding W_U (6 d V per token)": truth - 3 * unembedding,
         "that is per sequence of T tokens: divide by T": truth * T,
-        "your attention term is per sequence (T^2 d), the rest per token: divide it by T": 3 * (blocks + unembedding + attention * T),
+        "your attention term is per sequence (T^2 d), the rest per token: divide it by T":
+            3 * (blocks + unembedding + attention * T),
         "you assumed d_ff = 4d: use config.d_ff": 3 * (_parts(c, T, 4 * c.d)[0] + unembedding + attention),
     }
 
@@ -83,14 +84,16 @@ def check_training_flops(flops_per_token) -> tuple[str, list[str]]:
         truth = measured_per_token(c, T)
         if _close(answers[(c, T)], truth):
             continue
-        details = [f"(d, d_ff, L, V) = ({c.d}, {c.d_ff}, {c.L}, {c.V}), T = {T}: yours {answers[(c, T)]:,.0f}, FlopCounterMode {truth:,}"]
+        details = [f"(d, d_ff, L, V) = ({c.d}, {c.d_ff}, {c.L}, {c.V}), T = {T}: "
+                   f"yours {answers[(c, T)]:,.0f}, FlopCounterMode {truth:,}"]
         variants = {point: flop_variants(*point) for point in FLOP_POINTS}
         for name in variants[(c, T)]:
             if all(_close(answers[point], variants[point][name]) for point in FLOP_POINTS):
                 raise Wrong(name + ".", details)
         raise Wrong("your count differs from FlopCounterMode's.", details)
     return f"equal to FlopCounterMode's count on all {len(FLOP_POINTS)} (config, T) points.", [
-        f"course config: T = 64 -> {measured_per_token(COURSE_CONFIG, 64):,} per token, T = 1024 -> {measured_per_token(COURSE_CONFIG, 1024):,}"
+        f"course config: T = 64 -> {measured_per_token(COURSE_CONFIG, 64):,} per token, "
+        f"T = 1024 -> {measured_per_token(COURSE_CONFIG, 1024):,}"
     ]
 
 
@@ -99,7 +102,8 @@ TAKEOVER_CONFIGS = (COURSE_CONFIG, GPTConfig(d=64, H=4, d_ff=128), GPTConfig(d=4
 TAKEOVER_MISTAKES = {
     "you assumed d_ff = 4d (T = 6d): the MLP's work is 4 T d d_ff per block, use config.d_ff": lambda c: 6 * c.d,
     "you left out the MLP: its work (4 T d d_ff per block) counts on the parameter side too": lambda c: 2 * c.d,
-    "you counted one attention product: the scores Q K^T AND the aggregation A V each cost 2 T^2 d": lambda c: 2 * (2 * c.d + c.d_ff),
+    "you counted one attention product: the scores Q K^T AND the aggregation A V each cost 2 T^2 d":
+        lambda c: 2 * (2 * c.d + c.d_ff),
     "you counted the attention products twice": lambda c: (2 * c.d + c.d_ff) // 2,
     "T = d is where one score row costs as much as one projection row; compare whole blocks": lambda c: c.d,
 }
@@ -125,7 +129,8 @@ def check_attention_takeover(takeover_T) -> tuple[str, list[str]]:
         attention, rest = measured_split(c, T)
         if attention == rest:
             continue
-        details = [f"(d, d_ff) = ({c.d}, {c.d_ff}), your T = {T}: FlopCounterMode counts attention {attention:,}, the rest {rest:,}"]
+        details = [f"(d, d_ff) = ({c.d}, {c.d_ff}), your T = {T}: "
+                   f"FlopCounterMode counts attention {attention:,}, the rest {rest:,}"]
         for name, formula in TAKEOVER_MISTAKES.items():
             if all(answers[k] == formula(k) for k in TAKEOVER_CONFIGS):
                 raise Wrong(name + ".", details)

@@ -28,14 +28,11 @@ RTOL = 1e-5  # loose enough for an answer computed in float32
 FACTOR_SHAPES = ((4, 1), (6, 2), (8, 3), (10, 4), (12, 6), (9, 9))  # (d, d_head)
 
 FACTOR_MISTAKES = {
-    "2 d d_head counts every entry of (W_Q, W_K): that is the space the pairs live in, not the set giving one W_QK": lambda d, k: 2
-    * d
-    * k,
+    "2 d d_head counts every entry of (W_Q, W_K): that is the space the pairs live in, not the set giving one W_QK":
+        lambda d, k: 2 * d * k,
     "d^2 is the size of W_QK itself, not of the set of its factorizations": lambda d, k: d * d,
-    "2 d d_head - d_head^2 is the dimension of the set of products (rank-d_head matrices); the pairs giving ONE product are what is left": lambda d, k: 2
-    * d
-    * k
-    - k * k,
+    "2 d d_head - d_head^2 is the dimension of the set of products (rank-d_head matrices); "
+    "the pairs giving ONE product are what is left": lambda d, k: 2 * d * k - k * k,
     "0 would mean the factors are identifiable; Remark 1.3's R already gives a whole family": lambda d, k: 0,
     "you counted only orthogonal R (d_head(d_head-1)/2): any invertible R works": lambda d, k: k * (k - 1) // 2,
     "you counted only diagonal (scaling) R: any invertible R works": lambda d, k: k,
@@ -66,7 +63,8 @@ def check_factor_pair_dimension(dimension) -> tuple[str, list[str]]:
     for name, formula in FACTOR_MISTAKES.items():
         if all(answers[shape] == formula(*shape) for shape in FACTOR_SHAPES):
             raise Wrong(name + ".", details)
-    raise Wrong(f"wrong on {len(wrong)} of {len(FACTOR_SHAPES)} shapes: which matrices R keep W_Q R (W_K R^-T)^T = W_QK?", details)
+    raise Wrong(f"wrong on {len(wrong)} of {len(FACTOR_SHAPES)} shapes: "
+                "which matrices R keep W_Q R (W_K R^-T)^T = W_QK?", details)
 
 
 def _random_attention(d: int, H: int, seed: int) -> MultiHeadAttention:

@@ -75,7 +75,8 @@ def check_layer_norm(project, rescale) -> tuple[str, list[str]]:
         got = as_matrix(call(project, u.clone(), what="u"), u.shape, "project(u)")
         if not _same(got, geometry.center(u)):
             names = matching(got, project_variants(u), _same)
-            raise Wrong((names[0] if names else "project(u) is not u - mean(u) 1 row by row") + ".", [f"u of shape {tuple(u.shape)}"])
+            message = names[0] if names else "project(u) is not u - mean(u) 1 row by row"
+            raise Wrong(message + ".", [f"u of shape {tuple(u.shape)}"])
     for u in inputs:
         v = geometry.center(u)
         for eps in EPSILONS:
@@ -139,7 +140,8 @@ def check_weight_decay(predict) -> tuple[str, list[str]]:
 
     for c in SCALES:
         if not close(answers[c], measured[c]):
-            details = [f"c = {c}: yours ({answers[c][0]:.4g}, {answers[c][1]:.4g}), measured ({measured[c][0]:.4g}, {measured[c][1]:.4g})"]
+            details = [f"c = {c}: yours ({answers[c][0]:.4g}, {answers[c][1]:.4g}), "
+                       f"measured ({measured[c][0]:.4g}, {measured[c][1]:.4g})"]
             for name, formula in DECAY_MISTAKES.items():
                 if all(close(answers[s], formula(s)) for s in SCALES):
                     raise Wrong(name + ".", details)

@@ -97,7 +97,8 @@ def _count(model, V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool | No
         if matrices != expected_matrices:
             raise Wrong(f"the weight matrices hold {matrices:,} entries, Theorem 5.2's {expected_matrices:,}.", details)
         vector_gap = total - theorem
-        note = "exactly Theorem 5.2" if not vector_gap else f"the weight matrices match; vectors (biases, LayerNorms) differ by {vector_gap:+,}"
+        vectors = f"the weight matrices match; vectors (biases, LayerNorms) differ by {vector_gap:+,}"
+        note = "exactly Theorem 5.2" if not vector_gap else vectors
         return note + ".", details
     details, problems, conventions = [header], [], []
     for row, (m_exp, v_exp) in expected.items():
@@ -112,7 +113,8 @@ def _count(model, V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool | No
     if problems:
         raise Wrong("; ".join(problems) + ".", details)
     if conventions:
-        return f"the weight matrices and LayerNorms match Theorem 5.2; your biases differ ({len(conventions)} row(s), named below).", details
+        return (f"the weight matrices and LayerNorms match Theorem 5.2; "
+                f"your biases differ ({len(conventions)} row(s), named below)."), details
     return "every row equals Theorem 5.2.", details
 
 
