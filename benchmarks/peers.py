@@ -103,6 +103,7 @@ def hooked_transformer_from(model: GPT):
     check_mappable(config)
     if config.tie_weights:
         raise ValueError("HookedTransformer has no tied unembedding, got tie_weights=True")
+    # The same sizes as hf_gpt2_from's config, in TransformerLens's names: two libraries, one mapping each.
     tl_config = HookedTransformerConfig(
         n_layers=config.L,
         d_model=config.d,

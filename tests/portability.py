@@ -49,6 +49,7 @@ ONE_AT_A_TIME = {
     for value in values
 }
 
+# The variants are data, one dict of environment variables each; their entries look alike on purpose.
 WIDE = CI | ONE_AT_A_TIME | {
     "no SIMD kernels, AVX512 matmuls, 2 threads": {
         "ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "AVX512", "GPTLIB_NUM_THREADS": "2"},

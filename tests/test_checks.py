@@ -37,6 +37,7 @@ def test_real_accepts_finite_numbers(value, expected):
     assert result == expected and type(result) is float and str(result) != "-0.0"
 
 
+# The real-number checks mirror the integer ones above: same rules, stated for another kind of input.
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), "0.5", None, True, 1j, torch.tensor(0.5)])
 def test_real_refuses_non_finite_and_non_numbers(value):
     with pytest.raises(ValueError, match=r"^x must be a finite number > 0, got "):
