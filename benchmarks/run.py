@@ -286,7 +286,7 @@ def markdown_table(result: dict) -> str:
     """The README's table: one row per case, with the machine, versions and load it was measured under."""
     m, s = result["machine"], result["settings"]
     lines = [
-        f"Measured by `make bench` on {m['cpu']} ({m['cores']} cores), {s['threads']} torch threads, "
+        f"Measured by benchmarks.run on {m['cpu']} ({m['cores']} cores), torch threads: {s['threads']}, "
         f"python {m['python']}, torch {m['torch']}, transformers {m['transformers']}, "
         f"transformer-lens {m['transformer-lens']}; load average {result['loadavg_before']} before, "
         f"{result['loadavg_after']} after; medians of {s['reps']} interleaved rounds; "
@@ -301,11 +301,15 @@ def markdown_table(result: dict) -> str:
         train = " / ".join(f"{ms['train_step'][lib]:.1f}" for lib in LIBRARIES)
         ratios = " / ".join(f"{r['train_step'][p]['median']:.2f}" for p in PEERS)
         forward = " / ".join(f"{ms['forward'][lib]:.1f}" for lib in LIBRARIES)
-        lines.append(f"| {row['case']} B={row['B']}, T={row['T']} | {train} | {ratios} | {row['mfu']['gptlib']:.0%} "
+        shapes = f"course B={row['B']}, T={row['T']}" if row["case"] == "course" else \
+            f"B={row['B']}, T={row['T']}, T_max={row['T_max']}"
+        lines.append(f"| {shapes} | {train} | {ratios} | {row['mfu']['gptlib']:.0%} "
                      f"| {forward} | {row['attn_over_fast']['median']:.2f} |")
     nbval = result["nbval"]
     lines += ["", f"`import gptlib` adds {result['imports']['gptlib_on_top_s']:.3f} s to `import torch`"
               + (f"; the nbval suite ran in {nbval['wall_s']:.0f} s ({nbval['summary']})." if nbval else ".")]
+    lines += ["", "Targets: " + "; ".join(f"{name} {check['value']:.3f} ({'met' if check['met'] else 'missed'})"
+                                     for name, check in result["checks"].items()) + "."]
     return "\n".join(lines) + "\n"
 
 
