@@ -35,7 +35,7 @@ portability: $(READY)  ## nbval over every notebook under 15 simulated CPUs / th
 	$(BIN)/python -m tests.portability --matrix wide
 
 notebooks: $(READY)  ## re-execute every notebook in place (after a change that alters outputs)
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 notebooks/[0-9]*.ipynb
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False notebooks/[0-9]*.ipynb
 
 # `make train-shakespeare DEVICE=cuda` (or mps) trains on a GPU when torch has one
 DEVICE ?= cpu
