@@ -121,5 +121,10 @@ def picture_digest(page, css_class: str) -> str:
 def offset_in(outer, inner) -> tuple[float, float, float, float]:
     """inner's box relative to outer's top-left corner: what a jump inside a widget changes,
     and what scrolling the page (which moves both) does not."""
-    a, b = outer.bounding_box(), inner.bounding_box()
-    return (b["x"] - a["x"], b["y"] - a["y"], b["width"], b["height"])
+    # Both boxes in one frame: measured one after the other, a scroll still in progress (JupyterLab
+    # bringing a focused box into view) moved the second and looked like a jump of hundreds of pixels.
+    return tuple(inner.evaluate(
+        "(e, o) => { const b = e.getBoundingClientRect(), a = o.getBoundingClientRect();"
+        " return [b.x - a.x, b.y - a.y, b.width, b.height]; }",
+        outer.element_handle(),
+    ))
