@@ -117,6 +117,34 @@ def test_bad_values_from_code_keep_the_picture_greyed_and_clear_the_scene():
     assert widget.scene is not None and "gptlib-stale" not in widget.image._dom_classes
 
 
+def test_a_number_typed_beside_a_slider_moves_it_and_redraws():
+    widget = LayerNormSphere()
+    assert "gptlib-sphere-u0-text" in widget.typed["u0"]._dom_classes and not widget.u0.readout
+    picture = bytes(widget.image.value)
+    widget.typed["u0"].value = " -0.35 "
+    assert widget.u0.value == -0.35 and bytes(widget.image.value) != picture
+    u = torch.tensor([-0.35, widget.u1.value, widget.u2.value], dtype=torch.float64)
+    torch.testing.assert_close(widget.scene["normalized"], torch.nn.functional.layer_norm(u, (3,), eps=0.0))
+    widget.turn.value = 45.0  # moving a slider shows its value in the box, as the readout did
+    assert widget.typed["turn"].value == "45" and widget.typed["u0"].value == "-0.35"
+
+
+@pytest.mark.parametrize(
+    "typed, reason",
+    [("abc", "u_1: 'abc' is not a number"), ("", "u_1: '' is not a number"),
+     ("nan", "u_1: 'nan' is not a finite number"), ("5", "u_1: 5 lies outside [-3, 3]")],
+)
+def test_text_that_is_not_a_number_in_range_is_refused_never_clamped(typed, reason):
+    widget = LayerNormSphere()
+    picture, scene, before = bytes(widget.image.value), widget.scene, widget.u0.value
+    widget.typed["u0"].value = typed
+    assert widget.message.startswith(f"Cannot draw: {reason} ") and "last valid input" in widget.message
+    assert widget.u0.value == before and widget.scene is scene
+    assert bytes(widget.image.value) == picture and "gptlib-stale" in widget.image._dom_classes
+    widget.typed["u0"].value = f"{before}"  # the slider's own value typed again: drawn afresh
+    assert "gptlib-stale" not in widget.image._dom_classes and widget.typed["u0"].value == "1.20"
+
+
 def test_constructor_refuses_what_a_slider_would_clamp():
     with pytest.raises(ValueError, match=r"u_1 = 1e\+200 lies outside the slider's range \[-3, 3\]"):
         LayerNormSphere(u=(1e200, 0.0, 0.0))

@@ -195,6 +195,9 @@ class LayerNormSphere(Explorer):
     Controls are attributes (set .value in tests): u0, u1, u2 (coordinates of u), scale (c),
     eps (a slider over EPS_STEPS), gamma and beta (shared scalars: gain gamma*1 and shift
     beta*1), tilt and turn (the view, see view_basis), view (preset buttons, VIEWS).
+    Beside each float slider, typed[name] (e.g. typed["u0"]) is a text box showing its value;
+    what is typed there moves the slider if it is a finite number in the slider's range, and
+    is otherwise refused with the reason, the slider and picture unchanged (typed_into).
     After each change: .scene (sphere_scene's dict) and .figure (the Figure drawn), both None
     while the input cannot be drawn; .message, .status, .image as in gptlib.viz.explorer.
     The default u = (1.2, 0.8, 0.4) has a small spread (sigma = 0.33), so eps = 0.003 already
@@ -203,20 +206,30 @@ class LayerNormSphere(Explorer):
     CSS classes: gptlib-sphere-u0, gptlib-sphere-u1, gptlib-sphere-u2, gptlib-sphere-scale,
     gptlib-sphere-eps, gptlib-sphere-gamma, gptlib-sphere-beta, gptlib-sphere-tilt,
     gptlib-sphere-turn, gptlib-sphere-view, gptlib-sphere-message, gptlib-sphere-output; the
-    whole widget has gptlib-sphere.
+    text boxes gptlib-sphere-u0-text, ..., gptlib-sphere-turn-text; the whole widget has gptlib-sphere.
     """
 
     what = "LayerNorm of a vector u in R^3 drawn on its circle"
 
     def __init__(self, u=(1.2, 0.8, 0.4), c: float = 1.0, eps: float = 0.0, gamma: float = 1.0, beta: float = 0.0):
+        self.typed: dict[str, widgets.Text] = {}  # slider attribute -> the text box beside it
+
         def slider(css, description, value, low, high, step, readout_format=".2f"):
+            """A FloatSlider without its own readout (its JavaScript reverts or clamps typed text
+            unseen) and a Text box beside it, in self.typed[css], that shows its value and reads
+            what the learner types in Python (see typed)."""
             if not low <= value <= high:  # a slider would clamp it silently
                 raise ValueError(f"{description} = {value!r} lies outside the slider's range [{low:g}, {high:g}]; "
                                  "sphere_scene draws any finite u")
             control = widgets.FloatSlider(value=value, min=low, max=high, step=step, description=description,
-                                          continuous_update=False, readout_format=readout_format,
+                                          continuous_update=False, readout=False, readout_format=readout_format,
                                           style={"description_width": "5em"})
             control.add_class(f"gptlib-sphere-{css}")
+            box = widgets.Text(value=format(value, readout_format), continuous_update=False,
+                               layout=widgets.Layout(width="5em"))
+            box.add_class(f"gptlib-sphere-{css}-text")
+            box.observe(lambda change: self.typed_into(control, change["new"]), names="value")
+            self.typed[css] = box
             return control
 
         if eps not in EPS_STEPS:
@@ -239,9 +252,11 @@ class LayerNormSphere(Explorer):
         self.view.add_class("gptlib-sphere-view")
         self.scene: dict | None = None
         self.figure: Figure | None = None
-        self._moving_view = False
+        self._quiet = False  # True while code moves several controls: no redraw, no reading of the boxes
         controls = (self.u0, self.u1, self.u2, self.scale, self.eps, self.gamma, self.beta, self.tilt, self.turn)
-        columns = widgets.HBox([widgets.VBox(controls[:4]), widgets.VBox(controls[4:7]), widgets.VBox(controls[7:])])
+        rows = [widgets.HBox([control, self.typed[css]]) if css in self.typed else control
+                for css, control in zip(("u0", "u1", "u2", "scale", "eps", "gamma", "beta", "tilt", "turn"), controls)]
+        columns = widgets.HBox([widgets.VBox(rows[:4]), widgets.VBox(rows[4:7]), widgets.VBox(rows[7:])])
         super().__init__([columns, self.view], css="sphere", message_lines=3)
         self.add_class("gptlib-sphere")
         for control in controls:
@@ -251,14 +266,32 @@ class LayerNormSphere(Explorer):
 
     def preset(self, _change=None) -> None:
         """Move tilt and turn to the chosen preset, redrawing once."""
-        self._moving_view = True
+        self._quiet = True
         self.tilt.value, self.turn.value = VIEWS[self.view.value]
-        self._moving_view = False
+        self._quiet = False
         self.update()
+
+    def typed_into(self, control: widgets.FloatSlider, text: str) -> None:
+        """Move `control` to the number typed beside it, or refuse what is not a finite number in
+        its range, leaving the slider and the last picture as they were (nothing is clamped)."""
+        if self._quiet:  # the box is being set to the slider's value, not typed into
+            return
+        name, typed = control.description, text.strip()
+        try:
+            value = float(typed)
+        except ValueError:
+            return self.refuse(f"{name}: {typed!r} is not a number")
+        if not math.isfinite(value):
+            return self.refuse(f"{name}: {typed!r} is not a finite number")
+        if not control.min <= value <= control.max:
+            return self.refuse(f"{name}: {typed} lies outside [{control.min:g}, {control.max:g}]")
+        if value == control.value:  # no change event: redraw here, clearing an earlier refusal
+            self.update()
+        control.value = value
 
     def update(self, _change=None) -> None:
         """Recompute the scene from the sliders, redraw, and say what is special about it."""
-        if self._moving_view:
+        if self._quiet:
             return
         try:
             self.scene = sphere_scene(
@@ -274,6 +307,11 @@ class LayerNormSphere(Explorer):
             return
         self.figure = sphere_figure(self.scene, self.tilt.value, self.turn.value)
         self.show(render_png(self.figure), self.scene["message"])
+        self._quiet = True  # every box shows its slider's value, formatted as a readout would
+        for css, box in self.typed.items():
+            control = getattr(self, css)
+            box.value = format(control.value, control.readout_format)
+        self._quiet = False
 
 
 def norm_against_sigma_figure(d: int, sigmas: torch.Tensor, eps_values) -> Figure:

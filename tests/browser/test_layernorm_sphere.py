@@ -1,12 +1,12 @@
 """Notebook 04's LayerNorm sphere, moved with the keyboard as a learner would."""
 
-from jupyterlab_driver import open_and_run_all, picture, round_trip_ms
+from jupyterlab_driver import offset_in, open_and_run_all, picture, picture_digest, round_trip_ms
 
 
-def type_into_readout(page, css_class: str, value: str) -> None:
-    """Type a value into a slider's editable readout, the way a learner sets an exact value."""
-    readout = page.locator(f".{css_class} .widget-readout").first
-    readout.click()
+def type_into_box(page, css_class: str, value: str) -> None:
+    """Type a value into the text box beside a slider, the way a learner sets an exact value."""
+    box = page.locator(f".{css_class}-text input").first
+    box.click()
     page.keyboard.press("Control+A")
     page.keyboard.type(value)
     page.keyboard.press("Enter")
@@ -30,11 +30,27 @@ def test_sphere_redraws_in_place_on_keys_presets_and_explains_constant_u(page, l
     preset = sphere.locator(".gptlib-sphere-view button", has_text="down the all-ones axis")
     preset.focus()
     round_trip_ms(page, "gptlib-sphere-output", lambda: preset.press("Space"))
-    assert sphere.locator(".gptlib-sphere-tilt .widget-readout").inner_text() == "90"
+    assert sphere.locator(".gptlib-sphere-tilt-text input").input_value() == "90"
 
     for css_class in ("gptlib-sphere-u0", "gptlib-sphere-u1", "gptlib-sphere-u2"):
-        type_into_readout(page, css_class, "0.5")
+        type_into_box(page, css_class, "0.5")
     message.filter(has_text="constant").wait_for(timeout=30_000)
+    assert "Traceback" not in sphere.inner_text()
+
+
+def test_text_typed_beside_a_slider_that_is_not_a_number_is_refused_without_a_jump(page, lab):
+    open_and_run_all(page, lab, "04_layernorm_geometry.ipynb")
+    sphere = page.locator(".gptlib-sphere").first
+    sphere.scroll_into_view_if_needed()
+    image = sphere.locator(picture("gptlib-sphere-output")).first
+    shown, box = picture_digest(page, "gptlib-sphere-output"), offset_in(sphere, image)
+
+    type_into_box(page, "gptlib-sphere-u0", "abc")
+    message = sphere.locator(".gptlib-sphere-message")
+    message.filter(has_text="Cannot draw").wait_for(timeout=30_000)
+    assert "u_1: 'abc' is not a number" in message.inner_text() and "last valid input" in message.inner_text()
+    assert picture_digest(page, "gptlib-sphere-output") == shown and "gptlib-stale" in image.get_attribute("class")
+    assert offset_in(sphere, image) == box  # nothing moved: the picture stays where it was
     assert "Traceback" not in sphere.inner_text()
 
 
