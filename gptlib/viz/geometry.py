@@ -223,7 +223,8 @@ class LayerNormSphere(Explorer):
                                  "sphere_scene draws any finite u")
             control = widgets.FloatSlider(value=value, min=low, max=high, step=step, description=description,
                                           continuous_update=False, readout=False, readout_format=readout_format,
-                                          style={"description_width": "5em"})
+                                          style={"description_width": "5em"},
+                                          layout=widgets.Layout(width="17em"))  # with its box, 3 columns fit unshrunk
             control.add_class(f"gptlib-sphere-{css}")
             box = widgets.Text(value=format(value, readout_format), continuous_update=False,
                                layout=widgets.Layout(width="5em"))

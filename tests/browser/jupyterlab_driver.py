@@ -128,3 +128,16 @@ def offset_in(outer, inner) -> tuple[float, float, float, float]:
         " return [b.x - a.x, b.y - a.y, b.width, b.height]; }",
         outer.element_handle(),
     ))
+
+
+def settled_offset_in(page, outer, inner, tries: int = 20) -> tuple[float, float, float, float]:
+    """offset_in once two reads half a second apart agree: widgets apply their layouts
+    asynchronously after rendering, so a box measured too early can still move by itself."""
+    previous = offset_in(outer, inner)
+    for _ in range(tries):
+        page.wait_for_timeout(500)
+        current = offset_in(outer, inner)
+        if current == previous:
+            return current
+        previous = current
+    raise AssertionError(f"the layout kept moving: last offset {current}")

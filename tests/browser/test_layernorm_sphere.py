@@ -1,6 +1,13 @@
 """Notebook 04's LayerNorm sphere, moved with the keyboard as a learner would."""
 
-from jupyterlab_driver import offset_in, open_and_run_all, picture, picture_digest, round_trip_ms
+from jupyterlab_driver import (
+    offset_in,
+    open_and_run_all,
+    picture,
+    picture_digest,
+    round_trip_ms,
+    settled_offset_in,
+)
 
 
 def type_into_box(page, css_class: str, value: str) -> None:
@@ -43,7 +50,7 @@ def test_text_typed_beside_a_slider_that_is_not_a_number_is_refused_without_a_ju
     sphere = page.locator(".gptlib-sphere").first
     sphere.scroll_into_view_if_needed()
     image = sphere.locator(picture("gptlib-sphere-output")).first
-    shown, box = picture_digest(page, "gptlib-sphere-output"), offset_in(sphere, image)
+    shown, box = picture_digest(page, "gptlib-sphere-output"), settled_offset_in(page, sphere, image)
 
     type_into_box(page, "gptlib-sphere-u0", "abc")
     message = sphere.locator(".gptlib-sphere-message")
