@@ -19,10 +19,16 @@ def type_into_box(page, css_class: str, value: str) -> None:
     page.keyboard.press("Enter")
 
 
-def test_sphere_redraws_in_place_on_keys_presets_and_explains_constant_u(page, lab):
+def open_sphere(page, lab):
+    """Run notebook 04 in JupyterLab and bring its sphere into view (JupyterLab draws it only then)."""
     open_and_run_all(page, lab, "04_layernorm_geometry.ipynb")
     sphere = page.locator(".gptlib-sphere").first
     sphere.scroll_into_view_if_needed()
+    return sphere
+
+
+def test_sphere_redraws_in_place_on_keys_presets_and_explains_constant_u(page, lab):
+    sphere = open_sphere(page, lab)
     message = sphere.locator(".gptlib-sphere-message")
 
     turn = sphere.locator(".gptlib-sphere-turn .noUi-handle")
@@ -46,9 +52,7 @@ def test_sphere_redraws_in_place_on_keys_presets_and_explains_constant_u(page, l
 
 
 def test_text_typed_beside_a_slider_that_is_not_a_number_is_refused_without_a_jump(page, lab):
-    open_and_run_all(page, lab, "04_layernorm_geometry.ipynb")
-    sphere = page.locator(".gptlib-sphere").first
-    sphere.scroll_into_view_if_needed()
+    sphere = open_sphere(page, lab)
     image = sphere.locator(picture("gptlib-sphere-output")).first
     shown, box = picture_digest(page, "gptlib-sphere-output"), settled_offset_in(page, sphere, image)
 
@@ -62,9 +66,7 @@ def test_text_typed_beside_a_slider_that_is_not_a_number_is_refused_without_a_ju
 
 
 def test_the_static_copy_is_hidden_while_the_live_explorer_shows(page, lab):
-    open_and_run_all(page, lab, "04_layernorm_geometry.ipynb")
-    sphere = page.locator(".gptlib-sphere").first
-    sphere.scroll_into_view_if_needed()
+    sphere = open_sphere(page, lab)
     live = sphere.locator(picture("gptlib-sphere-output")).first
     assert live.is_visible()
     static = page.locator(".jp-OutputArea-child:has(+ .jp-OutputArea-child .gptlib-sphere) img")
