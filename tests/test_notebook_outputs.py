@@ -21,8 +21,6 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 # compared numbers that match ROUNDING_LEVEL yet are no rounding noise: (notebook prefix, text): why
 EXACT_CONSTANTS = {
-    ("01", "1.19e-07"): "torch.finfo(torch.float32).eps, a constant",
-    ("01", "1.5e-05"): "d * eps for d = 128, a constant",
     ("04", "1.7e-05"): "an epsilon effect computed in float64, about 1e11 times its rounding",
 }
 
