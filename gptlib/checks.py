@@ -89,7 +89,8 @@ def token_ids(ids, V: int, *, T_max: int | None = None, dims: tuple[int, ...] = 
     if T_max is not None and T > T_max:
         raise ValueError(f"sequence length T must satisfy 1 <= T <= T_max={T_max}, got T={T}")
     wide = ids.to(torch.int64)  # a uint64 id >= 2**63 wraps to a negative one: refused below all the same
-    if wide.numel() and (wide.min() < 0 or wide.max() >= V):
+    low, high = (int(x) for x in torch.aminmax(wide)) if wide.numel() else (0, 0)  # one pass over the ids
+    if low < 0 or high >= V:
         outside = ids[(wide < 0) | (wide >= V)]  # (N,) the offending ids, in their own dtype
         shown = ", ".join(str(i) for i in outside[:5].tolist())
         more = f" and {len(outside) - 5} more" if len(outside) > 5 else ""

@@ -234,8 +234,11 @@ class GPT(nn.Module):
         """X^(0)_t = E[x_t] + P[t]: token ids (..., T) -> the residual stream's start (..., T, d).
 
         The ids are taken as valid; forward() checks them first (check_tokens).
+        F.embedding(idx, E) is the row lookup E[idx]; its backward sums the gradients of
+        repeated ids with a dense kernel, about 0.7 ms a training step cheaper at the course
+        shapes than indexing's index_put_.
         """
-        return self.E[idx] + self.P[: idx.shape[-1]]
+        return F.embedding(idx, self.E) + self.P[: idx.shape[-1]]
 
     def forward_from_embeddings(
         self, X: torch.Tensor, *, explicit: bool = False, record: dict | None = None
