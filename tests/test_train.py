@@ -3,6 +3,8 @@
 import math
 import os
 import re
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 
@@ -157,6 +159,47 @@ def test_progress_bar_reports_tokens_per_second(capsys, tiny):
     bar = capsys.readouterr().err.strip().splitlines()[-1]
     assert "3/3" in bar and "tok_per_s=" in bar
     assert float(bar.split("tok_per_s=")[1].split("]")[0].replace(",", "")) > 0
+
+
+FAULTS_PER_STEP = """
+import resource, sys, torch
+from gptlib import COURSE_CONFIG, GPT
+from gptlib.train import keep_freed_memory
+if sys.argv[1] == "keep":
+    assert keep_freed_memory()
+torch.manual_seed(0)
+model = GPT(COURSE_CONFIG)
+optimizer = torch.optim.AdamW(model.parameters(), fused=True)
+idx, targets = torch.randint(0, COURSE_CONFIG.V, (2, 32, 64))  # (B, T) each: the course shapes
+def step():
+    optimizer.zero_grad(set_to_none=True)
+    model(idx, targets)[1].backward()
+    optimizer.step()
+for _ in range(5):  # the heap grows to its peak over the first few steps
+    step()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(5):
+    step()
+print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 5)
+"""
+
+
+def test_keeping_freed_memory_spares_training_steps_their_page_faults():
+    resource = pytest.importorskip("resource")
+    if not hasattr(resource, "getrusage"):
+        pytest.skip("no getrusage here")
+
+    def faults_per_step(mode):  # a fresh interpreter: the malloc setting is for the whole process
+        run = subprocess.run([sys.executable, "-c", FAULTS_PER_STEP, mode], capture_output=True, text=True)
+        if "AssertionError" in run.stderr:
+            pytest.skip("the C library has no mallopt (not glibc)")
+        assert run.returncode == 0, run.stderr
+        return float(run.stdout)
+
+    default, kept = faults_per_step("default"), faults_per_step("keep")
+    if default < 500:
+        pytest.skip(f"this malloc returns little memory to the kernel anyway ({default:.0f} page faults a step)")
+    assert kept < default / 10, (kept, default)
 
 
 @pytest.fixture(scope="module")
