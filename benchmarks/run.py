@@ -10,8 +10,12 @@
    path), `forward_attn` (no grad, keeping every layer's attention matrices: gptlib's
    run_with_cache, GPT-2's eager attention with output_attentions, TransformerLens's
    run_with_cache, nanoGPT's manual attention path) and `train_step` (forward, cross-entropy,
-   backward, AdamW step). Repetitions are interleaved (every library once, then again, in
-   rotating order), so load from other processes falls on all of them alike. A ratio is the
+   backward, AdamW step; torch's fused AdamW for all four, the optimizer gptlib's training
+   command and Hugging Face's Trainer use). Like the training command, the process first asks
+   glibc to keep freed memory (gptlib.train.keep_freed_memory), so no library's step is timed
+   while it page-faults in memory the previous step handed back. Repetitions are interleaved
+   (every library once, then again, in rotating order), so load from other processes falls on
+   all of them alike. A ratio is the
    median over rounds of gptlib's time / the peer's time in the same round (paired, so a
    slow round cancels); the report gives its interquartile range too.
    Each round also times a 2048 x 2048 float32 matmul: its median GFLOP/s is the machine's
@@ -50,6 +54,7 @@ import torch.nn.functional as F
 import gptlib
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, run_with_cache
 from gptlib.cost import non_embedding_parameters
+from gptlib.train import keep_freed_memory
 
 from .nanogpt import nanogpt_from
 from .peers import hf_gpt2_from, hooked_transformer_from, max_logit_difference, scrambled_model
@@ -116,7 +121,7 @@ def runners(config: GPTConfig, B: int, T: int) -> dict[str, dict[str, Callable]]
     def cross_entropy(logits):  # logits (B, T, V)
         return logits, F.cross_entropy(logits.reshape(-1, config.V), targets.reshape(-1))
 
-    optimizers = {name: torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=3e-4)
+    optimizers = {name: torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=3e-4, fused=True)
                   for name, m in zip(LIBRARIES, (model, hf, tl, nano))}
     no_grad = torch.no_grad()
     return {
@@ -345,6 +350,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     if args.reps < 1 or args.threads < 1 or args.import_reps < 1 or args.warmup < 0:
         parser.error("--reps, --threads and --import-reps must be >= 1 and --warmup >= 0")
+    keep_freed_memory()
     gptlib.make_deterministic(seed=0, threads=args.threads)
 
     equivalence = check_equivalence()
