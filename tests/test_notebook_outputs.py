@@ -19,11 +19,6 @@ ABSOLUTE_PATH = re.compile(r"(?<![\w.)\]/])/(?:[\w.-]+/)+[\w.-]*|\b[A-Za-z]:\\")
 ROUNDING_LEVEL = re.compile(r"\b\d\.\d+e-(?:0[5-9]|[1-9]\d)\b")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
-# compared numbers that match ROUNDING_LEVEL yet are no rounding noise: (notebook prefix, text): why
-EXACT_CONSTANTS = {
-    ("04", "1.7e-05"): "an epsilon effect computed in float64, about 1e11 times its rounding",
-}
-
 
 def texts(output):
     """Every piece of text in one output, tracebacks included (images are skipped)."""
@@ -51,8 +46,7 @@ def test_compared_outputs_hold_no_rounding_level_digits(path):
     found = [(i, match) for i, cell in code_cells(path)
              if "nbval-ignore-output" not in cell.metadata.get("tags", [])
              for output in cell.outputs for text in texts(output)
-             for match in ROUNDING_LEVEL.findall(text)
-             if (path.name[:2], match) not in EXACT_CONSTANTS]
+             for match in ROUNDING_LEVEL.findall(text)]
     assert found == [], f"cell index, number (show it in a cell tagged nbval-ignore-output): {found}"
 
 
