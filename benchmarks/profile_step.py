@@ -20,22 +20,13 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 import gptlib
-from gptlib import GPT, GPTConfig
+from gptlib import GPT
 from gptlib.train import keep_freed_memory
 
 from .nanogpt import nanogpt_from
-from .run import cases, train_step
+from .run import cases, training_steps
 
 LIBRARIES = ("gptlib", "nanogpt")
-
-
-def training_steps(config: GPTConfig, B: int, T: int) -> dict:
-    """library -> one training step on a shared random batch, as benchmarks.run times it."""
-    model = GPT(config)
-    models = {"gptlib": model, "nanogpt": nanogpt_from(model)}
-    idx, targets = torch.randint(0, config.V, (2, B, T))  # (B, T) each
-    optimizers = {lib: torch.optim.AdamW(m.parameters(), lr=3e-4, fused=True) for lib, m in models.items()}
-    return {lib: (lambda lib=lib: train_step(optimizers[lib], lambda: models[lib](idx, targets))) for lib in LIBRARIES}
 
 
 def self_ms_per_step(step, steps: int) -> Counter:
@@ -59,7 +50,9 @@ def main(argv: list[str] | None = None) -> dict[str, Counter]:
     keep_freed_memory()
     gptlib.make_deterministic(seed=0, threads=args.threads)
     _, config, B, T = next(case for case in cases() if case[0] == args.case)
-    steps = training_steps(config, B, T)
+    model = GPT(config)
+    idx, targets = torch.randint(0, config.V, (2, B, T))  # (B, T) each
+    steps = training_steps({"gptlib": model, "nanogpt": nanogpt_from(model)}, idx, targets)
     for _ in range(5):  # warm-up: the heap reaches its peak, kernels pick their paths
         for step in steps.values():
             step()

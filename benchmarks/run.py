@@ -45,6 +45,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from importlib.metadata import version
 from pathlib import Path
 
@@ -106,23 +107,38 @@ def train_step(optimizer, logits_and_loss: Callable) -> None:
     optimizer.step()
 
 
+def training_steps(models: dict, idx: torch.Tensor, targets: torch.Tensor) -> dict[str, Callable]:
+    """library -> a call doing one training step of models[library] on idx, targets (B, T) each.
+
+    Every library gets torch's fused AdamW over its trainable parameters (the peers' zeroed
+    Q, K, V and W_U biases are frozen, benchmarks.peers), so all train the same parameters.
+    """
+    def cross_entropy(logits):  # logits (B, T, V)
+        return logits, F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+    losses = {  # library -> model -> (logits, mean cross-entropy)
+        "gptlib": lambda m: m(idx, targets),
+        "hf_gpt2": lambda m: cross_entropy(hf_logits(m, idx)),
+        "transformer_lens": lambda m: cross_entropy(m(idx)),
+        "nanogpt": lambda m: m(idx, targets),
+    }
+    steps = {}
+    for library, m in models.items():
+        optimizer = torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=3e-4, fused=True)
+        steps[library] = partial(train_step, optimizer, partial(losses[library], m))
+    return steps
+
+
 def runners(config: GPTConfig, B: int, T: int) -> dict[str, dict[str, Callable]]:
     """measure -> library -> a call doing one repetition, on four copies of one model.
 
-    None of them has dropout, so train and eval mode compute the same; the peers' zeroed
-    Q, K, V and W_U biases are frozen (benchmarks.peers), so all four train the same parameters.
+    None of them has dropout, so train and eval mode compute the same.
     """
     model = GPT(config)
     hf, hf_eager, tl = hf_gpt2_from(model), hf_gpt2_from(model, "eager"), hooked_transformer_from(model)
     nano = nanogpt_from(model)
     idx = torch.randint(0, config.V, (B, T))  # (B, T)
     targets = torch.randint(0, config.V, (B, T))  # (B, T)
-
-    def cross_entropy(logits):  # logits (B, T, V)
-        return logits, F.cross_entropy(logits.reshape(-1, config.V), targets.reshape(-1))
-
-    optimizers = {name: torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=3e-4, fused=True)
-                  for name, m in zip(LIBRARIES, (model, hf, tl, nano))}
     no_grad = torch.no_grad()
     return {
         "forward": {
@@ -137,12 +153,7 @@ def runners(config: GPTConfig, B: int, T: int) -> dict[str, dict[str, Callable]]
             "transformer_lens": no_grad(lambda: tl.run_with_cache(idx)),
             "nanogpt": no_grad(lambda: nano(idx, keep=[])),
         },
-        "train_step": {
-            "gptlib": lambda: train_step(optimizers["gptlib"], lambda: model(idx, targets)),
-            "hf_gpt2": lambda: train_step(optimizers["hf_gpt2"], lambda: cross_entropy(hf_logits(hf, idx))),
-            "transformer_lens": lambda: train_step(optimizers["transformer_lens"], lambda: cross_entropy(tl(idx))),
-            "nanogpt": lambda: train_step(optimizers["nanogpt"], lambda: nano(idx, targets)),
-        },
+        "train_step": training_steps(dict(zip(LIBRARIES, (model, hf, tl, nano))), idx, targets),
     }
 
 
