@@ -79,13 +79,9 @@ def stack_jacobians(blocks, X0: torch.Tensor, residual: bool = True) -> list[tor
     """
     jacobians, X = [], X0
     for block in blocks:
-        if residual:
-            step = block
-            jacobians.append(block_jacobian(block, X))
-        else:
-            step = without_residual(block)
-            check_sequence(X, block.ln_1.gamma.shape[0])
-            jacobians.append(jacobian_of(step, X))
+        step = (lambda Z, block=block: block(Z, explicit=True)) if residual else without_residual(block)
+        check_sequence(X, block.ln_1.gamma.shape[0])
+        jacobians.append(jacobian_of(step, X))
         X = step(X.unsqueeze(0)).squeeze(0).detach()  # X^(l+1), (T, d)
     return jacobians
 
@@ -174,7 +170,7 @@ def residual_contrast(
     idx, _ = _study_inputs(text, T)
     rows = []
     for L in depths:
-        with torch.random.fork_rng():  # leaves the caller's global generator as it was
+        with torch.random.fork_rng(devices=[]):  # leaves the caller's CPU generator as it was; no GPU touched
             model = _seeded_model(seed, T_max=T, d=d, H=H, L=L, init_std=init_std)
         with torch.no_grad():
             X0 = model.embed(idx)  # X^(0), (T, d)
