@@ -2,7 +2,7 @@
 
     whole_number(name, typed)     a size typed by the learner, exactly, or a ValueError saying why not
     ParameterCountExplorer()      the widget: sizes -> meta-device model -> table, shares, closed form
-    count_figure(rows, config)    that table beside bars of each component's share
+    CountPicture().draw(rows, config)   that table beside bars of each component's share
 """
 
 from __future__ import annotations
@@ -105,14 +105,9 @@ class ParameterCountExplorer(Explorer):
         )
 
 
-def count_figure(rows, config: GPTConfig) -> Figure:
-    """The component table as text beside horizontal bars of each component's share (rows from
-    counting.component_table)."""
-    return CountPicture().draw(rows, config)
-
-
 class CountPicture:
-    """count_figure's Figure at one fixed size, kept by the explorer and redrawn in place."""
+    """The component table (rows from counting.component_table) as text beside horizontal bars of
+    each component's share: one Figure at a fixed size, kept by the explorer and redrawn in place."""
 
     def __init__(self):
         self.fig = Figure(figsize=(10.0, 2.4), dpi=100)
