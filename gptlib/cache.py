@@ -42,7 +42,7 @@ class Cache:
         return L
 
     # One plain accessor per name, so that help(Cache) and completion list the lecture's symbols.
-    # They repeat one shape on purpose (`duplicates` pairs them); a generated one would hide the names.
+    # They repeat one shape on purpose: a generated accessor would hide the names.
     def X(self, l: int) -> torch.Tensor:
         return self._get("X", l)
 

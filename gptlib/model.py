@@ -76,7 +76,8 @@ class MultiHeadAttention(nn.Module):
         heads are then views into its (B, T, 3H, d_head) result, so no copy is made either way.
         """
         B, T, d = X.shape
-        W = torch.cat((self.W_Q, self.W_K, self.W_V)).transpose(0, 1).reshape(d, 3 * d)  # (d, 3H d_head)
+        W = torch.cat([W.transpose(0, 1) for W in (self.W_Q, self.W_K, self.W_V)], dim=1)  # (d, 3H, d_head), one copy
+        W = W.view(d, 3 * d)  # (d, 3H d_head)
         heads = (X @ W).view(B, T, 3 * self.H, self.d_head)  # (B, T, 3H, d_head)
         return tuple(part.transpose(1, 2) for part in heads.split(self.H, dim=2))
 
