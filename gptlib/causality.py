@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_token_sequence
+from . import checks
 from .model import GPT
 
 
@@ -22,10 +22,9 @@ def perturbation_map(model: GPT, idx: torch.Tensor, shift: int = 1) -> torch.Ten
     Token x_s is replaced by (x_s + shift) mod V. The original sequence and its T perturbed
     copies run as one batch, so every row goes through the same kernels.
     """
-    idx = check_token_sequence(model, idx)  # int64: x_s + shift must not wrap around in a small dtype
+    idx = checks.check_token_sequence(model, idx)  # int64: x_s + shift must not wrap around in a small dtype
     V = model.config.V
-    if not isinstance(shift, int) or not 1 <= shift < V:
-        raise ValueError(f"shift must be an integer in [1, V) = [1, {V}) so the token really changes, got {shift!r}")
+    shift = checks.integer("shift", shift, at_least=1, at_most=V - 1)  # in [1, V): the token really changes
     T = idx.shape[0]
     batch = idx.repeat(T + 1, 1)  # (T+1, T): row 0 the original, row 1+s has x_s perturbed
     positions = torch.arange(T)
@@ -44,7 +43,7 @@ def gradient_map(model: GPT, idx: torch.Tensor) -> torch.Tensor:
     torch.autograd.grad asks for X's gradient alone, so no weight gradient is computed (or left
     in the parameters' .grad).
     """
-    idx = check_token_sequence(model, idx)  # int64 ids
+    idx = checks.check_token_sequence(model, idx)  # int64 ids
     T, V = idx.shape[0], model.config.V
     with torch.no_grad():
         X0 = model.embed(idx)  # X^(0), (T, d)

@@ -3,8 +3,9 @@ that names the input and the rule it breaks.
 
 Numbers and token ids (integer, real, boolean, token_ids) come back in a plain form: a Python
 int, float or bool, token ids as an int64 tensor; GPTConfig, TrainSettings, GPT.check_tokens,
-sampling and encode/decode call them, so every rule is written once. Tensors for the analysis
-modules (check_rows, check_batch, check_sequence, check_token_sequence) are checked in place.
+sampling, encode/decode and the analysis modules call them, so every rule is written once.
+Tensors for the analysis modules (check_shape, check_rows, check_batch, check_sequence,
+check_token_sequence) are checked in place.
 """
 
 from __future__ import annotations
@@ -100,6 +101,12 @@ def token_ids(ids, V: int, *, T_max: int | None = None, dims: tuple[int, ...] = 
 
 def _shape(x) -> object:
     return tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+def check_shape(x, shape: tuple[int, ...], name: str, symbols: str, what: str = "a tensor") -> None:
+    """x: a torch.Tensor of exactly `shape`, which `symbols` spells in the lecture's letters."""
+    if not isinstance(x, torch.Tensor) or tuple(x.shape) != shape:
+        raise ValueError(f"{name} must be {what} of shape {symbols} = {shape}, got {_shape(x)}")
 
 
 def check_rows(u: torch.Tensor, name: str = "u") -> None:

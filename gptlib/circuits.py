@@ -24,26 +24,25 @@ from dataclasses import dataclass
 
 import torch
 
+from . import checks
 from .cache import Cache
-from .checks import check_batch
 from .config import GPTConfig
 from .model import GPT, MultiHeadAttention
 
 
-def _check_head(attn: MultiHeadAttention, h: int) -> None:
-    if not isinstance(h, int) or isinstance(h, bool) or not 0 <= h < attn.H:
-        raise ValueError(f"head index h must be an integer in [0, H) = [0, {attn.H}), got {h!r}")
+def _check_head(attn: MultiHeadAttention, h: int) -> int:
+    return checks.integer("head index h", h, at_least=0, at_most=attn.H - 1)
 
 
 def W_QK(attn: MultiHeadAttention, h: int) -> torch.Tensor:
     """W_QK^h = W_Q^h (W_K^h)^T, the bilinear form behind head h's scores (Section 1): (d, d)."""
-    _check_head(attn, h)
+    h = _check_head(attn, h)
     return attn.W_Q[h] @ attn.W_K[h].T
 
 
 def W_OV(attn: MultiHeadAttention, h: int) -> torch.Tensor:
     """W_OV^h = W_V^h W_O^h, the map from a read row to head h's write (Proposition 1.2): (d, d)."""
-    _check_head(attn, h)
+    h = _check_head(attn, h)
     return attn.W_V[h] @ attn.W_O_head(h)
 
 
@@ -59,21 +58,19 @@ def head_contributions(attn: MultiHeadAttention, X: torch.Tensor, A: torch.Tenso
     (cache.A(l) for X = attention_input(model, cache, l)), to reuse it; without A it is
     computed from X.
     """
-    check_batch(X, attn.W_O.shape[0])
+    checks.check_batch(X, attn.W_O.shape[0])
     if A is None:
         q, k, _ = attn.qkv(X)  # each (B, H, T, d_head)
         A = attn.attention_matrices(q, k)  # (B, H, T, T)
     B, T = X.shape[:2]
-    if not isinstance(A, torch.Tensor) or tuple(A.shape) != (B, attn.H, T, T):
-        shape = tuple(A.shape) if isinstance(A, torch.Tensor) else type(A).__name__
-        raise ValueError(f"A must be the (B, H, T, T) = {(B, attn.H, T, T)} attention of this X, got {shape}")
+    checks.check_shape(A, (B, attn.H, T, T), "A", "(B, H, T, T)", "the attention of this X")
     W_OV_all = torch.stack([W_OV(attn, h) for h in range(attn.H)])  # (H, d, d)
     return torch.einsum("bhts,bsd,hde->bhte", A, X, W_OV_all)  # (B, H, T, d)
 
 
 def mha_by_definition(attn: MultiHeadAttention, X: torch.Tensor) -> torch.Tensor:
     """Definition 1.1 written head by head: C^h = A^h X W_V^h, then [C^1 | ... | C^H] W_O + b_O: (B, T, d)."""
-    check_batch(X, attn.W_O.shape[0])
+    checks.check_batch(X, attn.W_O.shape[0])
     q, k, _ = attn.qkv(X)  # each (B, H, T, d_head)
     A = attn.attention_matrices(q, k)  # (B, H, T, T)
     heads = [A[:, h] @ X @ attn.W_V[h] for h in range(attn.H)]  # H tensors (B, T, d_head)
@@ -82,7 +79,7 @@ def mha_by_definition(attn: MultiHeadAttention, X: torch.Tensor) -> torch.Tensor
 
 def scores(attn: MultiHeadAttention, X: torch.Tensor) -> torch.Tensor:
     """S^h = X W_QK^h X^T / sqrt(d_head) for every head, before the causal mask: (B, H, T, T)."""
-    check_batch(X, attn.W_O.shape[0])
+    checks.check_batch(X, attn.W_O.shape[0])
     W_QK_all = torch.stack([W_QK(attn, h) for h in range(attn.H)])  # (H, d, d)
     return torch.einsum("btd,hde,bse->bhts", X, W_QK_all, X) / math.sqrt(attn.d_head)
 
@@ -162,9 +159,7 @@ def random_invertible(n: int, generator: torch.Generator | None = None) -> torch
 
 
 def _inverse(R: torch.Tensor, d_head: int, name: str) -> torch.Tensor:
-    if not isinstance(R, torch.Tensor) or tuple(R.shape) != (d_head, d_head):
-        shape = tuple(R.shape) if isinstance(R, torch.Tensor) else type(R).__name__
-        raise ValueError(f"{name} must be a (d_head, d_head) = ({d_head}, {d_head}) matrix, got {shape}")
+    checks.check_shape(R, (d_head, d_head), name, "(d_head, d_head)", "a matrix")
     if numerical_rank(R.double()).rank < d_head:
         raise ValueError(f"{name} must be invertible (Remark 1.3 needs R in GL(d_head)); it is singular")
     return torch.linalg.inv(R.double()).to(R.dtype)
@@ -180,11 +175,10 @@ def gauge_transform(
     R_ov: W_V^h -> W_V^h R_ov and W_O^h -> R_ov^{-1} W_O^h, so W_OV^h is unchanged.
     The original model is not modified.
     """
-    if not isinstance(layer, int) or not 0 <= layer < model.config.L:
-        raise ValueError(f"layer must be an integer in [0, L) = [0, {model.config.L}), got {layer!r}")
+    layer = checks.integer("layer", layer, at_least=0, at_most=model.config.L - 1)
     new = copy.deepcopy(model)
     attn = new.blocks[layer].attn
-    _check_head(attn, h)
+    h = _check_head(attn, h)
     if R_qk is not None:
         R_inv = _inverse(R_qk, attn.d_head, "R_qk")
         attn.W_Q[h] = attn.W_Q[h] @ R_qk

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
+from . import checks
 from .config import GPTConfig
 from .counting import theorem_5_2
 from .model import GPT, MultiHeadAttention
@@ -23,10 +24,8 @@ from .model import GPT, MultiHeadAttention
 MULTIPLY_ADD_FLOPS = 2
 
 
-def _check_sizes(T: int, B: int) -> None:
-    for name, value in (("T", T), ("B", B)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+def _check_sizes(T: int, B: int) -> tuple[int, int]:
+    return checks.integer("T", T, at_least=1), checks.integer("B", B, at_least=1)
 
 
 def forward_costs(config: GPTConfig, T: int, B: int = 1) -> dict[str, int]:
@@ -38,7 +37,7 @@ def forward_costs(config: GPTConfig, T: int, B: int = 1) -> dict[str, int]:
       MLP W_1 and W_2, 2 * 2 T d d_ff = 16 T d^2 for d_ff = 4d     -> O(L T d^2)
     plus the unembedding 2TdV once (outside the lecture's table, but a real matmul).
     """
-    _check_sizes(T, B)
+    T, B = _check_sizes(T, B)
     L, d, d_ff, V = config.L, config.d, config.d_ff, config.V
     tokens = B * T
     mlp = 0 if config.attn_only else 2 * MULTIPLY_ADD_FLOPS * tokens * d * d_ff
@@ -86,7 +85,7 @@ def measured_flops(
     scaled_dot_product_attention path; on a real CPU
     its kernel is one FlopCounterMode has no formula for, so those FLOPs go uncounted.
     """
-    _check_sizes(T, B)
+    T, B = _check_sizes(T, B)
     with torch.device(device):
         model = GPT(config.replace(T_max=max(T, config.T_max)))
     X0 = torch.randn(B, T, config.d, device=device, requires_grad=training)  # X^(0), (B, T, d)
@@ -101,7 +100,7 @@ def measured_flops(
 
 def measured_score_and_aggregate_flops(config: GPTConfig, T: int, B: int = 1) -> int:
     """FlopCounterMode's count of softmax(Q K^T / sqrt(d_head)) V alone, over all L blocks (meta device)."""
-    _check_sizes(T, B)
+    T, B = _check_sizes(T, B)
     with torch.device("meta"):
         attn = MultiHeadAttention(config)
         q, k, v = (torch.empty(B, config.H, T, config.d_head) for _ in range(3))  # each (B, H, T, d_head)
@@ -136,7 +135,7 @@ def six_n_rule_error(config: GPTConfig, T: int) -> float:
 
 def seconds_per_token(model: GPT, T: int, B: int = 1, repeats: int = 3) -> float:
     """Best-of-`repeats` wall time of one no-grad forward (the fused path) divided by B*T tokens."""
-    _check_sizes(T, B)
+    T, B = _check_sizes(T, B)
     idx = torch.randint(0, model.config.V, (B, T))
     best = float("inf")
     with torch.no_grad():

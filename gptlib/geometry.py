@@ -21,18 +21,12 @@ from dataclasses import dataclass
 
 import torch
 
-from .checks import check_rows
-
-
-def _check_eps(eps: float) -> None:
-    if not eps >= 0:
-        raise ValueError(f"eps must be >= 0 (Definition 4.1), got {eps!r}")
+from . import checks
 
 
 def centering_matrix(d: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
     """P = I - (1/d) 1 1^T, shape (d, d): u P = u - mean(u) 1 for a row u (P is symmetric)."""
-    if not isinstance(d, int) or d < 1:
-        raise ValueError(f"d must be a positive integer, got {d!r}")
+    d = checks.integer("d", d, at_least=1)
     return torch.eye(d, dtype=dtype) - torch.full((d, d), 1.0 / d, dtype=dtype)
 
 
@@ -66,7 +60,7 @@ def projector_facts(d: int) -> ProjectorFacts:
 
 def center(u: torch.Tensor) -> torch.Tensor:
     """Step 1 of Proposition 4.2: u - mean(u) 1, the orthogonal projection onto 1-perp. (..., d) -> (..., d)."""
-    check_rows(u)
+    checks.check_rows(u)
     return u - u.mean(dim=-1, keepdim=True)
 
 
@@ -76,8 +70,8 @@ def radial_rescale(v: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
     With eps = 0 this is sqrt(d) v / ||v||: radial projection onto the sphere of radius sqrt(d)
     (step 2 of Proposition 4.2). A zero row with eps = 0 maps to zero instead of 0/0.
     """
-    check_rows(v, "v")
-    _check_eps(eps)
+    checks.check_rows(v, "v")
+    eps = checks.real("eps", eps, at_least=0)  # Definition 4.1 asks eps >= 0
     denominator = v.pow(2).mean(dim=-1, keepdim=True) + eps  # (..., 1)
     positive = denominator > 0
     safe = torch.where(positive, denominator, torch.ones_like(denominator))  # no 0/0, no NaN gradient
@@ -111,7 +105,7 @@ def layer_norm_jacobian(u: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
     kernel being spanned by 1 (centering) and by u itself (scale invariance, Remark 4.3).
     With eps > 0 the radial direction is damped by eps / (sigma^2 + eps), not removed: rank d - 1.
     """
-    check_rows(u)
+    checks.check_rows(u)
     if u.dim() != 1:
         raise ValueError(f"u must be one row of shape (d,), got shape {tuple(u.shape)}")
     return torch.func.jacrev(lambda row: layer_norm(row, eps=eps))(u)
@@ -129,7 +123,7 @@ def batch_norm(U: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
     statistics (biased variance), as torch.nn.functional.batch_norm(training=True) uses.
     A batch of one has no spread to measure, so it is refused (torch refuses it too).
     """
-    check_rows(U, "U")
+    checks.check_rows(U, "U")
     if U.dim() != 2:
         raise ValueError(f"U must be a batch of shape (B, d), got shape {tuple(U.shape)}")
     if U.shape[0] < 2:

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import checks
 from .cache import Cache, run_with_cache
 from .config import COURSE_CONFIG, GPTConfig
 from .model import GPT
@@ -67,9 +68,8 @@ def euler_flow(F, X0: torch.Tensor, t: float, steps: int) -> torch.Tensor:
     and a stack of blocks that share F traces the ODE's solution up to time t. F maps a tensor
     to one of the same shape.
     """
-    if steps < 1 or not t > 0:
-        raise ValueError(f"steps must be >= 1 and t > 0, got steps={steps!r}, t={t!r}")
-    h, X = t / steps, X0
+    steps = checks.integer("steps", steps, at_least=1)
+    h, X = checks.real("t", t, above=0) / steps, X0
     for _ in range(steps):
         X = X + h * F(X)
     return X
@@ -78,9 +78,8 @@ def euler_flow(F, X0: torch.Tensor, t: float, steps: int) -> torch.Tensor:
 def rk4_flow(F, X0: torch.Tensor, t: float, steps: int) -> torch.Tensor:
     """The same ODE dX/ds = F(X) by the classical fourth-order Runge-Kutta method: a reference
     solution whose error falls like h^4, against the h of euler_flow."""
-    if steps < 1 or not t > 0:
-        raise ValueError(f"steps must be >= 1 and t > 0, got steps={steps!r}, t={t!r}")
-    h, X = t / steps, X0
+    steps = checks.integer("steps", steps, at_least=1)
+    h, X = checks.real("t", t, above=0) / steps, X0
     for _ in range(steps):
         k1 = F(X)
         k2 = F(X + h / 2 * k1)

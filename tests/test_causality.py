@@ -1,5 +1,7 @@
 """Remark 5.1 / Exercise 2: the dependency maps of gptlib.causality, and that they catch a leak."""
 
+import re
+
 import pytest
 import torch
 
@@ -88,7 +90,11 @@ def test_bad_input_is_refused(small):
     model = model_of(small)
     with pytest.raises(ValueError, match="one sequence"):
         perturbation_map(model, IDX[None])
-    with pytest.raises(ValueError, match="shift"):
+    with pytest.raises(ValueError, match=re.escape("shift must be an integer in [1, 64], got 0")):
         perturbation_map(model, IDX, shift=0)
+    with pytest.raises(ValueError, match=re.escape("shift must be an integer in [1, 64], got 65")):
+        perturbation_map(model, IDX, shift=small.V)
+    with pytest.raises(ValueError, match=re.escape("shift must be an integer in [1, 64], got True")):
+        perturbation_map(model, IDX, shift=True)  # a bool is not a shift, though True == 1
     with pytest.raises(ValueError, match="T_max"):
         gradient_map(model, torch.zeros(small.T_max + 1, dtype=torch.long))

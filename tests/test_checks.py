@@ -84,6 +84,16 @@ def test_token_ids_name_the_rule(ids, kwargs, rule):
         checks.token_ids(ids, 65, **kwargs)
 
 
+def test_shape_wants_a_tensor_of_exactly_that_shape():
+    checks.check_shape(torch.zeros(2, 3), (2, 3), "R", "(m, n)")
+    with pytest.raises(ValueError, match=re.escape("R must be a matrix of shape (m, n) = (2, 3), got (3, 2)")):
+        checks.check_shape(torch.zeros(3, 2), (2, 3), "R", "(m, n)", "a matrix")
+    with pytest.raises(ValueError, match=re.escape("R must be a tensor of shape (m, n) = (2, 3), got (2, 3, 1)")):
+        checks.check_shape(torch.zeros(2, 3, 1), (2, 3), "R", "(m, n)")
+    with pytest.raises(ValueError, match=re.escape("R must be a tensor of shape (m, n) = (2, 3), got list")):
+        checks.check_shape([[0.0] * 3] * 2, (2, 3), "R", "(m, n)")
+
+
 def test_rows_accepts_any_leading_shape_and_refuses_integers_and_scalars():
     checks.check_rows(torch.randn(3))
     checks.check_rows(torch.randn(2, 4, 3))

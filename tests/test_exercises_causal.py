@@ -84,6 +84,12 @@ def test_wrong_shapes_stubs_and_crashes_are_reported():
     assert r.status == ERROR and "RuntimeError" in r.message
 
 
+def test_a_length_without_a_future_is_reported_not_raised():
+    r = check_causality(ScratchGPT(), T=1)
+    assert r.status == ERROR
+    assert r.message == "the checker could not use your answer: ValueError: T must be an integer >= 2, got 1"
+
+
 def test_the_reference_dependency_map_passes_and_typical_maps_fail():
     assert check_dependency_map(solutions.dependency_map).passed
     r = check_dependency_map(lambda model, idx: solutions.dependency_map(model, idx).T)

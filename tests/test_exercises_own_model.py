@@ -1,5 +1,7 @@
 """Bring your own model: the report on a correct and on deliberately broken from-scratch GPTs."""
 
+import re
+
 import pytest
 from scratch_gpt import ScratchGPT
 
@@ -67,5 +69,7 @@ def test_a_stub_model_is_not_attempted_and_bad_sizes_are_refused():
 
     report = check_own_model(stub, **SIZES)
     assert report.status == NOT_ATTEMPTED and report.parts == ()  # nothing to report on a stub
-    with pytest.raises(ValueError, match="d must be a positive integer"):
+    with pytest.raises(ValueError, match=re.escape("d must be an integer >= 1, got 0")):
         check_own_model(ScratchGPT(), V=17, T_max=16, d=0, L=2)
+    with pytest.raises(ValueError, match=re.escape("T must be an integer >= 2, got 1")):
+        check_own_model(ScratchGPT(), V=17, T_max=1, d=8, L=2)  # T = min(T, T_max): one token has no future

@@ -1,6 +1,7 @@
 """gptlib.geometry against torch's own norms and hand formulas (Lecture 5, Section 4)."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -144,9 +145,11 @@ def test_bad_input_is_refused(bad):
         geometry.layer_norm(bad)
 
 
-def test_negative_eps_is_refused():
-    with pytest.raises(ValueError, match="eps must be >= 0"):
+def test_negative_or_infinite_eps_is_refused():
+    with pytest.raises(ValueError, match=re.escape("eps must be a finite number >= 0, got -1.0")):
         geometry.layer_norm(torch.randn(3), eps=-1.0)
+    with pytest.raises(ValueError, match=re.escape("eps must be a finite number >= 0, got inf")):
+        geometry.radial_rescale(torch.randn(3), eps=float("inf"))
 
 
 @pytest.mark.parametrize("d", [3, 8, 64])

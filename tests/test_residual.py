@@ -2,6 +2,7 @@
 and a model built without the dropped block."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -88,8 +89,10 @@ def test_rk4_flow_converges_at_fourth_order():
     errors = [(residual.rk4_flow(F, X0, 1.0, steps) - exact).norm() for steps in (4, 8)]
     assert 12 < errors[0] / errors[1] < 20  # 2^4 = 16
     torch.testing.assert_close(residual.rk4_flow(F, X0, 1.0, 64), exact, rtol=1e-9, atol=1e-9)
-    with pytest.raises(ValueError, match="steps must be >= 1"):
+    with pytest.raises(ValueError, match=re.escape("steps must be an integer >= 1, got 0")):
         residual.euler_flow(F, X0, 1.0, 0)
+    with pytest.raises(ValueError, match=re.escape("t must be a finite number > 0, got 0.0")):
+        residual.rk4_flow(F, X0, 0.0, 4)
 
 
 def test_superposition_readout_with_orthonormal_and_crowded_directions():

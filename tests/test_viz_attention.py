@@ -2,6 +2,7 @@
 
 import base64
 import io
+import re
 
 import numpy
 import pytest
@@ -52,12 +53,13 @@ def test_view_holds_the_cached_attention_and_per_head_write_norms(model):
         ("", 0, 0, "at least one character"),
         ("x" * (COURSE_CONFIG.T_max + 1), 0, 0, "T_max = 64"),
         ("naïve ©", 0, 0, "'©', 'ï'"),
-        ("ok", COURSE_CONFIG.L, 0, "layer"),
-        ("ok", 0, -1, "head"),
+        ("ok", COURSE_CONFIG.L, 0, f"layer must be an integer in [0, {COURSE_CONFIG.L - 1}], got {COURSE_CONFIG.L}"),
+        ("ok", 0, -1, f"head must be an integer in [0, {COURSE_CONFIG.H - 1}], got -1"),
+        ("ok", 0, True, f"head must be an integer in [0, {COURSE_CONFIG.H - 1}], got True"),
     ],
 )
 def test_view_refuses_bad_input_with_a_reason(model, text, layer, head, words):
-    with pytest.raises(ValueError, match=words.replace("(", r"\(")):
+    with pytest.raises(ValueError, match=re.escape(words)):
         attention_view(model, text, layer, head)
 
 

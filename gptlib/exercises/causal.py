@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .. import checks
 from ..causality import perturbation_map
 from ..config import GPTConfig
 from ..model import GPT
@@ -131,17 +132,12 @@ def leak_report(depends: torch.Tensor) -> tuple[str, list[str]] | None:
     return message + ".", picture(depends)
 
 
-def _check_T(T) -> None:
-    if not isinstance(T, int) or isinstance(T, bool) or T < 2:
-        raise ValueError(f"T must be an integer >= 2 (a single token has no future), got {T!r}")
-
-
 @checker(EX2)
 def check_causality(model, V: int | None = None, T: int = 8, seed: int = 0) -> tuple[str, list[str]]:
     """Exercise 2: is Z_t a function of x_0..x_t only? `model` is anything callable on token ids
     (B, T) returning logits (B, T, V) (or a tuple whose first item is), e.g. your own GPT. V is
     read from model.config (gptlib) or from the output; T (default 8) is the sequence length tried."""
-    _check_T(T)
+    T = checks.integer("T", T, at_least=2)  # a single token has no future to depend on
     with _EvalMode(model):
         V, T = sizes(model, V, T)
         mixed = batch_independence(model, V, T, seed)

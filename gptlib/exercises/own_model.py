@@ -22,7 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .causal import _check_T, _EvalMode, batch_independence, dependency, leak_report, logits, picture
+from .. import checks
+from .causal import _EvalMode, batch_independence, dependency, leak_report, logits, picture
 from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, checker
 
 OWN = "Your own GPT"
@@ -163,10 +164,8 @@ def check_own_model(
     Returns a report whose parts are the four verdicts; it passes when all four pass.
     """
     for name, value in (("V", V), ("T_max", T_max), ("d", d), ("L", L), ("d_ff", d_ff if d_ff is not None else 1)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    T = min(T, T_max)
-    _check_T(T)
+        checks.integer(name, value, at_least=1)
+    T = checks.integer("T", min(T, T_max), at_least=2)  # a single token has no future to depend on
     parts = (
         _batch(model, V, T, seed),
         _causal(model, V, T, seed),

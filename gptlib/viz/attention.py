@@ -18,7 +18,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from .. import circuits
+from .. import checks, circuits
 from ..cache import run_with_cache
 from ..data import encode
 from ..model import GPT
@@ -44,10 +44,8 @@ class AttentionRun:
     def view(self, layer: int, head: int) -> AttentionView:
         """The numbers of one layer and head; ValueError for a layer or head the model does not have."""
         L, H = self.write_norms.shape[:2]
-        if not 0 <= layer < L:
-            raise ValueError(f"layer must lie in [0, L) = [0, {L}), got {layer}")
-        if not 0 <= head < H:
-            raise ValueError(f"head must lie in [0, H) = [0, {H}), got {head}")
+        layer = checks.integer("layer", layer, at_least=0, at_most=L - 1)
+        head = checks.integer("head", head, at_least=0, at_most=H - 1)
         return AttentionView(self.labels, layer, head, self.A[layer, head], self.write_norms[layer])
 
 

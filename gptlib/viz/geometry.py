@@ -15,7 +15,7 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from .. import geometry
+from .. import checks, geometry
 from .display import render_png
 from .explorer import Explorer
 
@@ -44,12 +44,10 @@ def sphere_scene(u, c: float = 1.0, eps: float = 0.0, gamma: float = 1.0, beta: 
     values = [float(x) for x in u]
     if len(values) != D:
         raise ValueError(f"u must have exactly {D} coordinates for the sphere picture, got {len(values)}")
-    for name, value in {"u_1": values[0], "u_2": values[1], "u_3": values[2], "c": c, "eps": eps,
-                        "gamma": gamma, "beta": beta}.items():
-        if not math.isfinite(value):
-            raise ValueError(f"{name} must be a finite number, got {value!r}")
-    if eps < 0:
-        raise ValueError(f"eps must be >= 0 (Definition 4.1), got {eps!r}")
+    values = [checks.real(f"u_{i}", value) for i, value in enumerate(values, start=1)]
+    c = checks.real("c", c)
+    eps = checks.real("eps", eps, at_least=0)  # Definition 4.1 asks eps >= 0
+    gamma, beta = checks.real("gamma", gamma), checks.real("beta", beta)
     scaled = c * torch.tensor(values, dtype=torch.float64)  # (3,)
     m = float(scaled.abs().max())  # the largest |c u_i|
     if not math.isfinite(m):
@@ -61,8 +59,11 @@ def sphere_scene(u, c: float = 1.0, eps: float = 0.0, gamma: float = 1.0, beta: 
     if degenerate:
         projection = torch.zeros(D, dtype=torch.float64)
         spread = 0.0
-    scaled_eps = eps / m / m if m > 0 and eps > 0 else eps  # inf when m^2 underflows: LN is then 0, as it should be
-    normalized = geometry.radial_rescale(projection, scaled_eps)  # LN(cu), gamma=1, beta=0
+    scaled_eps = eps / m / m if m > 0 and eps > 0 else eps  # inf when m^2 underflows
+    if math.isinf(scaled_eps):  # sigma(cu / m) <= 1, so |LN(cu)| < sqrt(3 / 1.8e308) = 1.3e-154: drawn as 0
+        normalized = torch.zeros(D, dtype=torch.float64)
+    else:
+        normalized = geometry.radial_rescale(projection, scaled_eps)  # LN(cu), gamma=1, beta=0
     image = gamma * normalized + beta * ONES
     normalized_norm = float(torch.linalg.vector_norm(normalized))
     return {
@@ -73,8 +74,8 @@ def sphere_scene(u, c: float = 1.0, eps: float = 0.0, gamma: float = 1.0, beta: 
         "sigma": m * spread,
         "normalized_norm": normalized_norm,
         "degenerate": degenerate,
-        "gamma": float(gamma),
-        "beta": float(beta),
+        "gamma": gamma,
+        "beta": beta,
         "message": _message(scaled, c, eps, m * spread, normalized_norm, degenerate, gamma, beta),
     }
 
@@ -300,8 +301,7 @@ class LayerNormSphere(Explorer):
                 self.gamma.value, self.beta.value,
             )
             for name in ("tilt", "turn"):
-                if not math.isfinite(getattr(self, name).value):
-                    raise ValueError(f"{name} must be a finite angle, got {getattr(self, name).value!r}")
+                checks.real(name, getattr(self, name).value)
         except ValueError as error:  # values set from code (NaN, 1e309): the sliders' ranges cannot reach them
             self.scene = self.figure = None
             self.refuse(str(error))
