@@ -37,19 +37,17 @@ def measured_per_token(config: GPTConfig, T: int) -> int:
     return total // T
 
 
-def _parts(c: GPTConfig, T: int, d_ff: int | None = None) -> tuple[int, int, int]:
-    """Forward FLOPs per token: (weight matrices in the blocks, unembedding, attention scores + aggregation)."""
-    d_ff = c.d_ff if d_ff is None else d_ff
-    return 2 * c.L * (4 * c.d * c.d + 2 * c.d * d_ff), 2 * c.d * c.V, 4 * c.L * T * c.d
+ATTENTION, UNEMBEDDING = "attention scores and value aggregation", "unembedding"  # rows of cost.forward_costs
 
 
 def flop_variants(c: GPTConfig, T: int) -> dict[str, float]:
-    blocks, unembedding, attention = _parts(c, T)
-    truth = 3 * (blocks + unembedding + attention)
+    truth = cost.training_flops(c, T) // T
+    per_token = {part: flops // T for part, flops in cost.forward_costs(c, T).items()}  # forward, per token
+    attention, unembedding = per_token[ATTENTION], per_token[UNEMBEDDING]
     N = cost.non_embedding_parameters(c)
     embeddings = (c.V + c.T_max) * c.d
     return {
-        "you left out attention's scores and aggregation, the T^2 terms (12 L T d per token)": 3 * (blocks + unembedding),
+        "you left out attention's scores and aggregation, the T^2 terms (12 L T d per token)": truth - 3 * attention,
         "that is the 6N rule: it leaves out the T^2 terms, and N's biases and LayerNorm parameters do no matmul work": 6 * N,
         "that is 6N with the embeddings counted: a lookup in E or P does no multiply-adds, and the T^2 terms are missing": 6
         * (N + embeddings),
@@ -62,9 +60,8 @@ def flop_variants(c: GPTConfig, T: int) -> dict[str, float]:
         - 3 * attention / 2,
         "you left out the unembedding W_U (6 d V per token)": truth - 3 * unembedding,
         "that is per sequence of T tokens: divide by T": truth * T,
-        "your attention term is per sequence (T^2 d), the rest per token: divide it by T":
-            3 * (blocks + unembedding + attention * T),
-        "you assumed d_ff = 4d: use config.d_ff": 3 * (_parts(c, T, 4 * c.d)[0] + unembedding + attention),
+        "your attention term is per sequence (T^2 d), the rest per token: divide it by T": truth + 3 * attention * (T - 1),
+        "you assumed d_ff = 4d: use config.d_ff": cost.training_flops(c.replace(d_ff=4 * c.d), T) // T,
     }
 
 
@@ -113,7 +110,7 @@ def measured_split(config: GPTConfig, T: int) -> tuple[int, int]:
     """FlopCounterMode's forward FLOPs at length T: (scores + aggregation, projections + MLPs)."""
     attention = cost.measured_score_and_aggregate_flops(config, T)
     total = cost.measured_flops(config, T)
-    return attention, total - attention - 2 * T * config.d * config.V  # without the unembedding
+    return attention, total - attention - cost.forward_costs(config, T)[UNEMBEDDING]
 
 
 @checker(EX8)
