@@ -59,6 +59,20 @@ def test_as_int_refuses_anything_else_with_wrong(value):
         as_int(value, "x")
 
 
+def test_recognise_names_every_mistake_that_explains_all_points_in_order():
+    mistakes = {"doubled": lambda x: 2 * x, "squared": lambda x: x * x, "added to itself": lambda x: x + x}
+    assert result.recognise({2: 4, 3: 6}, mistakes) == ["doubled", "added to itself"]
+    assert result.recognise({2: 4, 3: 9}, mistakes) == ["squared"]
+    assert result.recognise({2: 4, 3: 7}, mistakes) == []  # each explains one point, none both
+
+    def near(got, predicted):
+        return abs(got - predicted) < 0.5
+
+    assert result.recognise({3: 6.3}, mistakes, near) == ["doubled", "added to itself"]
+    several = {"sum": lambda a, b: a + b, "product": lambda a, b: a * b}  # a tuple point is several arguments
+    assert result.recognise({(2, 3): 5, (1, 1): 2}, several) == ["sum"]
+
+
 def test_hints_are_progressive_and_point_to_the_next_level(capsys):
     for n in range(1, 9):
         levels = len(hints.HINTS[n])

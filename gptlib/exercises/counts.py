@@ -17,7 +17,7 @@ import torch
 from ..config import COURSE_CONFIG, GPTConfig
 from ..counting import COMPONENTS, component_table
 from ..model import GPT
-from .result import Wrong, as_int, call, checker
+from .result import Wrong, as_int, call, checker, recognise
 
 EX1, EX5 = "Exercise 1 ★", "Exercise 5"
 
@@ -79,13 +79,12 @@ def random_configs(n: int, tied: bool | None, seed: int = 0) -> list[GPTConfig]:
 
 def explain(deltas: dict[GPTConfig, int], mistakes: dict = COUNT_MISTAKES) -> list[str]:
     """The mistake (or pair of mistakes) whose predicted differences equal `deltas` on every config."""
-    for name, delta in mistakes.items():
-        if all(delta(c) == value for c, value in deltas.items()):
-            return [name]
-    for (a, da), (b, db) in combinations(mistakes.items(), 2):
-        if all(da(c) + db(c) == value for c, value in deltas.items()):
-            return [a, b]
-    return []
+    single = recognise(deltas, mistakes)
+    if single:
+        return single[:1]
+    pairs = {(a, b): lambda c, da=da, db=db: da(c) + db(c) for (a, da), (b, db) in combinations(mistakes.items(), 2)}
+    pair = recognise(deltas, pairs)
+    return list(pair[0]) if pair else []
 
 
 def _describe(c: GPTConfig) -> str:

@@ -17,7 +17,7 @@ import functools
 
 from .. import cost
 from ..config import COURSE_CONFIG, GPTConfig
-from .result import Wrong, as_float, as_int, call, checker
+from .result import Wrong, as_float, as_int, call, checker, recognise
 
 EX8 = "Exercise 8"
 
@@ -40,29 +40,46 @@ def measured_per_token(config: GPTConfig, T: int) -> int:
 ATTENTION, UNEMBEDDING = "attention scores and value aggregation", "unembedding"  # rows of cost.forward_costs
 
 
-def flop_variants(c: GPTConfig, T: int) -> dict[str, float]:
-    truth = cost.training_flops(c, T) // T
-    per_token = {part: flops // T for part, flops in cost.forward_costs(c, T).items()}  # forward, per token
-    attention, unembedding = per_token[ATTENTION], per_token[UNEMBEDDING]
-    N = cost.non_embedding_parameters(c)
-    embeddings = (c.V + c.T_max) * c.d
-    return {
-        "you left out attention's scores and aggregation, the T^2 terms (12 L T d per token)": truth - 3 * attention,
-        "that is the 6N rule: it leaves out the T^2 terms, and N's biases and LayerNorm parameters do no matmul work": 6 * N,
-        "that is 6N with the embeddings counted: a lookup in E or P does no multiply-adds, and the T^2 terms are missing": 6
-        * (N + embeddings),
-        "you counted the embeddings E and P as matmuls: a table lookup does no multiply-adds": truth + 6 * embeddings,
-        "your N includes biases and LayerNorm parameters, which do no matmul work": 6 * N + 3 * attention,
-        "that is the forward pass only: the backward pass costs twice the forward (gradients for inputs and for weights)": truth
-        / 3,
-        "you counted a multiply-add as 1 FLOP: FlopCounterMode (and the 6N rule) count 2": truth / 2,
-        "you halved the attention products for the causal mask: FlopCounterMode counts the full T x T products": truth
-        - 3 * attention / 2,
-        "you left out the unembedding W_U (6 d V per token)": truth - 3 * unembedding,
-        "that is per sequence of T tokens: divide by T": truth * T,
-        "your attention term is per sequence (T^2 d), the rest per token: divide it by T": truth + 3 * attention * (T - 1),
-        "you assumed d_ff = 4d: use config.d_ff": cost.training_flops(c.replace(d_ff=4 * c.d), T) // T,
-    }
+def _per_token(c: GPTConfig, T: int, part: str) -> int:
+    """One row of cost.forward_costs (forward FLOPs on a sequence of length T), per token."""
+    return cost.forward_costs(c, T)[part] // T
+
+
+def _truth(c: GPTConfig, T: int) -> int:
+    return cost.training_flops(c, T) // T  # per token
+
+
+def _embeddings(c: GPTConfig) -> int:
+    return (c.V + c.T_max) * c.d  # entries of E and P
+
+
+# What a typical mistake answers for FLOPs per token, as a function of (config, T).
+FLOP_MISTAKES = {
+    "you left out attention's scores and aggregation, the T^2 terms (12 L T d per token)":
+        lambda c, T: _truth(c, T) - 3 * _per_token(c, T, ATTENTION),
+    "that is the 6N rule: it leaves out the T^2 terms, and N's biases and LayerNorm parameters do no matmul work":
+        lambda c, T: 6 * cost.non_embedding_parameters(c),
+    "that is 6N with the embeddings counted: a lookup in E or P does no multiply-adds, and the T^2 terms are missing":
+        lambda c, T: 6 * (cost.non_embedding_parameters(c) + _embeddings(c)),
+    "you counted the embeddings E and P as matmuls: a table lookup does no multiply-adds":
+        lambda c, T: _truth(c, T) + 6 * _embeddings(c),
+    "your N includes biases and LayerNorm parameters, which do no matmul work":
+        lambda c, T: 6 * cost.non_embedding_parameters(c) + 3 * _per_token(c, T, ATTENTION),
+    "that is the forward pass only: the backward pass costs twice the forward (gradients for inputs and for weights)":
+        lambda c, T: _truth(c, T) / 3,
+    "you counted a multiply-add as 1 FLOP: FlopCounterMode (and the 6N rule) count 2":
+        lambda c, T: _truth(c, T) / 2,
+    "you halved the attention products for the causal mask: FlopCounterMode counts the full T x T products":
+        lambda c, T: _truth(c, T) - 3 * _per_token(c, T, ATTENTION) / 2,
+    "you left out the unembedding W_U (6 d V per token)":
+        lambda c, T: _truth(c, T) - 3 * _per_token(c, T, UNEMBEDDING),
+    "that is per sequence of T tokens: divide by T":
+        lambda c, T: _truth(c, T) * T,
+    "your attention term is per sequence (T^2 d), the rest per token: divide it by T":
+        lambda c, T: _truth(c, T) + 3 * _per_token(c, T, ATTENTION) * (T - 1),
+    "you assumed d_ff = 4d: use config.d_ff":
+        lambda c, T: _truth(c.replace(d_ff=4 * c.d), T),
+}
 
 
 def _close(a: float, b: float) -> bool:
@@ -83,10 +100,9 @@ def check_training_flops(flops_per_token) -> tuple[str, list[str]]:
             continue
         details = [f"(d, d_ff, L, V) = ({c.d}, {c.d_ff}, {c.L}, {c.V}), T = {T}: "
                    f"yours {answers[(c, T)]:,.0f}, FlopCounterMode {truth:,}"]
-        variants = {point: flop_variants(*point) for point in FLOP_POINTS}
-        for name in variants[(c, T)]:
-            if all(_close(answers[point], variants[point][name]) for point in FLOP_POINTS):
-                raise Wrong(name + ".", details)
+        recognised = recognise(answers, FLOP_MISTAKES, _close)
+        if recognised:
+            raise Wrong(recognised[0] + ".", details)
         raise Wrong("your count differs from FlopCounterMode's.", details)
     return f"equal to FlopCounterMode's count on all {len(FLOP_POINTS)} (config, T) points.", [
         f"course config: T = 64 -> {measured_per_token(COURSE_CONFIG, 64):,} per token, "
@@ -128,9 +144,9 @@ def check_attention_takeover(takeover_T) -> tuple[str, list[str]]:
             continue
         details = [f"(d, d_ff) = ({c.d}, {c.d_ff}), your T = {T}: "
                    f"FlopCounterMode counts attention {attention:,}, the rest {rest:,}"]
-        for name, formula in TAKEOVER_MISTAKES.items():
-            if all(answers[k] == formula(k) for k in TAKEOVER_CONFIGS):
-                raise Wrong(name + ".", details)
+        recognised = recognise(answers, TAKEOVER_MISTAKES)
+        if recognised:
+            raise Wrong(recognised[0] + ".", details)
         raise Wrong(f"at your T attention's products are {attention / rest:.2f} times the rest, not equal.", details)
     return (
         f"at your T the two are equal on all {len(TAKEOVER_CONFIGS)} configs (FlopCounterMode): "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import html
 import numbers
+import operator
 from dataclasses import dataclass
 
 import torch
@@ -157,3 +158,14 @@ def as_matrix(value, shape: tuple[int, ...], what: str) -> torch.Tensor:
 def matching(got, variants: dict[str, object], same) -> list[str]:
     """Names of the variants (typical wrong answers, computed) that `got` equals under `same`."""
     return [name for name, value in variants.items() if same(got, value)]
+
+
+def recognise(answers: dict, mistakes: dict, same=operator.eq) -> list:
+    """Names of the typical mistakes that explain the learner's answer at EVERY point, in the order of `mistakes`.
+
+    answers: {point: the learner's answer there}, a point being what the learner's function was
+    called with: one argument, or a tuple of several. mistakes: {name: a function of the same
+    argument(s) giving the answer that mistake produces}. same(answer, predicted): the tolerance.
+    """
+    calls = [(point if isinstance(point, tuple) else (point,), answer) for point, answer in answers.items()]
+    return [name for name, mistake in mistakes.items() if all(same(answer, mistake(*args)) for args, answer in calls)]
