@@ -99,6 +99,14 @@ def circuit_variants(attn: MultiHeadAttention, h: int) -> dict[str, tuple[torch.
     }
 
 
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return torch.allclose(a, b, rtol=RTOL, atol=RTOL)
+
+
+def _same_pair(a: tuple[torch.Tensor, torch.Tensor], b: tuple[torch.Tensor, torch.Tensor]) -> bool:
+    return all(_close(x, y) for x, y in zip(a, b))
+
+
 @checker(EX6)
 def check_head_circuits(head_circuits) -> tuple[str, list[str]]:
     """Exercise 6: head_circuits(attn, h) -> (W_QK^h, W_OV^h), each (d, d), from attn.W_Q[h],
@@ -112,14 +120,11 @@ def check_head_circuits(head_circuits) -> tuple[str, list[str]]:
                 raise Wrong(f"expected a pair (W_QK, W_OV), got {type(answer).__name__}")
             got = tuple(as_matrix(M, (d, d), f"your {name} for head {h}") for M, name in zip(answer, ("W_QK", "W_OV")))
             truth = (circuits.W_QK(attn, h), circuits.W_OV(attn, h))
-
-            def same(a, b):
-                return all(torch.allclose(x, y, rtol=RTOL, atol=RTOL) for x, y in zip(a, b))
-
-            if same(got, truth):
+            agree = [_close(g, t) for g, t in zip(got, truth)]
+            if all(agree):
                 continue
-            names = matching(got, circuit_variants(attn, h), same)
-            which = [name for name, g, t in zip(("W_QK", "W_OV"), got, truth) if not torch.allclose(g, t, rtol=RTOL, atol=RTOL)]
+            names = matching(got, circuit_variants(attn, h), _same_pair)
+            which = [name for name, ok in zip(("W_QK", "W_OV"), agree) if not ok]
             message = names[0] if names else f"your {' and '.join(which)} for head {h} differ from W_Q^h W_K^h^T / W_V^h W_O^h"
             raise Wrong(message + ".", [f"(d, H) = ({d}, {attn.H}), head h = {h}; compared with relative tolerance {RTOL:g}"])
     return f"W_QK^h and W_OV^h equal gptlib.circuits' for all {attn.H} heads (relative tolerance {RTOL:g}).", []
