@@ -72,7 +72,7 @@ def _bias_story(row: str, extra: int, V: int, d: int, L: int, d_ff: int) -> str:
     return known.get((row, extra), f"{extra:+,} vector entries")
 
 
-@checker(OWN)
+@checker("parameter count")
 def _count(model, V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool | None) -> tuple[str, list[str]]:
     if not isinstance(model, nn.Module):
         raise Wrong("not an nn.Module, so its parameters cannot be counted (the other checks still apply).")
@@ -119,7 +119,7 @@ def _count(model, V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool | No
     return "every row equals Theorem 5.2.", details
 
 
-@checker(OWN)
+@checker("batch independence")
 def _batch(model, V: int, T: int, seed: int) -> tuple[str, list[str]]:
     with _EvalMode(model):
         mixed = batch_independence(model, V, T, seed)
@@ -128,7 +128,7 @@ def _batch(model, V: int, T: int, seed: int) -> tuple[str, list[str]]:
     return "each sequence's logits are the same alone as in a batch of three.", []
 
 
-@checker(OWN)
+@checker("causality")
 def _causal(model, V: int, T: int, seed: int) -> tuple[str, list[str]]:
     with _EvalMode(model):
         M, tol = dependency(model, V, T, seed)
@@ -138,7 +138,7 @@ def _causal(model, V: int, T: int, seed: int) -> tuple[str, list[str]]:
     return f"Z_t depends on x_0..x_t only (every token of a length-{T} sequence perturbed).", picture(M > tol)
 
 
-@checker(OWN)
+@checker("initial loss")
 def _initial_loss(model, V: int, T: int, seed: int) -> tuple[str, list[str]]:
     generator = torch.Generator().manual_seed(seed + 2)
     idx = torch.randint(0, V, (4, T + 1), generator=generator)
@@ -172,8 +172,6 @@ def check_own_model(
         _count(model, V, T_max, d, L, d_ff or 4 * d, tied),
         _initial_loss(model, V, T, seed),
     )
-    names = ("batch independence", "causality", "parameter count", "initial loss")
-    parts = tuple(Result(name, part.status, part.message, part.details) for name, part in zip(names, parts))
     if any(part.status == NOT_ATTEMPTED for part in parts):
         return Result(OWN, NOT_ATTEMPTED, "your model still raises NotImplementedError.")
     failing = [part.exercise for part in parts if not part.passed]
