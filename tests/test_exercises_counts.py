@@ -4,7 +4,7 @@ import pytest
 
 from gptlib import COURSE_CONFIG
 from gptlib.exercises import check_parameter_count, check_parameter_table, check_tied_count, solutions
-from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
+from gptlib.exercises.result import ERROR, FAILED
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -24,10 +24,7 @@ def learner_count(c, *, qkv_bias=False, W_U_bias=False, positions=True, final_ln
     return total
 
 
-def test_reference_solutions_pass():
-    assert check_parameter_count(solutions.count).passed
-    assert check_parameter_table(solutions.rows).passed
-    assert check_tied_count(solutions.tied_count).passed
+def test_a_count_written_as_a_learner_would_passes():
     assert check_parameter_count(learner_count).passed
 
 
@@ -62,11 +59,7 @@ def test_a_constant_answer_and_an_unexplained_one_are_rejected():
     assert r.status == FAILED and "recount row by row" in r.message
 
 
-def test_stub_raising_code_and_unusable_answers():
-    def stub(config):
-        raise NotImplementedError("your code here")
-
-    assert check_parameter_count(stub).status == NOT_ATTEMPTED
+def test_raising_code_and_unusable_answers():
     r = check_parameter_count(lambda c: c.undefined_field)
     assert r.status == ERROR and "AttributeError" in r.message
     r = check_parameter_count(lambda c: "816640")

@@ -3,8 +3,8 @@
 import pytest
 
 from gptlib import cost
-from gptlib.exercises import check_attention_takeover, check_training_flops, solutions
-from gptlib.exercises.result import FAILED, NOT_ATTEMPTED
+from gptlib.exercises import check_attention_takeover, check_training_flops
+from gptlib.exercises.result import FAILED
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -19,10 +19,8 @@ def learner_flops(c, T, *, attention=True, embeddings=False, backward=True, flop
     return (3 if backward else 1) * flops_per_madd * madds
 
 
-def test_reference_solutions_pass():
-    assert check_training_flops(solutions.flops_per_token).passed
+def test_flops_written_as_a_learner_would_pass():
     assert check_training_flops(learner_flops).passed
-    assert check_attention_takeover(solutions.takeover_T).passed
 
 
 @pytest.mark.parametrize(
@@ -70,12 +68,7 @@ def test_typical_takeover_answers_are_named(answer, message):
     assert r.status == FAILED and message in r.message
 
 
-def test_stubs_and_non_numbers():
-    def stub(*args):
-        raise NotImplementedError
-
-    assert check_training_flops(stub).status == NOT_ATTEMPTED
-    assert check_attention_takeover(stub).status == NOT_ATTEMPTED
+def test_non_positive_lengths_and_non_numbers():
     r = check_attention_takeover(lambda c: 0)
     assert r.status == FAILED and "positive" in r.message
     r = check_training_flops(lambda c, T: "many")

@@ -5,15 +5,9 @@ import math
 import pytest
 
 from gptlib.exercises import check_factor_pair_dimension, check_head_circuits, check_rank_bounds, solutions
-from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
+from gptlib.exercises.result import ERROR, FAILED
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-def test_reference_solutions_pass():
-    assert check_factor_pair_dimension(solutions.factor_pair_dimension).passed
-    assert check_head_circuits(solutions.head_circuits).passed
-    assert check_rank_bounds(solutions.rank_bounds).passed
 
 
 @pytest.mark.parametrize(
@@ -82,12 +76,7 @@ def test_typical_rank_bounds_are_named(bounds, message):
     assert r.status == FAILED and message in r.message
 
 
-def test_stubs_and_wrong_shapes():
-    def stub(*args):
-        raise NotImplementedError
-
-    for check in (check_factor_pair_dimension, check_head_circuits, check_rank_bounds):
-        assert check(stub).status == NOT_ATTEMPTED
+def test_a_single_rank_bound_is_refused():
     r = check_rank_bounds(lambda d, H, T: d // H)
     assert r.status == FAILED and "three bounds" in r.message
 

@@ -33,9 +33,7 @@ def no_residual(block, Z):
     return block.ln_2(block.mlp(block.ln_1(block.attn(Z))))
 
 
-def test_reference_solution_and_statement_pass():
-    assert check_post_norm_jacobian(solutions.post_norm_jacobian).passed
-    assert check_post_norm_statement(solutions.post_norm_statement).passed
+def test_the_statement_is_read_loosely_and_listed():
     assert check_post_norm_statement(" B ").passed
     assert "(b)" in statements()
 
@@ -77,11 +75,7 @@ def test_wrong_statements_are_answered_and_junk_refused():
     assert r.status == FAILED and "one letter" in r.message
 
 
-def test_stub_crash_and_shape():
-    def stub(block, X):
-        raise NotImplementedError
-
-    assert check_post_norm_jacobian(stub).status == NOT_ATTEMPTED
+def test_placeholder_crash_and_shape():
     r = check_post_norm_statement(None)  # the scaffold's placeholder
     assert r.status == NOT_ATTEMPTED and "no statement chosen yet" in r.message
     r = check_post_norm_jacobian(lambda block, X: block.missing_part(X))
