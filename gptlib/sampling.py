@@ -22,6 +22,12 @@ def next_token_probabilities(model: GPT, ids: torch.Tensor, temperature: float =
     """
     ids = checks.token_ids(ids, model.config.V, dims=(1,), name="ids")
     temperature = checks.real("temperature", temperature, above=0)
+    return _next_token_probabilities(model, ids, temperature)
+
+
+def _next_token_probabilities(model: GPT, ids: torch.Tensor, temperature: float) -> torch.Tensor:
+    """next_token_probabilities for ids and temperature already checked (sample's loop: its ids grow by
+    one checked id a step, so checking them all again would cost O(n^2) over a sample)."""
     with torch.no_grad():
         z = model(ids[-model.config.T_max :])[-1].double()  # (V,), logits of the next token
     if not torch.isfinite(z).all():
@@ -48,7 +54,7 @@ def sample(model: GPT, prompt: torch.Tensor, new_tokens: int, temperature: float
     try:
         ids = prompt.clone()
         for _ in range(new_tokens):
-            probabilities = next_token_probabilities(model, ids, temperature)
+            probabilities = _next_token_probabilities(model, ids, temperature)
             choice = torch.multinomial(probabilities, 1, generator=generator)  # (1,)
             ids = torch.cat([ids, choice])
     finally:

@@ -122,3 +122,17 @@ def test_small_integer_dtypes_sample_the_same(model):
     a = sample(model, prompt, 5, generator=torch.Generator().manual_seed(2))
     b = sample(model, prompt.to(torch.uint8), 5, generator=torch.Generator().manual_seed(2))
     assert torch.equal(a, b) and b.dtype == torch.long
+
+
+@pytest.mark.parametrize("temperature", [0.7, 1.0, 3.0])
+def test_sample_draws_each_token_from_next_token_probabilities(model, temperature):
+    """sample's loop skips re-checking its growing ids; its tokens are bit for bit those of the public,
+    checked next_token_probabilities fed to the same seeded generator (past T_max, so the window slides)."""
+    model.eval()  # sample runs the model in eval mode; the loop below calls it as it is
+    prompt = data.encode("To be, or")
+    ids = sample(model, prompt, 20, temperature=temperature, generator=torch.Generator().manual_seed(3))
+    generator, expected = torch.Generator().manual_seed(3), prompt.clone()
+    for _ in range(20):
+        probabilities = next_token_probabilities(model, expected, temperature)
+        expected = torch.cat([expected, torch.multinomial(probabilities, 1, generator=generator)])
+    assert torch.equal(ids, expected)
