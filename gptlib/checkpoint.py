@@ -247,6 +247,9 @@ def load_weights_into(model: GPT, path: Path | str) -> dict:
         differences = ", ".join(f"{k} {theirs[k]!r} (file) vs {ours[k]!r} (model)"
                                 for k in ours if ours[k] != theirs[k])
         raise ValueError(f"{path} was written for another model: its config differs in {differences}")
-    check_state_dict(payload["state_dict"], model.state_dict(), source=str(path))
+    for name, weight in model.state_dict().items():  # names, shapes and values were checked by read_checkpoint
+        if weight.dtype != payload["state_dict"][name].dtype:  # a model made .double(), say: copying would cast
+            raise ValueError(f"{path}: weight {name} has dtype {payload['state_dict'][name].dtype}, "
+                             f"the model needs {weight.dtype}")
     model.load_state_dict(payload["state_dict"])
     return payload

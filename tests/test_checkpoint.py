@@ -114,6 +114,11 @@ def test_loading_into_a_model_of_another_config_is_refused(tmp_path, small_confi
     with pytest.raises(ValueError, match=r"another model: its config differs in ln_eps 1e-05 \(file\) vs 1e-06"):
         load_weights_into(other, path)
     assert same_state(before, other)
+    double = GPT(small_config).double()  # the file's config, but not its float32 weights
+    before = params_of(double)
+    with pytest.raises(ValueError, match="weight E has dtype torch.float32, the model needs torch.float64"):
+        load_weights_into(double, path)
+    assert same_state(before, double)
     same = GPT(small_config)
     load_weights_into(same, path)
     assert same_state(params_of(load_checkpoint(path)[0]), same)
