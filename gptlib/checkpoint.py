@@ -46,8 +46,11 @@ def save_checkpoint(path: Path | str, model: GPT, metadata: dict | None = None,
     Whatever read_checkpoint would refuse is refused here, before anything is written: NaN or
     inf weights, weights that are not float32, metadata or resume state holding anything but
     plain data (a Path, a numpy number, ...). The file is written to a temporary
-    path.<random>.part beside it, flushed and renamed, so a failed or interrupted save leaves no
-    .part behind and never replaces a good checkpoint with a truncated one.
+    path.<random>.part beside it (its folders are created if needed), flushed and renamed, so a
+    failed or interrupted save leaves no .part behind and never replaces a good checkpoint with a
+    truncated one. A path that cannot be written (a directory, a file in the way of a folder, a
+    folder without write permission, a full disk) raises the OSError that says why; to refuse
+    such a path before any work, call check_writable first.
     """
     check_model(model)
     path = Path(path)
@@ -62,7 +65,7 @@ def save_checkpoint(path: Path | str, model: GPT, metadata: dict | None = None,
     if training is not None:
         payload["training"] = training
     check_payload(payload, source=f"refusing to save {path}")
-    check_writable(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.name}.{secrets.token_hex(4)}.part")  # two runs never share one
     try:
         with open(partial, "xb") as file:

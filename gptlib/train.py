@@ -361,7 +361,7 @@ def main(argv: list[str] | None = None) -> Path:
         state = train(model, next_batch, settings, evaluate, resume, on_eval=snapshot)
     except Diverged as error:
         stop(str(error))
-    except OSError as error:  # the disk filled up, or a folder went away after the up-front probe
+    except OSError as error:  # the disk filled up, or a folder went away or stopped taking files after the probe
         stop(f"could not write --state {args.state}: {error.strerror or error}")
     except KeyboardInterrupt:  # Ctrl-C: a save in progress removed its .part; say what is kept
         stop("interrupted", code=130)

@@ -203,13 +203,22 @@ def test_save_refuses_weights_that_load_would_refuse(tmp_path, small_config):
         save_checkpoint(tmp_path / "nan.pt", nan_model)
     with pytest.raises(ValueError, match="weight E has dtype torch.float64, the model needs torch.float32"):
         save_checkpoint(tmp_path / "double.pt", GPT(small_config).double())
-    with pytest.raises(ValueError, match="is a directory; give the path of a file"):
-        save_checkpoint(tmp_path, GPT(small_config))
-    (tmp_path / "file").write_text("in the way")
-    with pytest.raises(ValueError, match="cannot be written: .*file is a file, not a folder"):
-        save_checkpoint(tmp_path / "file" / "sub" / "m.pt", GPT(small_config))
-    (tmp_path / "file").unlink()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_path_that_cannot_be_written_raises_the_oserror_and_leaves_nothing(tmp_path, small_config):
+    """save_checkpoint does not probe (a training run saves often; the command probes once, up front):
+    the write itself fails with the OSError that says why, and no .part stays behind."""
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("in the way")
+    before = sorted(tmp_path.iterdir())
+    with pytest.raises(IsADirectoryError):
+        save_checkpoint(tmp_path / "folder", GPT(small_config))
+    for path in (tmp_path / "file" / "m.pt", tmp_path / "file" / "sub" / "m.pt"):
+        with pytest.raises(OSError, match="File exists|Not a directory"):  # its folder is a file
+            save_checkpoint(path, GPT(small_config))
+    assert sorted(tmp_path.iterdir()) == before and list((tmp_path / "folder").iterdir()) == []
+    assert save_checkpoint(tmp_path / "new" / "sub" / "m.pt", GPT(small_config)).is_file()  # folders made
 
 
 def test_a_failed_save_leaves_no_part_file_and_the_old_checkpoint(tmp_path, small_config, monkeypatch):

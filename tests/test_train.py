@@ -418,6 +418,41 @@ def test_a_disk_that_fills_up_during_training_is_one_line(tmp_path, files, capsy
     assert (tmp_path / "out.pt").read_bytes() == before and not list(tmp_path.glob("*.part"))
 
 
+def test_a_state_folder_that_becomes_unwritable_during_training_is_one_line(tmp_path, capsys, monkeypatch):
+    """The up-front probe passed, then --state's folder stopped taking new files after the first snapshot
+    (modelled by refusing every file created in it, as chmod would for anyone but root): exit code 1,
+    one line, and the step-2 snapshot intact."""
+    folder = tmp_path / "run"
+    real_open, real_os_open = open, os.open
+
+    def refused(file):  # a file in the folder, or the folder itself (tempfile's O_TMPFILE opens that)
+        file = os.path.abspath(file)
+        return (folder / "s.pt").exists() and str(folder) in (file, os.path.dirname(file))
+
+    def open_unless_refused(file, *args, **kwargs):
+        if refused(file):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    def os_open_unless_refused(file, *args, **kwargs):  # tempfile creates its files with os.open
+        if refused(file):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_os_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", open_unless_refused)
+    monkeypatch.setattr(os, "open", os_open_unless_refused)
+    with pytest.raises(SystemExit) as exited:
+        main(["induction", "--steps", "4", "--batch-size", "2", "--eval-every", "2", "--warmup", "1",
+              "--out", str(tmp_path / "out.pt"), "--state", str(folder / "s.pt")])
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    assert exited.value.code == 1 and "Traceback" not in err
+    assert f"could not write --state {folder / 's.pt'}: Permission denied. --out was not written; " \
+           "--state holds step 2" in err
+    assert load_weights_into(GPT(INDUCTION_CONFIG), folder / "s.pt")["training"]["step"] == 2
+    assert sorted(f.name for f in folder.iterdir()) == ["s.pt"] and not (tmp_path / "out.pt").exists()
+
+
 @pytest.mark.parametrize("training", [False, True])
 def test_mean_loss_checks_its_input_and_restores_the_mode(tiny, training):
     model = GPT(tiny).train(training)
