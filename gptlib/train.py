@@ -157,7 +157,8 @@ def mean_loss(model: GPT, inputs: torch.Tensor, targets: torch.Tensor, chunk: in
 
 def train(model: GPT, next_batch: Callable[[torch.Generator], Batch], settings: TrainSettings,
           evaluate: Callable[[GPT], dict] | None = None, resume: dict | None = None,
-          on_eval: Callable[[int, dict, dict], None] | None = None, progress: bool = True) -> dict:
+          on_eval: Callable[[int, dict, dict], None] | None = None, progress: bool = True,
+          start: tuple | None = None) -> dict:
     """Run AdamW from step 0 (or from resume["step"]) to settings.steps; returns the resume state.
 
     Trains on the device the model is on; next_batch may return CPU tensors (its generator
@@ -166,8 +167,14 @@ def train(model: GPT, next_batch: Callable[[torch.Generator], Batch], settings: 
     after it (e.g. to save a checkpoint). The returned state has step, optimizer state,
     generator state and history (a list of {step, train_loss, **losses}). The progress bar
     shows the running loss and tokens per second (training steps only, evaluations left out).
+    start is what start_state(model, settings, resume) returned, for a caller that built it
+    already (the command does, to check a resume state before any work); resume is then None.
     """
-    optimizer, generator, step, history = start_state(model, settings, resume)
+    if start is None:
+        start = start_state(model, settings, resume)
+    elif resume is not None:
+        raise ValueError("train takes a resume state or a start built from one, not both")
+    optimizer, generator, step, history = start
     model.train()
 
     def state() -> dict:
@@ -336,7 +343,7 @@ def main(argv: list[str] | None = None) -> Path:
     args = parser.parse_args(argv)
     keep_freed_memory()
     try:  # a bad flag, corpus or snapshot: one line and exit code 2, before any work
-        settings, config, model, resume, (next_batch, evaluate, final_metrics) = prepare(args)
+        settings, config, model, resume, start, (next_batch, evaluate, final_metrics) = prepare(args)
     except (ValueError, OSError) as error:
         parser.error(str(error))
     if args.threads is not None:
@@ -358,7 +365,7 @@ def main(argv: list[str] | None = None) -> Path:
         parser.exit(code, f"\n{parser.prog}: error: {reason}. --out was not written{kept}\n")
 
     try:
-        state = train(model, next_batch, settings, evaluate, resume, on_eval=snapshot)
+        state = train(model, next_batch, settings, evaluate, on_eval=snapshot, start=start)
     except Diverged as error:
         stop(str(error))
     except OSError as error:  # the disk filled up, or a folder went away or stopped taking files after the probe
@@ -382,7 +389,8 @@ def main(argv: list[str] | None = None) -> Path:
 def prepare(args: argparse.Namespace):
     """Check every flag and file and build what the run needs; ValueError or OSError says what is wrong.
 
-    Returns (settings, config, model, resume state or None, (next_batch, evaluate, final_metrics)).
+    Returns (settings, config, model, resume state or None, start_state's (optimizer, generator,
+    step, history) for the model on its device, (next_batch, evaluate, final_metrics)).
     Nothing is written except an empty probe file in each output folder (created if needed).
     """
     if args.threads is not None:
@@ -412,18 +420,21 @@ def prepare(args: argparse.Namespace):
             payload = load_weights_into(model, args.state)
             if "training" not in payload:
                 raise ValueError(f"{args.state} holds no resume state (a final --out checkpoint?)")
-            start_state(model, settings, payload["training"])
             checks.real("the resume state's wall_time_s", payload["training"].get("wall_time_s", 0.0), at_least=0)
         except (ValueError, OSError) as error:
             raise ValueError(f"--state: {error}") from None
         resume = payload["training"]
     model.to(device)  # initialised (or loaded) on the CPU: the same weights for every device
+    try:  # AdamW built once, for the weights where they will train (fused on CPU and CUDA)
+        start = start_state(model, settings, resume)
+    except ValueError as error:
+        raise ValueError(f"--state: {error}") from None
     for flag, path in (("--out", args.out), ("--state", args.state)):
         if path is not None:
             check_writable(path, name=flag)
     if args.state is not None and args.state.resolve() == args.out.resolve():
         raise ValueError("--state and --out must be different files: the final --out would replace the snapshot")
-    return settings, config, model, resume, (next_batch, evaluate, final_metrics)
+    return settings, config, model, resume, start, (next_batch, evaluate, final_metrics)
 
 
 def as_flags(message: str) -> str:

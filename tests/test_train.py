@@ -1,5 +1,6 @@
 """Training: the loss falls, the schedule has its closed form, resume is bit-exact, the CLI writes checkpoints."""
 
+import copy
 import math
 import os
 import re
@@ -500,3 +501,20 @@ def test_a_resume_state_brings_adams_moments_and_the_settings_bring_its_hyperpar
     assert all(torch.equal(optimizer.state[p]["exp_avg"], resume["optimizer"]["state"][i]["exp_avg"])
                for i, p in enumerate(in_saved_order))
     train(model, next_batch, settings, resume=resume, progress=False)
+
+
+def test_train_takes_a_built_start_as_its_resume_state_and_not_both(tiny, same_state):
+    """The command builds start_state while it checks its flags, and hands it to train: AdamW is built once."""
+    _, next_batch = text_batches()
+    settings = TrainSettings(steps=4, warmup=1, lr=1e-2)
+    model = GPT(tiny)
+    resume = train(model, next_batch, TrainSettings(**{**settings.__dict__, "steps": 2}), progress=False)
+    from_start, from_resume = GPT(tiny), GPT(tiny)
+    for twin in (from_start, from_resume):
+        twin.load_state_dict(model.state_dict())
+    start = start_state(from_start, settings, copy.deepcopy(resume))  # AdamW takes the moment tensors as they are
+    train(from_start, next_batch, settings, start=start, progress=False)
+    train(from_resume, next_batch, settings, resume=resume, progress=False)
+    assert same_state(from_start, from_resume) and not same_state(from_start, model)
+    with pytest.raises(ValueError, match="a resume state or a start built from one, not both"):
+        train(model, next_batch, settings, resume=resume, start=start_state(model, settings, resume), progress=False)
