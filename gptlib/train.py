@@ -191,14 +191,15 @@ def train(model: GPT, next_batch: Callable[[torch.Generator], Batch], settings: 
             group["lr"] = learning_rate(step, settings)
         inputs, targets = (t.to(device) for t in next_batch(generator))
         _, loss = model(inputs, targets)
-        require_finite(step + 1, "the training loss", loss.item())
+        loss_value = loss.item()  # the loss read once a step (on a GPU this waits for the forward pass)
+        require_finite(step + 1, "the training loss", loss_value)  # before backward: the weights stay as they were
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
         require_finite(step + 1, "the gradient norm", norm.item())  # before the step: the weights stay as they were
         optimizer.step()
         step += 1
-        running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()  # .item() waits for the step
+        running = loss_value if running is None else 0.95 * running + 0.05 * loss_value
         tokens, seconds = tokens + inputs.numel(), seconds + time.perf_counter() - started
         bar.update(1)
         bar.set_postfix(loss=f"{running:.3f}", tok_per_s=f"{tokens / seconds:,.0f}", refresh=False)
