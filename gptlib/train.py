@@ -18,7 +18,7 @@ import re
 import shlex
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Callable
 
@@ -336,7 +336,7 @@ def main(argv: list[str] | None = None) -> Path:
                              "that other work keeps busy, 1 can be faster)")
     parser.add_argument("--device", default="cpu", choices=DEVICES,
                         help="where to train: cpu, cuda (an NVIDIA GPU) or mps (Apple silicon), if present")
-    defaults = TrainSettings(steps=1)
+    defaults = TrainSettings(steps=1)  # each flag's default and type
     for name, value in asdict(defaults).items():
         flag = "--" + name.replace("_", "-")
         parser.add_argument(flag, type=type(value), default=None if name == "steps" else value, required=name == "steps",
@@ -401,7 +401,7 @@ def prepare(args: argparse.Namespace):
         raise ValueError(f"--corpus and --download are for the shakespeare task; the {args.task} task has no corpus")
     device = check_device(args.device)
     try:
-        settings = TrainSettings(**{name: getattr(args, name) for name in asdict(TrainSettings(steps=1))})
+        settings = TrainSettings(**{f.name: getattr(args, f.name) for f in fields(TrainSettings)})
     except ValueError as error:
         raise ValueError(as_flags(str(error))) from None
     config, next_batch, evaluate, final_metrics = TASKS[args.task](settings, args)
@@ -440,7 +440,7 @@ def prepare(args: argparse.Namespace):
 
 def as_flags(message: str) -> str:
     """A TrainSettings message with its field names spelled as flags: "grad_clip must" -> "--grad-clip must"."""
-    names = sorted(asdict(TrainSettings(steps=1)), key=len, reverse=True)
+    names = sorted((f.name for f in fields(TrainSettings)), key=len, reverse=True)
     return re.sub(r"(?<![-\w])(" + "|".join(names) + r")\b", lambda m: "--" + m.group(1).replace("_", "-"), message)
 
 
