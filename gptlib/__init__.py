@@ -8,7 +8,7 @@ from .config import COURSE_CONFIG, GPTConfig
 from .counting import component_table, format_table, theorem_5_2
 from .data import VOCABULARY, decode, encode
 from .model import GPT
-from .reproducibility import at_most, make_deterministic
+from .reproducibility import at_most, below, make_deterministic
 
 __all__ = [
     "COURSE_CONFIG",
@@ -17,6 +17,7 @@ __all__ = [
     "Cache",
     "VOCABULARY",
     "at_most",
+    "below",
     "component_table",
     "decode",
     "encode",

@@ -43,3 +43,13 @@ def at_most(value: float, bound: float) -> str:
     if value <= bound:
         return f"<= {bound:.0e}: yes"
     return f"<= {bound:.0e}: NO, it is {value:.1e}"
+
+
+def below(value: float, floor: float = 1e-12) -> str:
+    """A number that may be float rounding, printed the same on every CPU while it stays under `floor`.
+
+    '< 1e-12' when value < floor (its digits there are rounding noise); otherwise the value to
+    two significant digits, '3.2e-04'. Where the digits above the floor matter, print at_most's verdict.
+    """
+    value = value.item() if isinstance(value, torch.Tensor) else float(value)
+    return f"< {floor:.0e}" if value < floor else f"{value:.1e}"

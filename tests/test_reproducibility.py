@@ -1,4 +1,4 @@
-"""make_deterministic and at_most: what notebooks call so that they print the same text everywhere."""
+"""make_deterministic, at_most and below: what notebooks call so that they print the same text everywhere."""
 
 import os
 import subprocess
@@ -6,7 +6,15 @@ import sys
 
 import torch
 
-from gptlib import at_most, make_deterministic
+from gptlib import at_most, below, make_deterministic
+
+
+def test_below_hides_digits_under_the_floor_only():
+    assert below(3.1e-15) == below(torch.tensor(0.0)) == "< 1e-12"
+    assert below(2e-11, 1e-10) == "< 1e-10"
+    assert below(1e-12) == "1.0e-12"
+    assert below(torch.tensor(3.2e-4)) == "3.2e-04"
+    assert below(float("nan")) == "nan"
 
 
 def test_at_most_prints_a_verdict_not_the_digits():
