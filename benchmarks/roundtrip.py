@@ -31,8 +31,8 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
-from conftest import CHROMIUM, CHROMIUM_ARGS, lab_server, offline_context, voila_server  # noqa: E402
 from jupyterlab_driver import open_and_run_all, picture, round_trip_ms  # noqa: E402
+from servers import CHROMIUM, CHROMIUM_ARGS, lab_server, offline_context, voila_server  # noqa: E402
 
 TARGET_MEDIAN_MS, TARGET_WORST_MS = 200, 400
 SCREENSHOT_WIDTH = 720  # px

@@ -4,7 +4,7 @@ import sys
 from urllib.parse import unquote, urldefrag, urljoin
 
 import pytest
-from conftest import free_port, serve
+from servers import free_port, serve
 
 PAGE_FACTS = """() => ({
     ids: [...document.querySelectorAll('[id]')].map(e => e.id),
