@@ -2,12 +2,10 @@
 answer, its committed output the untouched stub's "not attempted yet", hints and solutions behind a call."""
 
 import re
-from pathlib import Path
 
-import nbformat
 import pytest
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+from tests import notebook_files
 
 # (notebook, the checker call, text that first appears in the worked answer the exercise must precede)
 PLACEMENTS = [
@@ -29,7 +27,8 @@ PLACEMENTS = [
 
 
 def _cells(number):
-    return nbformat.read(next(NOTEBOOKS.glob(f"{number}_*.ipynb")), as_version=4).cells
+    path = next(path for path in notebook_files.NOTEBOOKS if path.name.startswith(f"{number}_"))
+    return notebook_files.cells(path)
 
 
 def _first(cells, text):

@@ -6,17 +6,12 @@ of JupyterLab's createHeaderId, kept in data-jupyter-id), which book/slugs.py ma
 """
 
 import re
-from pathlib import Path
 
-import nbformat
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+from tests.notebook_files import NOTEBOOKS, cells
+
 LINK = re.compile(r"\]\(([0-9][0-9]_[\w]+\.ipynb)(?:#([^)]*))?\)")
-
-
-def cells(path):
-    return nbformat.read(path, as_version=4).cells
 
 
 def headings(path) -> set[str]:

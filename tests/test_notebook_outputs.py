@@ -6,12 +6,10 @@ executed it (absolute paths, e.g. in a traceback), and an error shows only its t
 """
 
 import re
-from pathlib import Path
 
-import nbformat
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+from tests.notebook_files import NOTEBOOKS, code_cells
 
 # a POSIX path of two or more parts that starts at the root, or a Windows drive path
 ABSOLUTE_PATH = re.compile(r"(?<![\w.)\]/])/(?:[\w.-]+/)+[\w.-]*|\b[A-Za-z]:\\")
@@ -28,10 +26,6 @@ def texts(output):
         return [output.ename, output.evalue, *output.traceback]
     return [value if isinstance(value, str) else "".join(value)
             for mime, value in output.get("data", {}).items() if mime.startswith("text/")]
-
-
-def code_cells(path):
-    return [(i, cell) for i, cell in enumerate(nbformat.read(path, 4).cells) if cell.cell_type == "code"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
