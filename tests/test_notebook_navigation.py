@@ -5,19 +5,22 @@ Links to a heading use JupyterLab's anchor for it (its text with spaces replaced
 of JupyterLab's createHeaderId, kept in data-jupyter-id), which book/slugs.py makes the book use too.
 """
 
+import functools
 import re
 
 import pytest
 
+from book.slugs import jupyterlab_slug
 from tests.notebook_files import NOTEBOOKS, cells
 
 LINK = re.compile(r"\]\(([0-9][0-9]_[\w]+\.ipynb)(?:#([^)]*))?\)")
 
 
+@functools.cache
 def headings(path) -> set[str]:
-    """The JupyterLab anchors of a notebook's Markdown headings."""
+    """The JupyterLab anchors of a notebook's Markdown headings (read once per notebook)."""
     return {
-        line.lstrip("#").strip().replace(" ", "-")
+        jupyterlab_slug(line.lstrip("#").strip())
         for cell in cells(path) if cell.cell_type == "markdown"
         for line in cell.source.splitlines() if line.startswith("#")
     }
@@ -60,7 +63,7 @@ def test_contents_link_every_notebook_and_every_exercise():
     linked = [target for target, _ in LINK.findall(contents)]
     assert sorted(set(linked)) == [p.name for p in NOTEBOOKS]
     exercises = {
-        (p.name, line.lstrip("#").strip().replace(" ", "-"))
+        (p.name, jupyterlab_slug(line.lstrip("#").strip()))
         for p in NOTEBOOKS for c in cells(p) if c.cell_type == "markdown"
         for line in c.source.splitlines() if line.startswith("#") and "Your turn" in line
     }
