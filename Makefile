@@ -7,7 +7,7 @@ BENCH_READY := $(VENV)/.bench-ready
 APP_PORT ?= 8866
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: lab app book test unit portability notebooks env train-shakespeare train-induction bench bench-explorers
+.PHONY: lab app book test unit portability notebooks env train-shakespeare train-induction bench bench-explorers chromium
 
 $(READY): pyproject.toml tools/ensure_env.py
 	$(PYTHON) tools/ensure_env.py --venv $(VENV)
@@ -24,8 +24,10 @@ app: $(READY)  ## the three explorers as one page for the lecture hall: Voila on
 book: $(READY)  ## the executed notebooks as a static site in build/book/html: offline, nothing re-executed
 	$(BIN)/python tools/build_book.py
 
-test: $(READY)  ## the whole suite: unit tests, nbval over every notebook, browser tests
+chromium:  ## Debian's Chromium for the browser tests and bench-explorers, installed only when missing (root and apt-get)
 	@command -v chromium >/dev/null || $(PYTHON) tools/ensure_env.py --chromium
+
+test: $(READY) chromium  ## the whole suite: unit tests, nbval over every notebook, browser tests
 	$(BIN)/python -m pytest
 
 unit: $(READY)  ## unit tests only, no notebooks or browser (fast)
@@ -55,6 +57,5 @@ bench: $(BENCH_READY)  ## gptlib vs HF GPT-2, TransformerLens and a fused nanoGP
 	$(BIN)/python -m benchmarks.run --nbval
 	$(MAKE) bench-explorers
 
-bench-explorers: $(READY)  ## the explorers' round trips (key press -> new picture) in JupyterLab and Voila, Chromium headless
-	@command -v chromium >/dev/null || $(PYTHON) tools/ensure_env.py --chromium
+bench-explorers: $(READY) chromium  ## the explorers' round trips (key press -> new picture) in JupyterLab and Voila, Chromium headless
 	$(BIN)/python -m benchmarks.roundtrip
