@@ -29,7 +29,7 @@ INDUCTION_CONFIG = GPTConfig(V=65, T_max=64, d=64, H=4, L=2, attn_only=True)
 """The two-layer attention-only model of the induction task (vocabulary: the course's 65 characters)."""
 
 INDUCTION_EVAL_SEED = 1234  # generator seed of the fixed evaluation batch, distinct from training's
-INDUCTION_EVAL_SHAPE = (256, 32)  # (sequences, n): n random tokens repeated twice, 2n = T_max
+INDUCTION_EVAL_SEQUENCES = 256  # rows of the fixed evaluation batch
 
 
 def repeated_random_tokens(B: int, n: int, V: int, generator: torch.Generator) -> torch.Tensor:
@@ -41,9 +41,10 @@ def repeated_random_tokens(B: int, n: int, V: int, generator: torch.Generator) -
 
 
 def induction_eval_tokens(config: GPTConfig = INDUCTION_CONFIG) -> torch.Tensor:
-    """The fixed evaluation batch (256, 64) of the induction task."""
-    B, n = INDUCTION_EVAL_SHAPE
-    return repeated_random_tokens(B, n, config.V, torch.Generator().manual_seed(INDUCTION_EVAL_SEED))
+    """The fixed evaluation batch of the induction task: 256 rows of T_max // 2 random tokens said
+    twice, (256, 64) for INDUCTION_CONFIG."""
+    n = config.T_max // 2
+    return repeated_random_tokens(INDUCTION_EVAL_SEQUENCES, n, config.V, torch.Generator().manual_seed(INDUCTION_EVAL_SEED))
 
 
 def training_batch(B: int, T: int, V: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from gptlib import GPT, GPTConfig, induction, run_with_cache
+from gptlib.induction import INDUCTION_CONFIG
 
 
 @pytest.fixture
@@ -116,3 +117,9 @@ def test_k_composition_against_its_formula_and_edge_cases(model):
     assert induction.k_composition(model)[0, 0].item() == pytest.approx(0.0, abs=1e-6)
     with pytest.raises(ValueError, match="writer_layer < reader_layer"):
         induction.k_composition(model, reader_layer=0, writer_layer=0)
+
+
+def test_eval_batch_follows_the_config_length():
+    tokens = induction.induction_eval_tokens(INDUCTION_CONFIG.replace(T_max=16))
+    assert tokens.shape == (256, 16) and torch.equal(tokens[:, :8], tokens[:, 8:])
+    assert induction.induction_eval_tokens().shape == (256, INDUCTION_CONFIG.T_max)
