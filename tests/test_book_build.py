@@ -1,7 +1,7 @@
 """`make book`: the static site of the executed notebooks (tools/build_book.py).
 
 The build itself runs with warnings as errors (the `book_html` fixture); these tests check
-what a reader gets without a network. tests/browser/test_book.py opens it in a browser.
+what a reader gets without a network. tests/browser/test_book_in_browser.py opens it in a browser.
 """
 
 import re
