@@ -25,11 +25,21 @@ def perturbation_map(model: GPT, idx: torch.Tensor, shift: int = 1) -> torch.Ten
     idx = checks.check_token_sequence(model, idx)  # int64: x_s + shift must not wrap around in a small dtype
     V = model.config.V
     shift = checks.integer("shift", shift, at_least=1, at_most=V - 1)  # in [1, V): the token really changes
+    return change_map(model(perturbed_batch(idx, shift, V)))
+
+
+def perturbed_batch(idx: torch.Tensor, shifts: torch.Tensor | int, V: int) -> torch.Tensor:
+    """(T+1, T) token ids: row 0 the sequence idx (T,), row 1+s the same with x_s replaced by
+    (x_s + shifts[s]) mod V (one shift for every s if shifts is an int)."""
     T = idx.shape[0]
-    batch = idx.repeat(T + 1, 1)  # (T+1, T): row 0 the original, row 1+s has x_s perturbed
+    batch = idx.repeat(T + 1, 1)  # (T+1, T)
     positions = torch.arange(T)
-    batch[1 + positions, positions] = (idx + shift) % V
-    Z = model(batch)  # (T+1, T, V)
+    batch[1 + positions, positions] = (idx + shifts) % V
+    return batch
+
+
+def change_map(Z: torch.Tensor) -> torch.Tensor:
+    """M[t, s] = max_v |Z_{1+s, t, v} - Z_{0, t, v}|, shape (T, T), from the logits (T+1, T, V) of perturbed_batch."""
     change = (Z[1:] - Z[0]).abs().amax(dim=-1)  # (T, T): change[s, t] = max_v |dZ_{t,v}|
     return change.T  # (T, T): [t, s]
 
