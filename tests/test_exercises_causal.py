@@ -25,6 +25,12 @@ def test_a_plain_function_and_a_tuple_output_are_accepted():
     assert check_causality(lambda idx: (model(idx), None)).passed
 
 
+def test_a_causal_model_that_ignores_earlier_tokens_passes_with_a_note():
+    r = check_causality(lambda idx: torch.nn.functional.one_hot(idx, 13).float())  # Z_t sees x_t alone
+    assert r.passed and any("some Z_t ignore an earlier x_s" in line for line in r.details)
+    assert "some Z_t ignore" not in repr(check_causality(ScratchGPT()))
+
+
 def test_an_unmasked_model_is_caught_at_the_first_pair():
     r = check_causality(GPT(GPTConfig(V=13, T_max=8, d=16, H=2, L=2, causal=False)))
     assert r.status == FAILED and "Z_0 depends on the later token x_1" in r.message

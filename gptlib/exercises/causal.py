@@ -12,6 +12,8 @@ that dropout cannot fake a dependence. Tokens are seeded, so the verdict is repr
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 from torch import nn
 
@@ -25,23 +27,20 @@ EX2 = "Exercise 2 ★"
 RTOL = 1e-5  # a logit "moved" when it changed by more than RTOL * (1 + max |Z|)
 
 
-class _EvalMode:
-    """Switch an nn.Module to eval mode and no_grad for the duration, restoring its mode after."""
-
-    def __init__(self, model):
-        self.model = model if isinstance(model, nn.Module) else None
-
-    def __enter__(self):
-        self.training = self.model.training if self.model is not None else False
-        if self.model is not None:
-            self.model.eval()
-        self.no_grad = torch.no_grad()
-        self.no_grad.__enter__()
-
-    def __exit__(self, *exc):
-        self.no_grad.__exit__(*exc)
-        if self.model is not None:
-            self.model.train(self.training)
+@contextlib.contextmanager
+def eval_mode(model):
+    """no_grad for the duration and, for an nn.Module, eval mode (so dropout cannot fake a
+    dependence), its training mode restored after; anything else callable is only called."""
+    module = model if isinstance(model, nn.Module) else None
+    training = module is not None and module.training
+    if module is not None:
+        module.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        if module is not None:
+            module.train(training)
 
 
 def logits(model, idx: torch.Tensor, V: int | None) -> torch.Tensor:
@@ -128,17 +127,10 @@ def leak_report(depends: torch.Tensor) -> tuple[str, list[str]] | None:
     return message + ".", picture(depends)
 
 
-@checker(EX2)
-def check_causality(model, V: int | None = None, T: int = 8, seed: int = 0) -> tuple[str, list[str]]:
-    """Exercise 2: is Z_t a function of x_0..x_t only? `model` is anything callable on token ids
-    (B, T) returning logits (B, T, V) (or a tuple whose first item is), e.g. your own GPT. V is
-    read from model.config (gptlib) or from the output; T (default 8) is the sequence length tried."""
-    T = checks.integer("T", T, at_least=2)  # a single token has no future to depend on
-    with _EvalMode(model):
-        V, T = sizes(model, V, T)
-        mixed = batch_independence(model, V, T, seed)
-        if mixed:
-            raise Wrong(f"{mixed}: each sequence must be computed on its own before causality can be checked.")
+def causality_verdict(model, V: int, T: int, seed: int) -> tuple[str, list[str]]:
+    """Exercise 2's verdict on a model already known to compute each sequence on its own:
+    (message, the dependency picture) if Z_t depends on x_0..x_t only, else Wrong naming the first leak."""
+    with eval_mode(model):
         M, tol = dependency(model, V, T, seed)
     depends = M > tol
     leak = leak_report(depends)
@@ -148,6 +140,20 @@ def check_causality(model, V: int | None = None, T: int = 8, seed: int = 0) -> t
     if weakest_present_dependence(M) <= tol:
         details.append("(causal; note some Z_t ignore an earlier x_s, '.', which a GPT normally uses)")
     return f"perturbing each of the {T} tokens moved no earlier logit row: Z_t depends on x_0..x_t only.", details
+
+
+@checker(EX2)
+def check_causality(model, V: int | None = None, T: int = 8, seed: int = 0) -> tuple[str, list[str]]:
+    """Exercise 2: is Z_t a function of x_0..x_t only? `model` is anything callable on token ids
+    (B, T) returning logits (B, T, V) (or a tuple whose first item is), e.g. your own GPT. V is
+    read from model.config (gptlib) or from the output; T (default 8) is the sequence length tried."""
+    T = checks.integer("T", T, at_least=2)  # a single token has no future to depend on
+    with eval_mode(model):
+        V, T = sizes(model, V, T)
+        mixed = batch_independence(model, V, T, seed)
+    if mixed:
+        raise Wrong(f"{mixed}: each sequence must be computed on its own before causality can be checked.")
+    return causality_verdict(model, V, T, seed)
 
 
 # The models a learner's dependency map is run on: small, so it is fast, and seeded.

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import checks
-from .causal import _EvalMode, batch_independence, dependency, leak_report, logits, picture
+from .causal import batch_independence, causality_verdict, eval_mode, logits
 from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, checker
 
 OWN = "Your own GPT"
@@ -121,28 +121,21 @@ def _count(model, V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool | No
 
 @checker("batch independence")
 def _batch(model, V: int, T: int, seed: int) -> tuple[str, list[str]]:
-    with _EvalMode(model):
+    with eval_mode(model):
         mixed = batch_independence(model, V, T, seed)
     if mixed:
         raise Wrong(mixed + " (BatchNorm, or a mean or softmax over the batch dimension, mixes examples).")
     return "each sequence's logits are the same alone as in a batch of three.", []
 
 
-@checker("causality")
-def _causal(model, V: int, T: int, seed: int) -> tuple[str, list[str]]:
-    with _EvalMode(model):
-        M, tol = dependency(model, V, T, seed)
-    leak = leak_report(M > tol)
-    if leak:
-        raise Wrong(*leak)
-    return f"Z_t depends on x_0..x_t only (every token of a length-{T} sequence perturbed).", picture(M > tol)
+_causal = checker("causality")(causality_verdict)
 
 
 @checker("initial loss")
 def _initial_loss(model, V: int, T: int, seed: int) -> tuple[str, list[str]]:
     generator = torch.Generator().manual_seed(seed + 2)
     idx = torch.randint(0, V, (4, T + 1), generator=generator)
-    with _EvalMode(model):
+    with eval_mode(model):
         Z = logits(model, idx[:, :-1], V)  # (4, T, V)
     loss = F.cross_entropy(Z.reshape(-1, V), idx[:, 1:].reshape(-1)).item()
     verdict = f"initial loss {loss:.2f} vs ln V = {math.log(V):.2f}"
