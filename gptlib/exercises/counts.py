@@ -48,17 +48,16 @@ COUNT_MISTAKES = {
 
 
 @functools.cache
+def measured_table(config: GPTConfig) -> tuple[int, ...]:
+    """The lecture's five rows (embeddings, attention, MLPs, block LayerNorms, LN_f + W_U) and
+    their total, numel(), summed from a real GPT with this config built on the meta device."""
+    with torch.device("meta"):
+        return tuple(row.parameters for row in component_table(GPT(config)))
+
+
 def numel(config: GPTConfig) -> int:
-    """Trainable parameters of a real GPT with this config (built on the meta device)."""
-    with torch.device("meta"):
-        return sum(p.numel() for p in GPT(config).parameters())
-
-
-@functools.cache
-def table_rows(config: GPTConfig) -> tuple[int, ...]:
-    """The lecture's five rows (embeddings, attention, MLPs, block LayerNorms, LN_f + W_U), measured."""
-    with torch.device("meta"):
-        return tuple(row.parameters for row in component_table(GPT(config))[:-1])
+    """Trainable parameters of a real GPT with this config: the table's total row."""
+    return measured_table(config)[-1]
 
 
 def random_configs(n: int, tied: bool | None, seed: int = 0) -> list[GPTConfig]:
@@ -142,7 +141,7 @@ def check_parameter_table(rows) -> tuple[str, list[str]]:
         if not isinstance(answer, (list, tuple)) or len(answer) != 5:
             raise Wrong(f"expected the five rows {names} in that order, got {answer!r:.80}")
         got = [as_int(value, f"the row {name!r}") for value, name in zip(answer, names)]
-        truth = table_rows(c)
+        truth = measured_table(c)[:-1]  # the five rows, without the total
         for name, g, t in zip(names, got, truth):
             if g != t:
                 mistake = explain({c: g - t})
