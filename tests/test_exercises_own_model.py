@@ -5,8 +5,10 @@ import re
 import pytest
 from scratch_gpt import ScratchGPT
 
-from gptlib import COURSE_CONFIG, GPT
+from gptlib import COURSE_CONFIG, GPT, theorem_5_2
 from gptlib.exercises import check_own_model
+from gptlib.exercises.counts import random_configs
+from gptlib.exercises.own_model import expected_rows
 from gptlib.exercises.result import FAILED, NOT_ATTEMPTED, PASSED
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -24,6 +26,13 @@ def test_a_correct_from_scratch_gpt_passes_every_check_row_by_row():
     assert "every row equals Theorem 5.2" in count.message
     assert any(line.startswith("attention") for line in count.details)
     assert "all four checks pass" in repr(report)
+
+
+def test_the_expected_rows_add_up_to_theorem_5_2():
+    # own_model splits Theorem 5.2 by row and by matrices/vectors; its sum must stay the closed form.
+    for c in random_configs(6, tied=None) + [COURSE_CONFIG.replace(d_ff=300)]:
+        rows = expected_rows(c.V, c.T_max, c.d, c.L, c.d_ff, c.tie_weights)
+        assert sum(m + v for m, v in rows.values()) == theorem_5_2(c), c
 
 
 def test_gptlib_gpt_passes_and_a_tied_model_is_recognised():
