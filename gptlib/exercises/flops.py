@@ -17,7 +17,7 @@ import functools
 
 from .. import cost
 from ..config import COURSE_CONFIG, GPTConfig
-from .result import Wrong, as_float, as_int, call, checker, recognise
+from .result import Wrong, as_float, as_int, call, checker, refuse_typical_mistake
 
 EX8 = "Exercise 8"
 
@@ -100,9 +100,7 @@ def check_training_flops(flops_per_token) -> tuple[str, list[str]]:
             continue
         details = [f"(d, d_ff, L, V) = ({c.d}, {c.d_ff}, {c.L}, {c.V}), T = {T}: "
                    f"yours {answers[(c, T)]:,.0f}, FlopCounterMode {truth:,}"]
-        recognised = recognise(answers, FLOP_MISTAKES, _close)
-        if recognised:
-            raise Wrong(recognised[0] + ".", details)
+        refuse_typical_mistake(answers, FLOP_MISTAKES, details, _close)
         raise Wrong("your count differs from FlopCounterMode's.", details)
     return f"equal to FlopCounterMode's count on all {len(FLOP_POINTS)} (config, T) points.", [
         f"course config: T = 64 -> {measured_per_token(COURSE_CONFIG, 64):,} per token, "
@@ -144,9 +142,7 @@ def check_attention_takeover(takeover_T) -> tuple[str, list[str]]:
             continue
         details = [f"(d, d_ff) = ({c.d}, {c.d_ff}), your T = {T}: "
                    f"FlopCounterMode counts attention {attention:,}, the rest {rest:,}"]
-        recognised = recognise(answers, TAKEOVER_MISTAKES)
-        if recognised:
-            raise Wrong(recognised[0] + ".", details)
+        refuse_typical_mistake(answers, TAKEOVER_MISTAKES, details)
         raise Wrong(f"at your T attention's products are {attention / rest:.2f} times the rest, not equal.", details)
     return (
         f"at your T the two are equal on all {len(TAKEOVER_CONFIGS)} configs (FlopCounterMode): "

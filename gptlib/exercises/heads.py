@@ -20,7 +20,7 @@ import torch
 from .. import circuits
 from ..config import GPTConfig
 from ..model import MultiHeadAttention
-from .result import Wrong, as_int, as_matrix, call, checker, matching, recognise
+from .result import Wrong, as_int, as_matrix, call, checker, matching, refuse_typical_mistake
 
 EX3, EX6 = "Exercise 3", "Exercise 6"
 RTOL = 1e-5  # loose enough for an answer computed in float32
@@ -60,9 +60,7 @@ def check_factor_pair_dimension(dimension) -> tuple[str, list[str]]:
         ]
     d, k = wrong[0]
     details = [f"(d, d_head) = ({d}, {k}): yours {answers[(d, k)]}, measured {truths[(d, k)]}"]
-    recognised = recognise(answers, FACTOR_MISTAKES)
-    if recognised:
-        raise Wrong(recognised[0] + ".", details)
+    refuse_typical_mistake(answers, FACTOR_MISTAKES, details)
     raise Wrong(f"wrong on {len(wrong)} of {len(FACTOR_SHAPES)} shapes: "
                 "which matrices R keep W_Q R (W_K R^-T)^T = W_QK?", details)
 
@@ -181,9 +179,7 @@ def check_rank_bounds(rank_bounds) -> tuple[str, list[str]]:
         if got == truth:
             continue
         details = [f"(d, H, T) = {shape}: yours {got}, random heads reach {truth}"]
-        recognised = recognise(answers, RANK_MISTAKES)
-        if recognised:
-            raise Wrong(recognised[0] + ".", details)
+        refuse_typical_mistake(answers, RANK_MISTAKES, details)
         for n, g, t in zip(names, got, truth):
             if g < t:
                 raise Wrong(f"your bound on rank {n} is violated: a random head has rank {t} > {g}.", details)

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import geometry
-from .result import Wrong, as_float, as_matrix, call, checker, matching, recognise
+from .result import Wrong, as_float, as_matrix, call, checker, matching, refuse_typical_mistake
 
 EX4 = "Exercise 4"
 EPSILONS = (0.5, 1e-5, 0.0)  # 0.5 first: where eps sits is plain to see
@@ -142,9 +142,7 @@ def check_weight_decay(predict) -> tuple[str, list[str]]:
         if not close(answers[c], measured[c]):
             details = [f"c = {c}: yours ({answers[c][0]:.4g}, {answers[c][1]:.4g}), "
                        f"measured ({measured[c][0]:.4g}, {measured[c][1]:.4g})"]
-            recognised = recognise(answers, DECAY_MISTAKES, close)
-            if recognised:
-                raise Wrong(recognised[0] + ".", details)
+            refuse_typical_mistake(answers, DECAY_MISTAKES, details, close)
             raise Wrong("your factors differ from the measured ones (relative tolerance 1e-6).", details)
     return (
         f"both factors agree with autograd for c in {SCALES} (relative tolerance 1e-6):"

@@ -169,3 +169,10 @@ def recognise(answers: dict, mistakes: dict, same=operator.eq) -> list:
     """
     calls = [(point if isinstance(point, tuple) else (point,), answer) for point, answer in answers.items()]
     return [name for name, mistake in mistakes.items() if all(same(answer, mistake(*args)) for args, answer in calls)]
+
+
+def refuse_typical_mistake(answers: dict, mistakes: dict, details: list[str], same=operator.eq) -> None:
+    """Raise Wrong naming the first typical mistake (recognise) that explains every answer; return if none does."""
+    recognised = recognise(answers, mistakes, same)
+    if recognised:
+        raise Wrong(recognised[0] + ".", details)
