@@ -62,7 +62,6 @@ def _bias_story(row: str, extra: int, V: int, d: int, L: int, d_ff: int) -> str:
     """Name a difference in a row's vectors, as a bias convention where one fits."""
     known = {
         ("attention", 3 * L * d): "biases on W_Q, W_K, W_V (3d per block), which Theorem 5.2 leaves out",
-        ("attention", 4 * L * d): "biases on W_Q, W_K, W_V (3d per block) beside b_O",
         ("attention", -L * d): "no output bias b_O",
         ("attention", 2 * L * d): "biases on W_Q, W_K, W_V but no b_O",
         ("MLPs", -L * (d_ff + d)): "no MLP biases b_1, b_2",
