@@ -179,9 +179,9 @@ def step():
 for _ in range(5):  # the heap grows to its peak over the first few steps
     step()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for _ in range(5):
+for _ in range(25):  # enough steps that a one-off burst (a thread's arena growing: ~1,000 faults) is diluted
     step()
-print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 5)
+print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 25)
 """
 
 
@@ -198,9 +198,11 @@ def test_keeping_freed_memory_spares_training_steps_their_page_faults():
         return float(run.stdout)
 
     default, kept = faults_per_step("default"), faults_per_step("keep")
-    if default < 500:
+    if default < 300:
         pytest.skip(f"this malloc returns little memory to the kernel anyway ({default:.0f} page faults a step)")
-    assert kept < default / 10, (kept, default)
+    # Seen here over 25 steps: default 1,200-4,700 faults a step, kept 8-72 (0 in most steps, now and
+    # then a burst of 256-1,536 as some heap grows); CI once saw 205 against 1,421 over only 5 steps.
+    assert kept < default / 5, (kept, default)
 
 
 @pytest.fixture(scope="module")
