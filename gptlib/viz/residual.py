@@ -85,18 +85,18 @@ def small_updates_figure(ratios: BranchWriteRatios, drops: BlockDropLosses) -> F
     when the block is dropped."""
     fig = Figure(figsize=(10, 3.4))
     left, right = fig.subplots(1, 2)
-    blocks = torch.arange(len(drops.dropped))
-    left.bar(blocks - 0.2, ratios.attn, width=0.4, label="attention write / ||X^(l)||")
-    left.bar(blocks + 0.2, ratios.mlp, width=0.4, label="MLP write / ||Y^(l)||")
+    blocks = list(range(len(drops.dropped)))
+    left.bar([block - 0.2 for block in blocks], ratios.attn.tolist(), width=0.4, label="attention write / ||X^(l)||")
+    left.bar([block + 0.2 for block in blocks], ratios.mlp.tolist(), width=0.4, label="MLP write / ||Y^(l)||")
     left.set_xlabel("block l")
     left.set_ylabel("mean norm ratio")
     left.legend(fontsize=8)
-    right.bar(blocks, drops.dropped - drops.base, color="tab:gray")
+    right.bar(blocks, (drops.dropped - drops.base).tolist(), color="tab:gray")
     right.axhline(0.0, color="black", lw=0.8)
     right.set_xlabel("block l dropped")
     right.set_ylabel("loss increase (nats)")
     for ax in (left, right):
-        ax.set_xticks(blocks.tolist())
+        ax.set_xticks(blocks)
     fig.tight_layout()
     return fig
 
