@@ -24,6 +24,7 @@ from .checks import check_sequence
 from .config import GPTConfig
 from .data import encode
 from .model import GPT, Block
+from .reproducibility import seeded
 
 
 def _as_flat_map(fn, T: int, d: int):
@@ -116,8 +117,8 @@ def _study_inputs(text: str, T: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _seeded_model(seed: int, **sizes) -> GPT:
-    torch.manual_seed(seed)
-    return GPT(GPTConfig(**sizes)).double()
+    with seeded(seed):
+        return GPT(GPTConfig(**sizes)).double()
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,8 @@ def depth_study(
 
     d X^(L) / d X^(0) is the (T d) x (T d) product of the block Jacobians. The tokens are
     the first T characters of `text`, predicting the next character. The model is seeded with
-    `seed` for every L, so each row is reproducible on its own.
+    `seed` for every L, so each row is reproducible on its own; the global random generator is
+    left as it was.
     """
     idx, targets = _study_inputs(text, T)  # (T,), (T,)
     rows = []
@@ -170,8 +172,7 @@ def residual_contrast(
     idx, _ = _study_inputs(text, T)
     rows = []
     for L in depths:
-        with torch.random.fork_rng(devices=[]):  # leaves the caller's CPU generator as it was; no GPU touched
-            model = _seeded_model(seed, T_max=T, d=d, H=H, L=L, init_std=init_std)
+        model = _seeded_model(seed, T_max=T, d=d, H=H, L=L, init_std=init_std)
         with torch.no_grad():
             X0 = model.embed(idx)  # X^(0), (T, d)
         spectra = [

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import random
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 
@@ -30,6 +32,17 @@ def make_deterministic(seed: int = 0, threads: int = 1) -> None:
         shell = sys.modules["IPython"].get_ipython()
         if shell is not None:
             shell.InteractiveTB.set_mode(mode="Minimal")  # what %xmode Minimal does, unprinted
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Run a block with torch's global generator seeded with `seed`, then give the caller back the
+    generator as it was: a library function that builds a seeded model (whose init draws from the
+    global generator) must not reseed the learner's notebook. The CPU generator only; no GPU touched.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def at_most(value: float, bound: float) -> str:

@@ -22,6 +22,7 @@ from . import checks
 from .cache import Cache, run_with_cache
 from .config import COURSE_CONFIG, GPTConfig
 from .model import GPT
+from .reproducibility import seeded
 
 
 def _row_norms(X: torch.Tensor) -> torch.Tensor:
@@ -193,18 +194,19 @@ def residual_write_variance(
 
     Builds base.replace(L=L) with seed `seed`; when `scaled` is False, W_O and W_2 are redrawn
     with the unscaled std (no 1/sqrt(2L)), and runs B random sequences of length T_max. The
-    aside's idealization is that the writes are uncorrelated, so the two variances agree.
+    aside's idealization is that the writes are uncorrelated, so the two variances agree. The
+    global random generator is left as it was.
     """
-    torch.manual_seed(seed)
     config = base.replace(L=L)
-    model = GPT(config).eval()
-    if not scaled:
-        with torch.no_grad():
-            for block in model.blocks:
-                block.attn.W_O.normal_(0.0, config.init_std)
-                if not config.attn_only:
-                    block.mlp.W_2.normal_(0.0, config.init_std)
-    idx = torch.randint(0, config.V, (B, config.T_max))
+    with seeded(seed):
+        model = GPT(config).eval()
+        if not scaled:
+            with torch.no_grad():
+                for block in model.blocks:
+                    block.attn.W_O.normal_(0.0, config.init_std)
+                    if not config.attn_only:
+                        block.mlp.W_2.normal_(0.0, config.init_std)
+        idx = torch.randint(0, config.V, (B, config.T_max))
     with torch.no_grad():
         _, cache = run_with_cache(model, idx)
     writes = [cache.attn_write(l) for l in range(L)]
@@ -218,9 +220,9 @@ def residual_write_variance(
 
 def initial_loss_gap(config: GPTConfig = COURSE_CONFIG, B: int = 8, seed: int = 0) -> tuple[float, float]:
     """(loss of a freshly initialized model on random tokens, ln V): Project aside 5.2's 'near ln 65'."""
-    torch.manual_seed(seed)
-    model = GPT(config).eval()
-    idx = torch.randint(0, config.V, (B, config.T_max))
+    with seeded(seed):
+        model = GPT(config).eval()
+        idx = torch.randint(0, config.V, (B, config.T_max))
     with torch.no_grad():
         _, loss = model(idx, idx.roll(-1, dims=1))
     return loss.item(), math.log(config.V)

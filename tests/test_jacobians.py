@@ -145,9 +145,7 @@ def test_without_residual_refuses_a_post_norm_block(sharp_model):
 def test_residual_contrast_keeps_the_identity_path_and_loses_it_without():
     # Remark 3.3 at initialization: with residual additions the product of L = 6 block Jacobians
     # stays near the identity; the same blocks without them multiply down to almost nothing.
-    state = torch.get_rng_state()
     (row,) = jacobians.residual_contrast([6], d=16, T=3, H=2)
-    assert torch.equal(torch.get_rng_state(), state)  # a notebook's later random draws are not disturbed
     assert row.residual.shape == row.plain.shape == (3 * 16,)
     assert 0.3 < row.residual.median() < 3
     assert row.plain.median() < 1e-3 * row.residual.median()

@@ -1,12 +1,19 @@
-"""make_deterministic, at_most and below: what notebooks call so that they print the same text everywhere."""
+"""make_deterministic, seeded, at_most and below: what notebooks and library studies call so that they
+print the same text everywhere."""
 
 import os
 import subprocess
 import sys
 
+import pytest
 import torch
 
-from gptlib import at_most, below, make_deterministic
+from gptlib import at_most, below, jacobians, make_deterministic
+from gptlib.config import GPTConfig
+from gptlib.reproducibility import seeded
+from gptlib.residual import initial_loss_gap, residual_write_variance
+
+SMALL = GPTConfig(V=7, T_max=4, d=8, H=2, L=1)
 
 
 def test_below_hides_digits_under_the_floor_only():
@@ -15,6 +22,32 @@ def test_below_hides_digits_under_the_floor_only():
     assert below(1e-12) == "1.0e-12"
     assert below(torch.tensor(3.2e-4)) == "3.2e-04"
     assert below(float("nan")) == "nan"
+
+
+def test_seeded_draws_the_seeds_numbers_and_gives_the_callers_generator_back():
+    torch.manual_seed(123)
+    expected_after = torch.rand(3)
+    torch.manual_seed(123)
+    with seeded(7):
+        inside = torch.rand(3)
+    assert torch.equal(inside, torch.rand(3, generator=torch.Generator().manual_seed(7)))
+    assert torch.equal(torch.rand(3), expected_after)  # as if the block had never run
+
+
+@pytest.mark.parametrize("study", [
+    lambda: jacobians.depth_study("pre", [1, 2], d=8, T=3, H=2)[-1].singular_values,
+    lambda: jacobians.residual_contrast([2], d=8, T=3, H=2)[0].residual,
+    lambda: torch.tensor(residual_write_variance(2, scaled=False, base=SMALL, B=2).accumulated),
+    lambda: torch.tensor(initial_loss_gap(SMALL, B=2)[0]),
+], ids=["depth_study", "residual_contrast", "residual_write_variance", "initial_loss_gap"])
+def test_seeded_studies_leave_the_callers_draws_alone_and_repeat_whatever_came_before(study):
+    torch.manual_seed(1)
+    unstudied = torch.rand(3)
+    torch.manual_seed(1)
+    first = study()
+    assert torch.equal(torch.rand(3), unstudied)  # a notebook's next draw is the one it would have had
+    torch.manual_seed(2)  # another state before the call: the study's own seed decides its numbers
+    assert torch.equal(study(), first)
 
 
 def test_at_most_prints_a_verdict_not_the_digits():
