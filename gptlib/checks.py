@@ -131,8 +131,5 @@ def check_sequence(X: torch.Tensor, d: int) -> None:
 
 
 def check_token_sequence(model, idx: torch.Tensor) -> torch.Tensor:
-    """idx as int64 ids: one sequence of token ids (T,) that `model` accepts (GPT.check_tokens)."""
-    ids = model.check_tokens(idx)
-    if ids.dim() != 1:
-        raise ValueError(f"idx must be one sequence of token ids (T,), got shape {tuple(ids.shape)}")
-    return ids
+    """idx as int64 ids: one sequence of token ids (T,) that `model` accepts (token_ids with dims=(1,))."""
+    return token_ids(idx, model.config.V, T_max=model.config.T_max, dims=(1,), name="idx (one sequence of token ids)")

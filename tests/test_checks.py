@@ -124,7 +124,7 @@ def test_sequence_wants_one_sequence_of_the_given_width():
 def test_token_sequence_wants_one_valid_sequence():
     model = GPT(COURSE_CONFIG.replace(L=1))
     checks.check_token_sequence(model, torch.tensor([1, 2, 3]))
-    with pytest.raises(ValueError, match=r"one sequence of token ids \(T,\)"):
+    with pytest.raises(ValueError, match=r"idx \(one sequence of token ids\) must be 1-D \(T,\), got shape \(1, 3\)"):
         checks.check_token_sequence(model, torch.tensor([[1, 2, 3]]))
     with pytest.raises(ValueError, match=r"\[0, V\)"):
         checks.check_token_sequence(model, torch.tensor([1, 65]))
