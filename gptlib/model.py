@@ -8,6 +8,7 @@ column u as W_1 u (so on rows as X W_1^T), E (V, d), P (T_max, d), W_U (d, V).
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -300,3 +301,20 @@ class GPT(nn.Module):
             return Z
         loss = F.cross_entropy(Z.reshape(-1, Z.shape[-1]), targets.reshape(-1))
         return Z, loss
+
+
+@contextlib.contextmanager
+def eval_mode(model):
+    """Run a model for measurement: no_grad for the duration and, for an nn.Module, eval mode
+    (so dropout, were there any, cannot change what is measured), its train/eval mode handed
+    back afterwards, also when the body raises. Anything else callable is only run under no_grad."""
+    module = model if isinstance(model, nn.Module) else None
+    training = module is not None and module.training
+    if module is not None:
+        module.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        if module is not None:
+            module.train(training)

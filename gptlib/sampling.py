@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from . import checks
-from .model import GPT
+from .model import GPT, eval_mode
 
 
 def next_token_probabilities(model: GPT, ids: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
@@ -49,14 +49,10 @@ def sample(model: GPT, prompt: torch.Tensor, new_tokens: int, temperature: float
     temperature = checks.real("temperature", temperature, above=0)
     if generator is not None and not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
-    was_training = model.training
-    model.eval()
-    try:
-        ids = prompt.clone()
+    ids = prompt.clone()
+    with eval_mode(model):
         for _ in range(new_tokens):
             probabilities = _next_token_probabilities(model, ids, temperature)
             choice = torch.multinomial(probabilities, 1, generator=generator)  # (1,)
             ids = torch.cat([ids, choice])
-    finally:
-        model.train(was_training)
     return ids

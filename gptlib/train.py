@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 from . import checks, data, induction
 from .checkpoint import check_writable, load_weights_into, save_checkpoint
 from .config import COURSE_CONFIG
-from .model import GPT
+from .model import GPT, eval_mode
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # inputs (B, T), targets (B, T)
 
@@ -132,7 +132,6 @@ def make_optimizer(model: GPT, settings: TrainSettings) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=settings.lr, betas=(0.9, 0.95), fused=fused or None)
 
 
-@torch.no_grad()
 def mean_loss(model: GPT, inputs: torch.Tensor, targets: torch.Tensor, chunk: int = 256) -> float:
     """Mean next-token cross-entropy (nats per token) over windows (N, T), in eval mode, chunked.
 
@@ -142,16 +141,12 @@ def mean_loss(model: GPT, inputs: torch.Tensor, targets: torch.Tensor, chunk: in
     chunk = checks.integer("chunk", chunk, at_least=1)
     if len(inputs) == 0:
         raise ValueError("mean_loss needs at least one window, got none")
-    was_training = model.training
-    model.eval()
     total = 0.0
     device = model_device(model)
-    try:
+    with eval_mode(model):
         for start in range(0, len(inputs), chunk):
             _, loss = model(inputs[start : start + chunk].to(device), targets[start : start + chunk].to(device))
             total += loss.item() * len(inputs[start : start + chunk])
-    finally:
-        model.train(was_training)
     return total / len(inputs)
 
 

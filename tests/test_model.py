@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, run_with_cache
-from gptlib.model import MLP, LayerNorm, MultiHeadAttention
+from gptlib.model import MLP, LayerNorm, MultiHeadAttention, eval_mode
 
 
 def random_layernorm(d: int, dtype: torch.dtype, eps: float) -> LayerNorm:
@@ -223,3 +223,21 @@ def test_gradients_reach_every_parameter(course_model):
     loss.backward()
     missing = [name for name, p in course_model.named_parameters() if p.grad is None]
     assert not missing
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_eval_mode_measures_without_grad_in_eval_mode_and_hands_the_mode_back(training):
+    model = GPT(GPTConfig(V=5, T_max=4, d=8, H=2, L=1)).train(training)
+    seen = []
+    with pytest.raises(RuntimeError, match="inside"):
+        with eval_mode(model):
+            seen.append((model.training, any(m.training for m in model.modules()), torch.is_grad_enabled()))
+            raise RuntimeError("raised inside")
+    assert seen == [(False, False, False)]
+    assert all(m.training == training for m in model.modules()) and torch.is_grad_enabled()
+
+
+def test_eval_mode_only_disables_grad_for_a_plain_function():
+    with eval_mode(lambda idx: idx):
+        assert not torch.is_grad_enabled()
+    assert torch.is_grad_enabled()

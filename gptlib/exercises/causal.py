@@ -12,35 +12,16 @@ that dropout cannot fake a dependence. Tokens are seeded, so the verdict is repr
 
 from __future__ import annotations
 
-import contextlib
-
 import torch
-from torch import nn
 
 from .. import checks
 from ..causality import change_map, perturbation_map, perturbed_batch, weakest_present_dependence
 from ..config import GPTConfig
-from ..model import GPT
+from ..model import GPT, eval_mode
 from .result import Wrong, as_matrix, call, checker
 
 EX2 = "Exercise 2 ★"
 RTOL = 1e-5  # a logit "moved" when it changed by more than RTOL * (1 + max |Z|)
-
-
-@contextlib.contextmanager
-def eval_mode(model):
-    """no_grad for the duration and, for an nn.Module, eval mode (so dropout cannot fake a
-    dependence), its training mode restored after; anything else callable is only called."""
-    module = model if isinstance(model, nn.Module) else None
-    training = module is not None and module.training
-    if module is not None:
-        module.eval()
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        if module is not None:
-            module.train(training)
 
 
 def logits(model, idx: torch.Tensor, V: int | None) -> torch.Tensor:

@@ -23,7 +23,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import checks
-from .causal import batch_independence, causality_verdict, eval_mode, logits
+from ..model import eval_mode
+from .causal import batch_independence, causality_verdict, logits
 from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, checker
 
 OWN = "Your own GPT"

@@ -21,7 +21,7 @@ from matplotlib.patches import Rectangle
 from .. import checks, circuits
 from ..cache import run_with_cache
 from ..data import encode
-from ..model import GPT
+from ..model import GPT, eval_mode
 from .display import canvas_png
 from .explorer import Explorer
 
@@ -60,7 +60,6 @@ class AttentionView:
     write_norms: torch.Tensor  # (H, T): ||A^h X W_OV^h||_2 at each position, every head of the layer
 
 
-@torch.no_grad()
 def attention_run(model: GPT, text: str) -> AttentionRun:
     """Run `model` once on `text` and collect A^h and the per-head write norms of every layer.
 
@@ -75,18 +74,14 @@ def attention_run(model: GPT, text: str) -> AttentionRun:
     if len(text) > config.T_max:
         raise ValueError(f"the text has {len(text)} characters; this model reads at most T_max = {config.T_max}")
     idx = encode(text)  # (T,); ValueError naming unknown characters
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         _, cache = run_with_cache(model, idx)
         writes = [
             circuits.head_contributions(model.blocks[l].attn, circuits.attention_input(model, cache, l), cache.A(l))
             for l in range(config.L)
         ]  # L tensors (1, H, T, d)
-    finally:
-        model.train(was_training)
-    A = torch.stack([cache.A(l)[0] for l in range(config.L)])  # (L, H, T, T)
-    norms = torch.stack([write[0].norm(dim=-1) for write in writes])  # (L, H, T)
+        A = torch.stack([cache.A(l)[0] for l in range(config.L)])  # (L, H, T, T)
+        norms = torch.stack([write[0].norm(dim=-1) for write in writes])  # (L, H, T)
     return AttentionRun(token_labels(text), A.float(), norms.float())
 
 
