@@ -3,6 +3,7 @@
 import re
 
 import pytest
+import torch
 
 from gptlib import COURSE_CONFIG, GPT, cost
 
@@ -36,11 +37,14 @@ def test_meta_device_count_equals_a_real_cpu_run():
     assert cost.measured_flops(config, 16, 2, device="cpu") == cost.measured_flops(config, 16, 2)
 
 
-def test_flop_counter_misses_the_fused_cpu_attention_kernel():
-    # FlopCounterMode has no formula for CPU's fused SDPA kernel: exactly the 4 L T^2 d term is lost.
+def test_flop_counter_on_the_fused_cpu_attention_kernel_loses_exactly_the_attention_term_or_nothing():
+    # PyTorch 2.13's FlopCounterMode has no formula for CPU's fused SDPA kernel, so exactly the
+    # 4 L T^2 d term is lost (why measured_flops runs the explicit path); a later PyTorch may count it.
     config, T = COURSE_CONFIG.replace(d=32, H=2, L=2), 16
-    fused = cost.measured_flops(config, T, fused=True, device="cpu")
-    assert fused == cost.forward_flops(config, T) - cost.forward_costs(config, T)["attention scores and value aggregation"]
+    lost = cost.forward_flops(config, T) - cost.measured_flops(config, T, fused=True, device="cpu")
+    assert lost in (cost.forward_costs(config, T)["attention scores and value aggregation"], 0)
+    if torch.__version__.startswith("2.13."):
+        assert lost > 0
 
 
 def test_score_and_aggregate_row_is_what_the_attention_core_costs():
