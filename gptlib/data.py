@@ -7,7 +7,6 @@ held-out text, and cut batches of windows for training (next-token targets, Sect
 from __future__ import annotations
 
 import hashlib
-import numbers
 import urllib.request
 from collections.abc import Iterable
 from pathlib import Path
@@ -45,14 +44,11 @@ def decode(ids) -> str:
         if isinstance(ids, (str, bytes, bytearray, set, frozenset, dict)) or not isinstance(ids, Iterable):
             raise ValueError("decode takes token ids (a 1-D integer tensor or a list of ints), "
                              f"got {type(ids).__name__}")
-        ids = list(ids)
-        wrong = [i for i in ids if isinstance(i, bool) or not isinstance(i, numbers.Integral)]
-        if wrong:
-            raise ValueError(f"token ids must be integers, got {wrong[0]!r}")
+        ids = [checks.integer("each token id", i) for i in ids]  # Python ints (numpy ints too; bools refused)
         huge = [i for i in ids if not -(2**63) <= i < 2**63]  # beyond int64, so far outside [0, V)
         if huge:
             raise ValueError(f"token ids must lie in [0, V) = [0, {V}), got {huge[0]}")
-        ids = torch.tensor([int(i) for i in ids], dtype=torch.long)
+        ids = torch.tensor(ids, dtype=torch.long)
     ids = checks.token_ids(ids, V, dims=(1,), allow_empty=True)
     return "".join(VOCABULARY[i] for i in ids.tolist())
 

@@ -57,9 +57,9 @@ def test_encode_takes_text(text, rule):
     (5, "decode takes token ids (a 1-D integer tensor or a list of ints), got int"),
     ({1, 2}, "decode takes token ids (a 1-D integer tensor or a list of ints), got set"),  # no order
     ({1: 2}, "decode takes token ids (a 1-D integer tensor or a list of ints), got dict"),
-    ([1.0, 2.0], "token ids must be integers, got 1.0"),
-    ([True, False], "token ids must be integers, got True"),
-    ([1, "a"], "token ids must be integers, got 'a'"),
+    ([1.0, 2.0], "each token id must be an integer, got 1.0"),
+    ([True, False], "each token id must be an integer, got True"),
+    ([1, "a"], "each token id must be an integer, got 'a'"),
     ([10**30], f"token ids must lie in [0, V) = [0, 65), got {10**30}"),
     ([-1, 3, 99], "token ids must lie in [0, V) = [0, 65), got -1, 99"),
     (torch.tensor([1.0, 2.0]), "token ids must have an integer dtype, got torch.float32"),
