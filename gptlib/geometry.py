@@ -61,7 +61,22 @@ def projector_facts(d: int) -> ProjectorFacts:
 def center(u: torch.Tensor) -> torch.Tensor:
     """Step 1 of Proposition 4.2: u - mean(u) 1, the orthogonal projection onto 1-perp. (..., d) -> (..., d)."""
     checks.check_rows(u)
-    return u - u.mean(dim=-1, keepdim=True)
+    s = _scale(u)  # (..., 1): mean(u) = s mean(u / s), whose sum cannot overflow (see _scale)
+    return u - s * (u / s).mean(dim=-1, keepdim=True)
+
+
+def _scale(v: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
+    """A power of two s near max(max_i |v_i|, sqrt(eps)) for each row, (..., d) -> (..., 1).
+
+    The formulas of this module give the same result for v / s and eps / s^2 as for v and eps,
+    but on the scaled copy every square and sum stays near 1: squaring 1e200 would overflow to
+    inf and squaring 1e-200 would underflow to 0. Dividing by a power of two is exact, so
+    ordinary inputs give the very same bits. s is at least the smallest normal number (so 1/s
+    is finite, also for a zero row), and a constant for autograd: the result does not depend on it.
+    """
+    m = v.detach().abs().amax(dim=-1, keepdim=True)  # (..., 1)
+    low = max(math.sqrt(eps), torch.finfo(v.dtype).tiny)
+    return 2.0 ** torch.floor(torch.log2(m.clamp(min=low)))
 
 
 def radial_rescale(v: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
@@ -72,6 +87,12 @@ def radial_rescale(v: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
     """
     checks.check_rows(v, "v")
     eps = checks.real("eps", eps, at_least=0)  # Definition 4.1 asks eps >= 0
+    s = _scale(v, eps)  # (..., 1)
+    return _rescale(v / s, eps / s / s)  # the same quotient, computed where squares cannot overflow (see _scale)
+
+
+def _rescale(v: torch.Tensor, eps) -> torch.Tensor:
+    """radial_rescale without the scaling: rows v (..., d), eps a float or one per row (..., 1)."""
     denominator = v.pow(2).mean(dim=-1, keepdim=True) + eps  # (..., 1)
     positive = denominator > 0
     safe = torch.where(positive, denominator, torch.ones_like(denominator))  # no 0/0, no NaN gradient
@@ -94,7 +115,10 @@ def layer_norm(
     mean(center(u)^2) is sigma(u)^2 (the biased variance, dividing by d), so this is
     gamma * (u - mean(u)) / sqrt(sigma(u)^2 + eps) + beta. (..., d) -> (..., d).
     """
-    return _affine(radial_rescale(center(u), eps), gamma, beta)
+    checks.check_rows(u)
+    eps = checks.real("eps", eps, at_least=0)  # Definition 4.1 asks eps >= 0
+    s = _scale(u, eps)  # (..., 1): LN(u) with eps is LN(u / s) with eps / s^2, where nothing over- or underflows
+    return _affine(_rescale(center(u / s), eps / s / s), gamma, beta)  # gamma * radial_rescale(center(u), eps) + beta
 
 
 def layer_norm_jacobian(u: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
@@ -133,7 +157,8 @@ def batch_norm(U: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
 
 def sigma(u: torch.Tensor) -> torch.Tensor:
     """sigma(u), the coordinate standard deviation of Section 4 (biased, divides by d). (..., d) -> (...)."""
-    return center(u).pow(2).mean(dim=-1).sqrt()
+    s = _scale(u)  # (..., 1): sigma(u) = s sigma(u / s), computed where squares cannot overflow (see _scale)
+    return s.squeeze(-1) * center(u / s).pow(2).mean(dim=-1).sqrt()
 
 
 @dataclass(frozen=True)

@@ -170,3 +170,49 @@ def test_layer_norm_jacobian_is_the_closed_form_of_rank_d_minus_2(d):
 def test_layer_norm_jacobian_refuses_a_batch():
     with pytest.raises(ValueError, match="one row"):
         geometry.layer_norm_jacobian(torch.randn(2, 4, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_huge_inputs_normalize_by_the_closed_form_instead_of_overflowing(dtype):
+    # u = (M, 0, 0): mean M/3, centred M (2, -1, -1)/3, sigma = M sqrt(2)/3, so LN(u) = (2, -1, -1)/sqrt(2) for any M > 0;
+    # u = (M, M, 0) gives (1, 1, -2)/sqrt(2). Squaring M = 1e200 (1e30 in float32) overflows to inf.
+    big = torch.finfo(dtype).max / 2
+    root2 = math.sqrt(2)
+    for M in (1e30, big):
+        for u, expected in (((M, 0.0, 0.0), (root2, -1 / root2, -1 / root2)), ((M, M, 0.0), (1 / root2, 1 / root2, -root2))):
+            for eps in (0.0, 1e-5):  # eps is negligible next to sigma^2 ~ M^2
+                out = geometry.layer_norm(torch.tensor(u, dtype=dtype), eps=eps)
+                torch.testing.assert_close(out, torch.tensor(expected, dtype=dtype))
+        assert math.isclose(float(geometry.sigma(torch.tensor((M, 0.0, 0.0), dtype=dtype))), M * root2 / 3, rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("c", [1e200, 1e-200, 1e300, 1e-300])
+def test_layer_norm_and_sigma_of_scaled_rows_match_torch_on_the_unscaled_rows(c):
+    # Remark 4.3 with eps = 0: LN(c u) = LN(u) and sigma(c u) = c sigma(u), computed by torch on u where nothing overflows
+    u = torch.randn(6, 16, dtype=torch.float64) + 0.5
+    torch.testing.assert_close(geometry.layer_norm(c * u), F.layer_norm(u, (16,), eps=0.0))
+    torch.testing.assert_close(geometry.sigma(c * u), c * u.std(-1, unbiased=False))
+    torch.testing.assert_close(geometry.rms_norm(c * u, eps=0.0), torch.nn.functional.rms_norm(u, (16,), eps=0.0))
+    # with eps > 0, Definition 4.1 c (u - mean(u)) / sqrt(c^2 sigma(u)^2 + eps), for c > 1 divided through by c first
+    eps = 0.01
+    centred, sigma = u - u.mean(-1, keepdim=True), u.std(-1, unbiased=False, keepdim=True)
+    if c > 1:
+        expected = centred / torch.sqrt(sigma**2 + eps / c / c)  # eps / c^2 underflows to 0: LN(u) itself
+    else:
+        expected = c * centred / torch.sqrt(c**2 * sigma**2 + eps)  # c^2 sigma^2 underflows to 0: c (u - mean) / sqrt(eps)
+    torch.testing.assert_close(geometry.layer_norm(c * u, eps=eps), expected)
+
+
+def test_layer_norm_jacobian_at_a_huge_row_is_the_jacobian_at_the_row_over_c():
+    # LN(c u) = LN(u) for c > 0, so the chain rule gives dLN/du at c u = (dLN/du at u) / c
+    u = torch.randn(5, dtype=torch.float64)
+    c = 1e200
+    torch.testing.assert_close(geometry.layer_norm_jacobian(c * u) * c, geometry.layer_norm_jacobian(u))
+
+
+def test_subnormal_rows_normalize_like_ordinary_ones():
+    # 3e-320 and 1e-320 are subnormal: their squares are 0 in float64, yet LN only sees their ratio
+    u = torch.tensor([3e-320, 0.0, 1e-320], dtype=torch.float64)
+    ratio = u / u[0]  # exact enough: (1, 0, ~1/3) in ordinary floats
+    torch.testing.assert_close(geometry.layer_norm(u), F.layer_norm(ratio, (3,), eps=0.0))
+    assert float(geometry.sigma(u)) > 0

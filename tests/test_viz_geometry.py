@@ -185,6 +185,8 @@ def test_sphere_scene_refuses_bad_numbers():
         sphere_scene((1.0, float("nan"), 3.0))
     with pytest.raises(ValueError, match="does not fit in a float64"):
         sphere_scene((1e308, 1e308, 0.0), c=3.0)
+    with pytest.raises(ValueError, match=re.escape("its projection P(cu) does not fit in a float64")):
+        sphere_scene((1.7e308, -1.7e308, 1.7e308))  # u fits, but u_2 - mean(u) = -2.3e308 does not
 
 
 def test_norm_against_sigma_figure_draws_the_geometry_values():

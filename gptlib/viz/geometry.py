@@ -37,9 +37,8 @@ def sphere_scene(u, c: float = 1.0, eps: float = 0.0, gamma: float = 1.0, beta: 
     beta = 0), image (gamma * normalized + beta); floats sigma, normalized_norm, gamma, beta;
     degenerate (zero variance) and message (str). Invalid numbers raise ValueError.
 
-    LN is computed on c*u / m with m = max_i |c u_i| and eps / m^2 (the same number, since
-    LN_eps(x) = LN_{eps/m^2}(x/m)), so u = (1e200, 0, 0) or (1e308, 1e308, 0) normalize exactly
-    instead of overflowing sigma^2 to infinity.
+    geometry's functions compute on a rescaled copy of c*u, so u = (1e200, 0, 0) or (1e308, 1e308, 0)
+    normalize exactly instead of overflowing sigma^2 to infinity.
     """
     values = [float(x) for x in u]
     if len(values) != D:
@@ -49,34 +48,29 @@ def sphere_scene(u, c: float = 1.0, eps: float = 0.0, gamma: float = 1.0, beta: 
     eps = checks.real("eps", eps, at_least=0)  # Definition 4.1 asks eps >= 0
     gamma, beta = checks.real("gamma", gamma), checks.real("beta", beta)
     scaled = c * torch.tensor(values, dtype=torch.float64)  # (3,)
-    m = float(scaled.abs().max())  # the largest |c u_i|
-    if not math.isfinite(m):
-        raise ValueError(f"c * u does not fit in a float64 (|c| max|u_i| = {abs(c):g} * {max(map(abs, values)):g})")
-    unit = scaled / m if m > 0 else scaled  # (3,), largest entry of size 1
-    projection = geometry.center(unit)  # (3,), in 1-perp, in units of m
-    spread = float(geometry.sigma(unit))  # sigma(cu) / m
-    degenerate = spread <= CONSTANT_TOLERANCE  # a constant u: its centred part is rounding noise, not a direction
+    projection = geometry.center(scaled)  # (3,), in 1-perp
+    if not bool(torch.isfinite(torch.cat([scaled, projection])).all()):
+        raise ValueError(f"c * u or its projection P(cu) does not fit in a float64 "
+                         f"(|c| max|u_i| = {abs(c):g} * {max(map(abs, values)):g})")
+    spread = float(geometry.sigma(scaled))
+    degenerate = spread <= CONSTANT_TOLERANCE * float(scaled.abs().max())  # a constant u: rounding noise, not a direction
     if degenerate:
         projection = torch.zeros(D, dtype=torch.float64)
         spread = 0.0
-    scaled_eps = eps / m / m if m > 0 and eps > 0 else eps  # inf when m^2 underflows
-    if math.isinf(scaled_eps):  # sigma(cu / m) <= 1, so |LN(cu)| < sqrt(3 / 1.8e308) = 1.3e-154: drawn as 0
-        normalized = torch.zeros(D, dtype=torch.float64)
-    else:
-        normalized = geometry.radial_rescale(projection, scaled_eps)  # LN(cu), gamma=1, beta=0
+    normalized = torch.zeros(D, dtype=torch.float64) if degenerate else geometry.layer_norm(scaled, eps=eps)  # gamma=1, beta=0
     image = gamma * normalized + beta * ONES
     normalized_norm = float(torch.linalg.vector_norm(normalized))
     return {
         "u": scaled,
-        "projection": m * projection,
+        "projection": projection,
         "normalized": normalized,
         "image": image,
-        "sigma": m * spread,
+        "sigma": spread,
         "normalized_norm": normalized_norm,
         "degenerate": degenerate,
         "gamma": gamma,
         "beta": beta,
-        "message": _message(scaled, c, eps, m * spread, normalized_norm, degenerate, gamma, beta),
+        "message": _message(scaled, c, eps, spread, normalized_norm, degenerate, gamma, beta),
     }
 
 
