@@ -5,7 +5,7 @@ Importing gptlib loads torch only; plotting and widgets live in gptlib.viz and l
 
 from .cache import Cache, run_with_cache
 from .config import COURSE_CONFIG, GPTConfig
-from .counting import component_table, format_table, theorem_5_2
+from .counting import component_table, format_table, measured_table, theorem_5_2
 from .data import VOCABULARY, decode, encode
 from .model import GPT
 from .reproducibility import at_most, below, make_deterministic
@@ -23,6 +23,7 @@ __all__ = [
     "encode",
     "format_table",
     "make_deterministic",
+    "measured_table",
     "run_with_cache",
     "theorem_5_2",
 ]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
+import torch
 from torch import nn
 
 from .config import GPTConfig
+from .model import GPT
 
 
 def theorem_5_2(config: GPTConfig) -> int:
@@ -58,6 +61,14 @@ def component_table(model: nn.Module) -> list[Row]:
     total = sum(counts.values())
     rows = [Row(component, n, n / total) for component, n in counts.items()]
     return rows + [Row("total", total, 1.0)]
+
+
+@functools.cache
+def measured_table(config: GPTConfig) -> tuple[int, ...]:
+    """The table's six counts (the five rows, then the total) for a GPT with this config, summed
+    from a real model built on the meta device (shapes only: no memory, no arithmetic)."""
+    with torch.device("meta"):
+        return tuple(row.parameters for row in component_table(GPT(config)))
 
 
 def format_table(rows: list[Row]) -> str:

@@ -4,7 +4,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gptlib import COURSE_CONFIG, GPT, GPTConfig, component_table, format_table, theorem_5_2
+from gptlib import COURSE_CONFIG, GPT, GPTConfig, component_table, format_table, measured_table, theorem_5_2
 
 
 def numel(model):
@@ -36,6 +36,15 @@ def test_tied_count_is_dV_smaller():
     tied = COURSE_CONFIG.replace(tie_weights=True)
     assert theorem_5_2(tied) == 816_640 - 65 * 128 == numel(GPT(tied))
     assert component_table(GPT(tied))[4].parameters == 2 * 128
+
+
+def test_measured_table_is_the_table_of_a_real_model(course_model):
+    # measured_table builds on the meta device; the references are models with real weights.
+    tied = COURSE_CONFIG.replace(tie_weights=True, L=2)
+    for config, model in ((COURSE_CONFIG, course_model), (tied, GPT(tied))):
+        table = measured_table(config)
+        assert table == tuple(row.parameters for row in component_table(model))
+        assert table[-1] == numel(model)
 
 
 configs = st.builds(

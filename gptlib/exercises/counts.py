@@ -8,15 +8,11 @@ function of the configuration; a mistake is named when it explains every configu
 
 from __future__ import annotations
 
-import functools
 import random
 from itertools import combinations
 
-import torch
-
 from ..config import COURSE_CONFIG, GPTConfig
-from ..counting import COMPONENTS, component_table
-from ..model import GPT
+from ..counting import COMPONENTS, measured_table
 from .result import Wrong, as_int, call, checker, recognise
 
 EX1, EX5 = "Exercise 1 ★", "Exercise 5"
@@ -45,14 +41,6 @@ COUNT_MISTAKES = {
     ),
     "you left out the unembedding W_U (d x V)": lambda c: 0 if c.tie_weights else -c.d * c.V,
 }
-
-
-@functools.cache
-def measured_table(config: GPTConfig) -> tuple[int, ...]:
-    """The lecture's five rows (embeddings, attention, MLPs, block LayerNorms, LN_f + W_U) and
-    their total, numel(), summed from a real GPT with this config built on the meta device."""
-    with torch.device("meta"):
-        return tuple(row.parameters for row in component_table(GPT(config)))
 
 
 def numel(config: GPTConfig) -> int:
