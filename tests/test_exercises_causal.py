@@ -91,6 +91,23 @@ def test_a_length_without_a_future_is_reported_not_raised():
     assert r.message == "the checker could not use your answer: ValueError: T must be an integer >= 2, got 1"
 
 
+def test_a_gpt_too_short_for_a_future_is_refused_after_T_is_cut_to_T_max():
+    r = check_causality(GPT(GPTConfig(V=13, T_max=1, d=16, H=2, L=1)))  # T = 8 is cut to T_max = 1
+    assert r.status == ERROR
+    assert r.message == ("the checker could not use your answer: "
+                         "ValueError: T (cut to the model's T_max = 1) must be an integer >= 2, got 1")
+    r = check_causality(GPT(GPTConfig(V=13, T_max=2, d=16, H=2, L=1)))  # T = 8 cut to 2 still has a future
+    assert r.passed and "perturbing each of the 2 tokens" in r.message
+
+
+@pytest.mark.parametrize("T", ["8", 8.0])
+def test_a_length_that_is_not_an_integer_is_refused_by_the_checks_rule(T):
+    for model in (ScratchGPT(), GPT(GPTConfig(V=13, T_max=4, d=16, H=2, L=1))):  # T is checked before it is cut
+        r = check_causality(model, T=T)
+        assert r.status == ERROR
+        assert r.message == f"the checker could not use your answer: ValueError: T must be an integer, got {T!r}"
+
+
 def test_typical_dependency_maps_fail():
     r = check_dependency_map(lambda model, idx: solutions.dependency_map(model, idx).T)
     assert r.status == FAILED and "transposed" in r.message

@@ -80,5 +80,10 @@ def test_a_stub_model_is_not_attempted_and_bad_sizes_are_refused():
     assert report.status == NOT_ATTEMPTED and report.parts == ()  # nothing to report on a stub
     with pytest.raises(ValueError, match=re.escape("d must be an integer >= 1, got 0")):
         check_own_model(ScratchGPT(), V=17, T_max=16, d=0, L=2)
-    with pytest.raises(ValueError, match=re.escape("T must be an integer >= 2, got 1")):
+    with pytest.raises(ValueError, match=re.escape("T (cut to the model's T_max = 1) must be an integer >= 2, got 1")):
         check_own_model(ScratchGPT(), V=17, T_max=1, d=8, L=2)  # T = min(T, T_max): one token has no future
+    with pytest.raises(ValueError, match=re.escape("T must be an integer >= 2, got 1")):
+        check_own_model(ScratchGPT(), **SIZES, T=1)
+    for T in ("8", 8.0, 32.0):  # checked before it is cut to T_max = 16, not read by min()
+        with pytest.raises(ValueError, match=re.escape(f"T must be an integer, got {T!r}")):
+            check_own_model(ScratchGPT(), **SIZES, T=T)

@@ -48,11 +48,22 @@ def logits(model, idx: torch.Tensor, V: int | None) -> torch.Tensor:
     return Z.detach().to(torch.float64)
 
 
-def sizes(model, V: int | None, T: int) -> tuple[int, int]:
-    """(V, T): from model.config for a gptlib GPT, else V from one call on zeros."""
+def tried_length(T, T_max: int | None) -> int:
+    """The sequence length a causality check tries: T, cut to the model's T_max if it has one.
+    ValueError unless T is an integer and what is tried is at least 2: a single token has no
+    future to depend on."""
+    T, name = checks.integer("T", T), "T"  # an integer before it is compared with T_max
+    if T_max is not None and T > T_max:
+        T, name = T_max, f"T (cut to the model's T_max = {T_max})"
+    return checks.integer(name, T, at_least=2)
+
+
+def sizes(model, V: int | None, T) -> tuple[int, int]:
+    """(V, T): T checked by tried_length; V from model.config for a gptlib GPT, else from one call on zeros."""
     config = getattr(model, "config", None)
     if isinstance(config, GPTConfig):
-        return V or config.V, min(T, config.T_max)
+        return V or config.V, tried_length(T, config.T_max)
+    T = tried_length(T, None)
     if V is None:
         V = logits(model, torch.zeros(1, T, dtype=torch.long), None).shape[-1]
     return V, T
@@ -128,7 +139,6 @@ def check_causality(model, V: int | None = None, T: int = 8, seed: int = 0) -> t
     """Exercise 2: is Z_t a function of x_0..x_t only? `model` is anything callable on token ids
     (B, T) returning logits (B, T, V) (or a tuple whose first item is), e.g. your own GPT. V is
     read from model.config (gptlib) or from the output; T (default 8) is the sequence length tried."""
-    T = checks.integer("T", T, at_least=2)  # a single token has no future to depend on
     with eval_mode(model):
         V, T = sizes(model, V, T)
         mixed = batch_independence(model, V, T, seed)

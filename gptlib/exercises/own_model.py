@@ -24,7 +24,7 @@ from torch import nn
 
 from .. import checks
 from ..model import eval_mode
-from .causal import batch_independence, causality_verdict, logits
+from .causal import batch_independence, causality_verdict, logits, tried_length
 from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, checker
 
 OWN = "Your own GPT"
@@ -158,7 +158,7 @@ def check_own_model(
     """
     for name, value in (("V", V), ("T_max", T_max), ("d", d), ("L", L), ("d_ff", d_ff if d_ff is not None else 1)):
         checks.integer(name, value, at_least=1)
-    T = checks.integer("T", min(T, T_max), at_least=2)  # a single token has no future to depend on
+    T = tried_length(T, T_max)
     parts = (
         _batch(model, V, T, seed),
         _causal(model, V, T, seed),
