@@ -41,10 +41,15 @@ def jacobian_of(fn, X: torch.Tensor) -> torch.Tensor:
     return jacrev(_as_flat_map(fn, T, d))(X.reshape(-1))
 
 
+def _block_map(block: Block):
+    """X -> block(X) on the explicit path, (B, T, d) -> (B, T, d)."""
+    return lambda Z: block(Z, explicit=True)
+
+
 def block_jacobian(block: Block, X: torch.Tensor) -> torch.Tensor:
     """d vec(block(X)) / d vec(X) at one sequence X (T, d): a (T d, T d) matrix."""
     check_sequence(X, block.ln_1.gamma.shape[0])
-    return jacobian_of(lambda Z: block(Z, explicit=True), X)
+    return jacobian_of(_block_map(block), X)
 
 
 def residual_branch(block: Block, X: torch.Tensor) -> torch.Tensor:
@@ -77,11 +82,12 @@ def stack_jacobians(blocks, X0: torch.Tensor, residual: bool = True) -> list[tor
     """The block Jacobians J_0, ..., J_{L-1}, each at its own input X^(l), starting from X0 (T, d).
 
     residual=False stacks without_residual(block) instead: X^(l+1) = MLP(LN_2(MHA(LN_1(X^(l))))).
+    Every step keeps the shape (T, d), so X0 is the one input checked.
     """
+    check_sequence(X0, blocks[0].ln_1.gamma.shape[0])
     jacobians, X = [], X0
     for block in blocks:
-        step = (lambda Z, block=block: block(Z, explicit=True)) if residual else without_residual(block)
-        check_sequence(X, block.ln_1.gamma.shape[0])
+        step = _block_map(block) if residual else without_residual(block)
         jacobians.append(jacobian_of(step, X))
         X = step(X.unsqueeze(0)).squeeze(0).detach()  # X^(l+1), (T, d)
     return jacobians
@@ -121,6 +127,17 @@ def _seeded_model(seed: int, **sizes) -> GPT:
         return GPT(GPTConfig(**sizes)).double()
 
 
+def _end_to_end_spectrum(model: GPT, idx: torch.Tensor, residual: bool = True) -> torch.Tensor:
+    """Singular values (T d,), descending, of d X^(L) / d X^(0) at X^(0) the embedding of idx (T,).
+
+    residual=False: the model's blocks without their residual additions (stack_jacobians).
+    """
+    with torch.no_grad():
+        X0 = model.embed(idx)  # X^(0), (T, d)
+    product = product_of_jacobians(stack_jacobians(model.blocks, X0, residual))  # (T d, T d)
+    return torch.linalg.svdvals(product).detach()
+
+
 @dataclass(frozen=True)
 class DepthStudyRow:
     """Exercise 7 at one depth L: the spectrum of d X^(L) / d X^(0) and the gradient reaching each layer."""
@@ -144,10 +161,7 @@ def depth_study(
     rows = []
     for L in depths:
         model = _seeded_model(seed, T_max=T, d=d, H=H, L=L, norm=norm)
-        with torch.no_grad():
-            X0 = model.embed(idx)  # X^(0), (T, d)
-        product = product_of_jacobians(stack_jacobians(model.blocks, X0))  # (T d, T d)
-        rows.append(DepthStudyRow(L, torch.linalg.svdvals(product).detach(), layer_gradient_norms(model, idx, targets)))
+        rows.append(DepthStudyRow(L, _end_to_end_spectrum(model, idx), layer_gradient_norms(model, idx, targets)))
     return rows
 
 
@@ -173,11 +187,5 @@ def residual_contrast(
     rows = []
     for L in depths:
         model = _seeded_model(seed, T_max=T, d=d, H=H, L=L, init_std=init_std)
-        with torch.no_grad():
-            X0 = model.embed(idx)  # X^(0), (T, d)
-        spectra = [
-            torch.linalg.svdvals(product_of_jacobians(stack_jacobians(model.blocks, X0, residual))).detach()
-            for residual in (True, False)
-        ]  # each (T d,)
-        rows.append(ResidualContrastRow(L, *spectra))
+        rows.append(ResidualContrastRow(L, _end_to_end_spectrum(model, idx), _end_to_end_spectrum(model, idx, residual=False)))
     return rows

@@ -87,10 +87,15 @@ def test_depth_study_shapes_and_identity_path():
         jacobians.depth_study("pre", [1], T=20, text="short")
 
 
-def test_block_jacobian_refuses_a_batch(sharp_model):
+def test_block_and_stack_jacobians_refuse_a_batch(sharp_model):
     model, X = sharp_model("pre")
     with pytest.raises(ValueError, match="one sequence of shape"):
         jacobians.block_jacobian(model.blocks[0], X.unsqueeze(0))
+    for residual in (True, False):  # stack_jacobians checks its start X0 once, in either mode
+        with pytest.raises(ValueError, match="one sequence of shape"):
+            jacobians.stack_jacobians(model.blocks, X.unsqueeze(0), residual)
+        with pytest.raises(ValueError, match="one sequence of shape"):
+            jacobians.stack_jacobians(model.blocks, X[:, :-1], residual)  # wrong width d
 
 
 def scratch_copy(block):
