@@ -96,6 +96,20 @@ def test_view_presets_look_down_the_axis_and_along_the_plane():
     assert math.isclose(float(scene["u"] @ up), float(scene["u"].sum()) / math.sqrt(3), rel_tol=1e-12)
 
 
+def test_the_view_toggle_follows_tilt_and_turn_and_a_preset_click_always_applies():
+    widget = LayerNormSphere()
+    assert widget.view.value == "oblique"  # the default view is that preset
+    oblique = viz_geometry.VIEWS["oblique"]
+    widget.tilt.value = oblique[0] + 25.0  # dragged away: no preset matches the view any more
+    assert widget.view.value is None
+    widget.view.value = "oblique"  # clicking the preset brings the view back
+    assert (widget.tilt.value, widget.turn.value) == oblique
+    widget.turn.value, widget.tilt.value = viz_geometry.VIEWS["side-on to the plane"][::-1]  # reached by hand
+    assert widget.view.value == "side-on to the plane"
+    widget.turn.value = 0.0
+    assert widget.view.value is None and widget.scene is not None
+
+
 def test_figure_draws_the_scene_in_the_chosen_view():
     widget = LayerNormSphere()
     widget.tilt.value, widget.turn.value = 40.0, 100.0

@@ -189,7 +189,8 @@ class LayerNormSphere(Explorer):
 
     Controls are attributes (set .value in tests): u0, u1, u2 (coordinates of u), scale (c),
     eps (a slider over EPS_STEPS), gamma and beta (shared scalars: gain gamma*1 and shift
-    beta*1), tilt and turn (the view, see view_basis), view (preset buttons, VIEWS).
+    beta*1), tilt and turn (the view, see view_basis), view (preset buttons, VIEWS: the one
+    selected is the preset tilt and turn are at, none when they are at no preset).
     Beside each float slider, typed[name] (e.g. typed["u0"]) is a text box showing its value;
     what is typed there moves the slider if it is a finite number in the slider's range, and
     is otherwise refused with the reason, the slider and picture unchanged (typed_into).
@@ -261,7 +262,9 @@ class LayerNormSphere(Explorer):
         self.update()
 
     def preset(self, _change=None) -> None:
-        """Move tilt and turn to the chosen preset, redrawing once."""
+        """Move tilt and turn to the chosen preset, redrawing once (None, set by update: nothing to move)."""
+        if self._quiet or self.view.value is None:
+            return
         self._quiet = True
         self.tilt.value, self.turn.value = VIEWS[self.view.value]
         self._quiet = False
@@ -289,6 +292,9 @@ class LayerNormSphere(Explorer):
         """Recompute the scene from the sliders, redraw, and say what is special about it."""
         if self._quiet:
             return
+        self._quiet = True  # the toggle shows the preset the view is at, or none, so clicking a preset always moves it
+        self.view.value = next((name for name, angles in VIEWS.items() if angles == (self.tilt.value, self.turn.value)), None)
+        self._quiet = False
         try:
             self.scene = sphere_scene(
                 (self.u0.value, self.u1.value, self.u2.value), self.scale.value, self.eps.value,

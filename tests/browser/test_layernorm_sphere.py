@@ -1,5 +1,7 @@
 """Notebook 04's LayerNorm sphere, moved with the keyboard as a learner would."""
 
+import re
+
 from jupyterlab_driver import (
     offset_in,
     open_and_run_all,
@@ -8,6 +10,7 @@ from jupyterlab_driver import (
     round_trip_ms,
     settled_offset_in,
 )
+from playwright.sync_api import expect
 
 
 def type_into_box(page, css_class: str, value: str) -> None:
@@ -39,6 +42,13 @@ def test_sphere_redraws_in_place_on_keys_presets_and_explains_constant_u(page, l
     for shown in ("0.001", "0.003", "0.01"):  # every step of epsilon draws a different picture
         round_trip_ms(page, "gptlib-sphere-output", lambda: eps.press("ArrowRight"))
         assert f"eps = {shown} > 0" in message.inner_text()
+
+    oblique = sphere.locator(".gptlib-sphere-view button", has_text="oblique")  # turn moved: no preset selected
+    expect(oblique).not_to_have_class(re.compile(r"\bmod-active\b"), timeout=30_000)
+    oblique.focus()
+    round_trip_ms(page, "gptlib-sphere-output", lambda: oblique.press("Space"))  # a click always applies it
+    assert sphere.locator(".gptlib-sphere-turn-text input").input_value() == "30"
+    expect(oblique).to_have_class(re.compile(r"\bmod-active\b"))
 
     preset = sphere.locator(".gptlib-sphere-view button", has_text="down the all-ones axis")
     preset.focus()
