@@ -23,6 +23,12 @@ from .model import GPT, MultiHeadAttention
 
 MULTIPLY_ADD_FLOPS = 2
 
+# The rows of forward_costs, named as the lecture's table names them (notebooks print these names).
+PROJECTIONS = "query, key, value and output projections"
+ATTENTION = "attention scores and value aggregation"
+MLPS = "MLP sublayers"
+UNEMBEDDING = "unembedding"
+
 
 def _check_sizes(T: int, B: int) -> tuple[int, int]:
     return checks.integer("T", T, at_least=1), checks.integer("B", B, at_least=1)
@@ -42,10 +48,10 @@ def forward_costs(config: GPTConfig, T: int, B: int = 1) -> dict[str, int]:
     tokens = B * T
     mlp = 0 if config.attn_only else 2 * MULTIPLY_ADD_FLOPS * tokens * d * d_ff
     return {
-        "query, key, value and output projections": L * 4 * MULTIPLY_ADD_FLOPS * tokens * d * d,
-        "attention scores and value aggregation": L * 2 * MULTIPLY_ADD_FLOPS * B * T * T * d,
-        "MLP sublayers": L * mlp,
-        "unembedding": MULTIPLY_ADD_FLOPS * tokens * d * V,
+        PROJECTIONS: L * 4 * MULTIPLY_ADD_FLOPS * tokens * d * d,
+        ATTENTION: L * 2 * MULTIPLY_ADD_FLOPS * B * T * T * d,
+        MLPS: L * mlp,
+        UNEMBEDDING: MULTIPLY_ADD_FLOPS * tokens * d * V,
     }
 
 

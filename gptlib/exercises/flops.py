@@ -17,6 +17,7 @@ import functools
 
 from .. import cost
 from ..config import COURSE_CONFIG, GPTConfig
+from ..cost import ATTENTION, UNEMBEDDING
 from .result import Wrong, as_float, as_int, call, checker, refuse_typical_mistake
 
 EX8 = "Exercise 8"
@@ -35,9 +36,6 @@ def measured_per_token(config: GPTConfig, T: int) -> int:
     total = cost.measured_flops(config, T, training=True)
     assert total % T == 0, "every counted product is linear in the number of tokens"
     return total // T
-
-
-ATTENTION, UNEMBEDDING = "attention scores and value aggregation", "unembedding"  # rows of cost.forward_costs
 
 
 def _per_token(c: GPTConfig, T: int, part: str) -> int:
