@@ -116,9 +116,14 @@ def measured_score_and_aggregate_flops(config: GPTConfig, T: int, B: int = 1) ->
     return config.L * counter.get_total_flops()
 
 
+def embedding_parameters(config: GPTConfig) -> int:
+    """Entries of the token and positional tables E (V, d) and P (T_max, d): (V + T_max) d."""
+    return (config.V + config.T_max) * config.d
+
+
 def non_embedding_parameters(config: GPTConfig) -> int:
     """N of Rule-of-thumb 6.1: Theorem 5.2's count without the token and positional tables E, P."""
-    return theorem_5_2(config) - (config.V + config.T_max) * config.d
+    return theorem_5_2(config) - embedding_parameters(config)
 
 
 def six_n_rule(config: GPTConfig, tokens: int) -> int:

@@ -81,6 +81,14 @@ def test_course_non_embedding_parameters_from_the_lectures_table():
     )
 
 
+@pytest.mark.parametrize("config", [config for config, _, _ in CONFIGS])
+def test_embedding_and_non_embedding_parameters_split_the_model_s_own_count(config):
+    with torch.device("meta"):  # shapes only
+        params = dict(GPT(config).named_parameters())  # a tied W_U = E^T is E, counted once
+    assert cost.embedding_parameters(config) == params["E"].numel() + params["P"].numel()
+    assert cost.non_embedding_parameters(config) == sum(p.numel() for name, p in params.items() if name not in ("E", "P"))
+
+
 @pytest.mark.parametrize("d, T", [(128, 64), (128, 1024), (512, 128), (64, 2048)])
 def test_six_n_rule_error_follows_the_attention_term(d, T):
     # Measured/rule - 1 from the derivation: weights give 6 (12 L d^2 + dV) per token, attention 12 L T d.

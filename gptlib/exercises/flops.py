@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 
-from .. import cost
+from .. import cost, counting
 from ..config import COURSE_CONFIG, GPTConfig
 from ..cost import ATTENTION, UNEMBEDDING
 from .result import Wrong, as_float, as_int, call, checker, refuse_typical_mistake
@@ -47,10 +47,6 @@ def _truth(c: GPTConfig, T: int) -> int:
     return cost.training_flops(c, T) // T  # per token
 
 
-def _embeddings(c: GPTConfig) -> int:
-    return (c.V + c.T_max) * c.d  # entries of E and P
-
-
 # What a typical mistake answers for FLOPs per token, as a function of (config, T).
 FLOP_MISTAKES = {
     "you left out attention's scores and aggregation, the T^2 terms (12 L T d per token)":
@@ -58,9 +54,9 @@ FLOP_MISTAKES = {
     "that is the 6N rule: it leaves out the T^2 terms, and N's biases and LayerNorm parameters do no matmul work":
         lambda c, T: 6 * cost.non_embedding_parameters(c),
     "that is 6N with the embeddings counted: a lookup in E or P does no multiply-adds, and the T^2 terms are missing":
-        lambda c, T: 6 * (cost.non_embedding_parameters(c) + _embeddings(c)),
+        lambda c, T: 6 * counting.theorem_5_2(c),  # N + E, P: every parameter
     "you counted the embeddings E and P as matmuls: a table lookup does no multiply-adds":
-        lambda c, T: _truth(c, T) + 6 * _embeddings(c),
+        lambda c, T: _truth(c, T) + 6 * cost.embedding_parameters(c),
     "your N includes biases and LayerNorm parameters, which do no matmul work":
         lambda c, T: 6 * cost.non_embedding_parameters(c) + 3 * _per_token(c, T, ATTENTION),
     "that is the forward pass only: the backward pass costs twice the forward (gradients for inputs and for weights)":
