@@ -76,6 +76,15 @@ def half_losses(model: GPT, tokens: torch.Tensor) -> tuple[float, float]:
     return losses[:, : n - 1].mean().item(), losses[:, n - 1 :].mean().item()
 
 
+def previous_token_scores(A: torch.Tensor) -> torch.Tensor:
+    """Previous-token score (H,) of each head: the mean of A^h[t, t-1] over t >= 1 and over any
+    leading (batch) dimensions of the attention patterns A, shape (..., H, T, T)."""
+    if A.dim() < 3 or A.shape[-1] != A.shape[-2] or A.shape[-1] < 2:
+        raise ValueError(f"need attention patterns of shape (..., H, T, T) with T >= 2, got {tuple(A.shape)}")
+    previous = A.diagonal(offset=-1, dim1=-2, dim2=-1)  # (..., H, T-1): A^h[t, t-1] for t = 1..T-1
+    return previous.mean(dim=(*range(previous.dim() - 2), -1))  # (H,)
+
+
 @torch.no_grad()
 def head_scores(model: GPT, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Previous-token and induction scores (L, H) of every head on repeated sequences (B, 2n).
@@ -88,7 +97,7 @@ def head_scores(model: GPT, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.T
     previous, induction = [], []
     for l in range(model.config.L):
         A = cache.A(l)  # (B, H, 2n, 2n)
-        previous.append(A.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2)))  # (H,)
+        previous.append(previous_token_scores(A))  # (H,)
         induction.append(A.diagonal(offset=-(n - 1), dim1=-2, dim2=-1)[..., 1:].mean(dim=(0, 2)))  # t = n..2n-1
     return torch.stack(previous), torch.stack(induction)
 

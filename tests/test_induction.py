@@ -36,6 +36,26 @@ def test_training_rows_are_periodic_with_varying_periods():
     assert min(periods) >= 3 and max(periods) <= 16 and len(set(periods)) > 5
 
 
+def test_previous_token_scores_match_an_explicit_loop():
+    A = torch.rand(2, 3, 4, 6, 6, generator=torch.Generator().manual_seed(3))  # (2, 3, H, T, T), two batch dims
+    for patterns, batch in ((A, [(a, b) for a in range(2) for b in range(3)]), (A[1, 2], [()])):
+        scores = induction.previous_token_scores(patterns)
+        expected = [np.mean([patterns[(*i, h, t, t - 1)].item() for i in batch for t in range(1, 6)]) for h in range(4)]
+        assert scores.shape == (4,) and scores.tolist() == pytest.approx(expected, rel=1e-6)
+
+
+def test_previous_token_scores_of_two_known_heads():
+    T = 8
+    previous = torch.eye(T).roll(1, dims=0)  # row t is e_{t-1} for t >= 1
+    previous[0] = torch.eye(T)[0]
+    uniform = torch.ones(T, T).tril() / torch.arange(1, T + 1)[:, None]  # query t spreads over t + 1 keys
+    scores = induction.previous_token_scores(torch.stack([previous, uniform]))  # (H=2, T, T)
+    assert scores.tolist() == pytest.approx([1.0, sum(1 / (t + 1) for t in range(1, T)) / (T - 1)], rel=1e-6)
+    for shape in ((T, T), (2, T, T + 1), (2, 1, 1)):
+        with pytest.raises(ValueError, match=r"\(\.\.\., H, T, T\) with T >= 2"):
+            induction.previous_token_scores(torch.ones(shape))
+
+
 def test_head_scores_match_an_explicit_loop(model):
     n = 8
     tokens = induction.repeated_random_tokens(4, n, 65, torch.Generator().manual_seed(1))
