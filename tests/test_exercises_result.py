@@ -38,6 +38,23 @@ def test_a_stub_is_not_attempted_and_other_exceptions_are_reported_with_type_and
     assert reported.status == ERROR and "ZeroDivisionError" in reported.message and "division by zero" in reported.message
 
 
+def test_not_attempted_says_which_stub_or_what_placeholder():
+    def stub(x):
+        raise NotImplementedError
+
+    r = _check_double(stub)
+    assert r.message == "stub(...) still raises NotImplementedError: replace the stub's body with your own code."
+
+    @checker("Exercise 0")
+    def check_choice(choice):
+        if choice is None:
+            result.not_attempted("no choice made yet")
+        return "chosen.", []
+
+    r = check_choice(None)
+    assert r.status == NOT_ATTEMPTED and r.message == "no choice made yet"
+
+
 def test_a_non_callable_answer_is_rejected_not_raised():
     r = _check_double(4)
     assert r.status == FAILED and "expected a function" in r.message

@@ -67,14 +67,14 @@ class Wrong(Exception):
 
 
 class _NotAttempted(Exception):
-    def __init__(self, what: str, message: str | None = None):
-        super().__init__(what)
-        self.message = message or f"{what} still raises NotImplementedError: replace the stub's body with your own code."
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
 
 
 def not_attempted(message: str):
     """Raise inside a checker body when the answer is still the scaffold's placeholder (e.g. None)."""
-    raise _NotAttempted("", message)
+    raise _NotAttempted(message)
 
 
 class _LearnerRaised(Exception):
@@ -93,7 +93,7 @@ def call(fn, *args, what: str = "..."):
     try:
         return fn(*args)
     except NotImplementedError:
-        raise _NotAttempted(what) from None
+        raise _NotAttempted(f"{what} still raises NotImplementedError: replace the stub's body with your own code.") from None
     except Exception as error:  # the learner's mistake, reported, never raised
         raise _LearnerRaised(what, error) from None
 
