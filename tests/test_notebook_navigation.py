@@ -62,11 +62,7 @@ def test_contents_link_every_notebook_and_every_exercise():
     contents = next(c.source for c in cells(NOTEBOOKS[0]) if c.source.startswith("## Contents"))
     linked = [target for target, _ in LINK.findall(contents)]
     assert sorted(set(linked)) == [p.name for p in NOTEBOOKS]
-    exercises = {
-        (p.name, jupyterlab_slug(line.lstrip("#").strip()))
-        for p in NOTEBOOKS for c in cells(p) if c.cell_type == "markdown"
-        for line in c.source.splitlines() if line.startswith("#") and "Your turn" in line
-    }
+    exercises = {(p.name, anchor) for p in NOTEBOOKS for anchor in headings(p) if jupyterlab_slug("Your turn") in anchor}
     assert exercises <= set(LINK.findall(contents))
 
 
