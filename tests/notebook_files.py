@@ -1,10 +1,18 @@
-"""The lecture's notebooks (notebooks/NN_*.ipynb, in order) and their cells, for the tests that read them."""
+"""The lecture's notebooks (notebooks/NN_*.ipynb, in order), their cells and output texts, for the tests that read them."""
 
 from pathlib import Path
 
 import nbformat
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def notebook(number: str) -> Path:
+    """The notebook numbered `number` ("00", "01", ...)."""
+    found = [path for path in NOTEBOOKS if path.name.startswith(f"{number}_")]
+    if not found:
+        raise LookupError(f"no notebook notebooks/{number}_*.ipynb")
+    return found[0]
 
 
 def cells(path: Path) -> list:
@@ -15,3 +23,13 @@ def cells(path: Path) -> list:
 def code_cells(path: Path) -> list[tuple[int, object]]:
     """(index among all the notebook's cells, cell) of each code cell."""
     return [(i, cell) for i, cell in enumerate(cells(path)) if cell.cell_type == "code"]
+
+
+def texts(output) -> list[str]:
+    """Every piece of text in one output, tracebacks included (images are skipped)."""
+    if output.output_type == "stream":
+        return [output.text]
+    if output.output_type == "error":
+        return [output.ename, output.evalue, *output.traceback]
+    return [value if isinstance(value, str) else "".join(value)
+            for mime, value in output.get("data", {}).items() if mime.startswith("text/")]

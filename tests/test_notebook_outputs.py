@@ -9,23 +9,13 @@ import re
 
 import pytest
 
-from tests.notebook_files import NOTEBOOKS, code_cells
+from tests.notebook_files import NOTEBOOKS, code_cells, texts
 
 # a POSIX path of two or more parts that starts at the root, or a Windows drive path
 ABSOLUTE_PATH = re.compile(r"(?<![\w.)\]/])/(?:[\w.-]+/)+[\w.-]*|\b[A-Za-z]:\\")
 # a float printed with a decimal point and an exponent of -5 or below: rounding-level digits
 ROUNDING_LEVEL = re.compile(r"\b\d\.\d+e-(?:0[5-9]|[1-9]\d)\b")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def texts(output):
-    """Every piece of text in one output, tracebacks included (images are skipped)."""
-    if output.output_type == "stream":
-        return [output.text]
-    if output.output_type == "error":
-        return [output.ename, output.evalue, *output.traceback]
-    return [value if isinstance(value, str) else "".join(value)
-            for mime, value in output.get("data", {}).items() if mime.startswith("text/")]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
