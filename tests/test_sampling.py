@@ -51,35 +51,39 @@ def state_of(model):
     return {k: v.clone() for k, v in model.state_dict().items()}
 
 
+# each refused with new_tokens = 0 (which used to skip every check) and with new_tokens = 4
+REFUSALS = [
+    (dict(prompt="ROMEO"), "prompt must be a torch.Tensor of integers (see gptlib.encode), got str"),
+    (dict(prompt=[1, 2, 3]), "prompt must be a torch.Tensor of integers (see gptlib.encode), got list"),
+    (dict(prompt=torch.tensor([1.0, 2.0])), "prompt must have an integer dtype, got torch.float32"),
+    (dict(prompt=torch.zeros(1, 3, dtype=torch.long)), "prompt must be 1-D (T,), got shape (1, 3)"),
+    (dict(prompt=torch.zeros(0, dtype=torch.long)), "prompt must hold at least one sequence"),
+    # 70 comes before the last T_max = 8 ids, the only ones the model sees
+    (dict(prompt=torch.tensor([70] + [1] * 20)), "prompt must lie in [0, V) = [0, 65), got 70"),
+    (dict(temperature="0.5"), "temperature must be a finite number > 0, got '0.5'"),
+    (dict(temperature=0.0), "temperature must be a finite number > 0, got 0.0"),
+    (dict(temperature=-1), "temperature must be a finite number > 0, got -1.0"),
+    (dict(temperature=float("nan")), "temperature must be a finite number > 0, got nan"),
+    (dict(temperature=float("inf")), "temperature must be a finite number > 0, got inf"),
+    (dict(generator=5), "generator must be a torch.Generator or None, got int"),
+]
+NEW_TOKENS_REFUSALS = [
+    (dict(new_tokens=2.5), "new_tokens must be an integer >= 0, got 2.5"),
+    (dict(new_tokens=3.0), "new_tokens must be an integer >= 0, got 3.0"),
+    (dict(new_tokens=-1), "new_tokens must be an integer >= 0, got -1"),
+    (dict(new_tokens=True), "new_tokens must be an integer >= 0, got True"),
+]
+
+
 @pytest.mark.parametrize(
-    "kwargs, rule",
-    [
-        (dict(prompt="ROMEO"), "prompt must be a torch.Tensor of integers (see gptlib.encode), got str"),
-        (dict(prompt=[1, 2, 3]), "prompt must be a torch.Tensor of integers (see gptlib.encode), got list"),
-        (dict(prompt=torch.tensor([1.0, 2.0])), "prompt must have an integer dtype, got torch.float32"),
-        (dict(prompt=torch.zeros(1, 3, dtype=torch.long)), "prompt must be 1-D (T,), got shape (1, 3)"),
-        (dict(prompt=torch.zeros(0, dtype=torch.long)), "prompt must hold at least one sequence"),
-        # 70 comes before the last T_max = 8 ids, the only ones the model sees
-        (dict(prompt=torch.tensor([70] + [1] * 20)), "prompt must lie in [0, V) = [0, 65), got 70"),
-        (dict(temperature="0.5"), "temperature must be a finite number > 0, got '0.5'"),
-        (dict(temperature=0.0), "temperature must be a finite number > 0, got 0.0"),
-        (dict(temperature=-1), "temperature must be a finite number > 0, got -1.0"),
-        (dict(temperature=float("nan")), "temperature must be a finite number > 0, got nan"),
-        (dict(temperature=float("inf")), "temperature must be a finite number > 0, got inf"),
-        (dict(new_tokens=2.5), "new_tokens must be an integer >= 0, got 2.5"),
-        (dict(new_tokens=3.0), "new_tokens must be an integer >= 0, got 3.0"),
-        (dict(new_tokens=-1), "new_tokens must be an integer >= 0, got -1"),
-        (dict(new_tokens=True), "new_tokens must be an integer >= 0, got True"),
-        (dict(generator=5), "generator must be a torch.Generator or None, got int"),
-    ],
+    "kwargs, rule", [(kwargs | dict(new_tokens=n), rule) for kwargs, rule in REFUSALS for n in (0, 4)] + NEW_TOKENS_REFUSALS
 )
-@pytest.mark.parametrize("new_tokens", [0, 4])
 @pytest.mark.parametrize("training", [False, True])
-def test_bad_arguments_are_refused_before_any_step(model, kwargs, rule, new_tokens, training):
+def test_bad_arguments_are_refused_before_any_step(model, kwargs, rule, training):
     """Also with new_tokens=0, which used to skip every check; the mode and weights stay as they were."""
     model.train(training)
     before = state_of(model)
-    arguments = dict(prompt=data.encode("To be"), new_tokens=new_tokens, temperature=1.0, generator=None) | kwargs
+    arguments = dict(prompt=data.encode("To be"), temperature=1.0, generator=None) | kwargs
     with pytest.raises(ValueError, match=re.escape(rule)):
         sample(model, **arguments)
     assert model.training == training
