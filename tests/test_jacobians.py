@@ -4,6 +4,7 @@ import pytest
 import torch
 from scratch_gpt import ScratchBlock
 
+from benchmarks.peers import stacked_heads
 from gptlib import encode, jacobians
 
 
@@ -106,8 +107,8 @@ def scratch_copy(block):
         for mine, theirs in ((block.ln_1, scratch.ln_1), (block.ln_2, scratch.ln_2)):
             theirs.weight.copy_(mine.gamma)
             theirs.bias.copy_(mine.beta)
-        W = [w.permute(0, 2, 1).reshape(d, d) for w in (block.attn.W_Q, block.attn.W_K, block.attn.W_V)]
-        scratch.attn.qkv.weight.copy_(torch.cat(W))  # rows h*d_head + e hold column e of W_Q^h
+        W = torch.cat([stacked_heads(w) for w in (block.attn.W_Q, block.attn.W_K, block.attn.W_V)], dim=1)  # (d, 3d)
+        scratch.attn.qkv.weight.copy_(W.T)  # [W_Q | W_K | W_V], heads side by side, as nn.Linear's (out, in) weight
         scratch.attn.proj.weight.copy_(block.attn.W_O.T)
         scratch.attn.proj.bias.copy_(block.attn.b_O)
         for mine, theirs in ((block.mlp.W_1, scratch.mlp[0].weight), (block.mlp.b_1, scratch.mlp[0].bias),
