@@ -1,7 +1,8 @@
 """gptlib against Hugging Face GPT-2, TransformerLens and a fused nanoGPT-style reference, timed in one process.
 
     make bench                                  # installs the bench extra, then runs this
-    .venv/bin/python -m benchmarks.run [--reps 9] [--threads 2] [--clock wall|cpu] [--out benchmarks/results]
+    .venv/bin/python -m benchmarks.run [--reps 15] [--warmup 2] [--threads 2] [--clock wall|cpu]
+                                       [--import-reps 7] [--nbval] [--out benchmarks/results]
 
 1. Correctness first: gptlib's weights are copied into every peer (benchmarks.peers,
    benchmarks.nanogpt) and the logits must agree to 1e-5 for the course config and a second
@@ -31,7 +32,7 @@
 Cases: the course shapes (B = 32, T = 64, T_max = 64), then T in {64, 256, 1024} with
 T_max = 1024 and B * T = 2048 tokens per batch, so the T^2 attention term (Section 6) shows.
 Prints medians and ratios (gptlib's time / the peer's; below 1 means gptlib is faster) and
-writes results.json and results.png under --out.
+writes results.json, table.md (the README's table) and results.png under --out.
 """
 
 from __future__ import annotations
