@@ -41,25 +41,34 @@ def cosine_to_initial(cache: Cache) -> torch.Tensor:
 
 
 def injected_direction_readout(
-    model: GPT, idx: torch.Tensor, direction: torch.Tensor, after_block: int = 0
+    model: GPT, idx: torch.Tensor, directions: torch.Tensor, after_block: int = 0
 ) -> torch.Tensor:
-    """Remark 3.4: write `direction` w (d,) into X^(l0+1), l0 = after_block, at every position,
+    """Remark 3.4: write a direction w (d,) into X^(l0+1), l0 = after_block, at every position,
     run the remaining blocks, and read it back at each later layer by projection:
-    coefficient(l) = mean_t <X'_t^(l) - X_t^(l), w> / ||w||^2 for l = l0+1..L, shape (L - l0,).
-    1 means w arrives intact; the identity path of a pre-norm block carries it unchanged.
+    coefficient(l) = mean_t <X'_t^(l) - X_t^(l), w> / ||w||^2 for l = l0+1..L.
+
+    `directions` is one w (d,) or n of them (n, d), each injected on its own (all n run through
+    the blocks as one batch); the result is (L - l0,) or (n, L - l0). 1 means w arrives intact;
+    the identity path of a pre-norm block carries it unchanged.
     """
     L = model.config.L
     if not 0 <= after_block < L:
         raise ValueError(f"after_block must lie in [0, L) = [0, {L}), got {after_block}")
+    d = model.config.d
+    if directions.dim() not in (1, 2) or directions.shape[-1] != d:
+        raise ValueError(f"directions must be one w (d,) or n of them (n, d), d = {d}; got shape {tuple(directions.shape)}")
+    W = directions.reshape(-1, d)  # (n, d)
     _, cache = run_with_cache(model, idx)
-    X = cache.X(after_block + 1) + direction  # (B, T, d)
+    X = cache.X(after_block + 1)  # (B, T, d)
+    B, T, _ = X.shape
+    X = (X.unsqueeze(0) + W[:, None, None, :]).reshape(-1, T, d)  # (n B, T, d): every w on its own copy
     coefficients = []
     for l in range(after_block + 1, L + 1):
-        change = X - cache.X(l)  # (B, T, d)
-        coefficients.append((change @ direction).mean() / direction.dot(direction))
+        change = X.reshape(-1, B, T, d) - cache.X(l)  # (n, B, T, d)
+        coefficients.append(torch.einsum("nbtd,nd->n", change, W) / (B * T) / (W * W).sum(dim=1))  # (n,)
         if l < L:
             X = model.blocks[l](X)
-    return torch.stack(coefficients)
+    return torch.stack(coefficients, dim=-1).reshape(*directions.shape[:-1], L - after_block)
 
 
 def euler_flow(F, X0: torch.Tensor, t: float, steps: int) -> torch.Tensor:
@@ -101,33 +110,38 @@ class SuperpositionReadout:
     """Remark 3.4's superposition clause, measured for n directions in a stream of width d."""
 
     max_cos: float  # the largest |cos| between two different directions
-    recovered: float  # fraction of trials in which the k largest read-outs are exactly the active features
+    recovered: tuple[float, ...]  # per k asked for: fraction of trials whose k largest read-outs are the active features
     dense_error: float  # relative error of the best linear recovery of n dense values from their sum
 
 
-def superposition_readout(W: torch.Tensor, k: int, trials: int = 200, seed: int = 0) -> SuperpositionReadout:
+def superposition_readout(W: torch.Tensor, ks, trials: int = 200, seed: int = 0) -> SuperpositionReadout:
     """Remark 3.4's superposition clause: n feature directions W (n, d) sharing a stream of width d.
 
-    In each trial k features chosen at random are active with value 1 and written as
-    x = sum of their directions (d,); each feature is read back linearly as <w_i, x>. The dense
-    recovery (least squares) is exact to rounding when the n directions are independent
-    (n <= d), and fails when n > d: d coordinates carry at most d independent values.
+    In each trial a random order of the n features is drawn, and for each k in `ks` the first k
+    are active with value 1, written as x = sum of their directions (d,); each feature is read
+    back linearly as <w_i, x>. Every k sees the same trials. The dense recovery (least squares)
+    is exact to rounding when the n directions are independent (n <= d), and fails when n > d:
+    d coordinates carry at most d independent values.
     """
     n, d = W.shape
-    if not 1 <= k <= n:
-        raise ValueError(f"k must lie in [1, n] = [1, {n}], got {k}")
+    if not isinstance(ks, (list, tuple, range)):
+        raise ValueError(f"ks must be a list, tuple or range of k values, e.g. (1, 4), got {ks!r}")
+    ks = [checks.integer("k", k, at_least=1, at_most=n) for k in ks]
+    trials = checks.integer("trials", trials, at_least=1)
     generator = torch.Generator().manual_seed(seed)
     cos = W @ W.T / torch.outer(W.norm(dim=1), W.norm(dim=1))  # (n, n)
     max_cos = (cos - torch.eye(n, dtype=W.dtype)).abs().max().item() if n > 1 else 0.0
-    hits = 0
+    hits = [0] * len(ks)
     for _ in range(trials):
-        active = torch.randperm(n, generator=generator)[:k]  # (k,)
-        x = W[active].sum(dim=0)  # (d,)
-        read = W @ x  # (n,)
-        hits += set(read.topk(k).indices.tolist()) == set(active.tolist())
+        order = torch.randperm(n, generator=generator)  # (n,)
+        for i, k in enumerate(ks):
+            x = W[order[:k]].sum(dim=0)  # (d,)
+            read = W @ x  # (n,)
+            hits[i] += set(read.topk(k).indices.tolist()) == set(order[:k].tolist())
     values = torch.randn(n, generator=generator, dtype=W.dtype)  # (n,) dense feature values
     recovered = torch.linalg.lstsq(W.T, (values @ W).unsqueeze(1)).solution.squeeze(1)  # (n,)
-    return SuperpositionReadout(max_cos, hits / trials, ((recovered - values).norm() / values.norm()).item())
+    dense_error = ((recovered - values).norm() / values.norm()).item()
+    return SuperpositionReadout(max_cos, tuple(h / trials for h in hits), dense_error)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,19 @@ def test_injected_direction_is_read_back_exactly_at_its_own_layer(sharp_model):
         residual.injected_direction_readout(model, idx, w, after_block=model.config.L)
 
 
+def test_injected_directions_in_one_batch_read_back_as_each_alone(sharp_model):
+    model, _ = sharp_model("pre")
+    idx = torch.stack([encode("To be or"), encode("not to b")])  # (2, T)
+    W = torch.randn(3, model.config.d, dtype=torch.float64)
+    with torch.no_grad():
+        together = residual.injected_direction_readout(model, idx, W, after_block=1)
+        alone = torch.stack([residual.injected_direction_readout(model, idx, w, after_block=1) for w in W])
+    assert together.shape == (3, model.config.L - 1)
+    torch.testing.assert_close(together, alone)
+    with pytest.raises(ValueError, match=r"directions must be one w \(d,\) or n of them \(n, d\)"):
+        residual.injected_direction_readout(model, idx, torch.randn(2 * model.config.d, dtype=torch.float64))
+
+
 def test_block_drop_losses_match_a_model_built_without_that_block(sharp_model):
     model, _ = sharp_model("pre")
     tokens = encode("To be, or not")
@@ -98,13 +111,35 @@ def test_rk4_flow_converges_at_fourth_order():
 def test_superposition_readout_with_orthonormal_and_crowded_directions():
     d = 16
     Q = torch.linalg.qr(torch.randn(d, d, dtype=torch.float64))[0]  # orthonormal columns
-    exact = residual.superposition_readout(Q.T, k=d)  # d orthonormal features: all of them at once
-    assert exact.max_cos < 1e-12 and exact.recovered == 1.0 and exact.dense_error < 1e-12
+    exact = residual.superposition_readout(Q.T, ks=[d])  # d orthonormal features: all of them at once
+    assert exact.max_cos < 1e-12 and exact.recovered == (1.0,) and exact.dense_error < 1e-12
     W = residual.random_directions(8 * d, d)
     cos = [abs(float(W[i] @ W[j])) for i in range(len(W)) for j in range(i)]
-    crowded = residual.superposition_readout(W, k=1)
+    crowded = residual.superposition_readout(W, ks=[1])
     assert crowded.max_cos == pytest.approx(max(cos))
-    assert crowded.recovered == 1.0  # one active feature is always its own best match
+    assert crowded.recovered == (1.0,)  # one active feature is always its own best match
     assert crowded.dense_error > 0.5  # 8d dense values cannot pass through d coordinates
-    duplicated = residual.superposition_readout(torch.cat([Q.T, Q.T[:1]]), k=1)
-    assert duplicated.recovered < 1.0  # two features with one direction cannot be told apart
+    duplicated = residual.superposition_readout(torch.cat([Q.T, Q.T[:1]]), ks=[1])
+    assert duplicated.recovered[0] < 1.0  # two features with one direction cannot be told apart
+
+
+def test_superposition_readout_gives_each_k_the_result_it_has_when_asked_alone():
+    W = residual.random_directions(64, 16)
+    together = residual.superposition_readout(W, ks=(1, 3, 6), trials=50)
+    for k, recovered in zip((1, 3, 6), together.recovered):
+        alone = residual.superposition_readout(W, ks=[k], trials=50)
+        assert alone.recovered == (recovered,)
+        assert alone.max_cos == together.max_cos
+        assert alone.dense_error == pytest.approx(together.dense_error, rel=1e-12)  # the same solve, to rounding
+    assert together.recovered[0] == 1.0 > together.recovered[2]  # crowding shows as k grows
+
+
+@pytest.mark.parametrize("ks, trials, rule", [
+    ([0], 10, r"k must be an integer in \[1, 64\], got 0"),
+    ([65], 10, r"k must be an integer in \[1, 64\], got 65"),
+    (4, 10, r"ks must be a list, tuple or range of k values"),
+    ([1], 0, r"trials must be an integer >= 1, got 0"),
+])
+def test_superposition_readout_refuses_bad_k_and_trials(ks, trials, rule):
+    with pytest.raises(ValueError, match=rule):
+        residual.superposition_readout(residual.random_directions(64, 16), ks, trials=trials)
