@@ -1,5 +1,8 @@
 """The Theorem 5.2 explorer widget and Project aside 5.2's variance data, without a browser."""
 
+import re
+from decimal import Decimal
+
 import pytest
 
 from gptlib import (
@@ -11,6 +14,7 @@ from gptlib import (
     theorem_5_2,
 )
 from gptlib.viz.counting import ParameterCountExplorer, whole_number
+from gptlib.viz.explorer import typed_number
 
 
 def test_explorer_shows_the_course_table_and_closed_form():
@@ -43,7 +47,7 @@ def test_explorer_counts_large_tied_configs_on_meta():
         ("V", "abc", "V: 'abc' is not a number"),
         ("V", "0", "V must be"),
         ("L", "-3", "L must be"),
-        ("L", "100000", "at most 10,000"),
+        ("L", "100000", "L must be an integer <= 10000, got 100000"),
         ("d", "4000000000", "invalid configuration"),  # W_1 would have 6.4e19 entries: more than int64 counts
     ],
 )
@@ -65,6 +69,24 @@ def test_typed_numbers_are_used_exactly_never_rounded_or_clamped():
     set_sizes(explorer, V="2000000")  # beyond any old limit: counted as typed
     assert explorer.config.V == 2_000_000 and explorer.closed_form == theorem_5_2(COURSE_CONFIG.replace(V=2_000_000))
     assert whole_number("V", " 99,999,999 ") == 99_999_999
+
+
+@pytest.mark.parametrize(
+    "typed, reason",
+    [(" abc ", "d: 'abc' is not a number"), ("", "d: '' is not a number"), ("-inf", "d: '-inf' is not a finite number"),
+     ("nan", "d: 'nan' is not a finite number")],
+)
+def test_typed_number_and_whole_number_refuse_in_the_same_words(typed, reason):
+    for parse in (typed_number, whole_number):
+        with pytest.raises(ValueError, match=f"^{re.escape(reason)}$"):
+            parse("d", typed)
+
+
+def test_typed_number_is_exact_and_ignores_only_the_separators_it_is_given():
+    assert typed_number("d", " 0.1 ") == Decimal(1) / 10  # exact: a float would hold the double nearest 0.1
+    assert typed_number("d", "1,024", separators=",") == 1024
+    with pytest.raises(ValueError, match=re.escape("d: '1,5' is not a number")):
+        typed_number("d", "1,5")  # a decimal comma is not read as 15 where "," is no separator
 
 
 def test_explorer_keeps_every_other_field_of_its_config():

@@ -7,17 +7,16 @@
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
-
 import ipywidgets as widgets
 import torch
 from matplotlib.figure import Figure
 
+from .. import checks
 from ..config import COURSE_CONFIG, GPTConfig
 from ..counting import COMPONENTS, component_table, format_table, theorem_5_2
 from ..model import GPT
 from .display import render_png
-from .explorer import Explorer
+from .explorer import Explorer, typed_number
 
 SIZES = ("V", "T_max", "d", "H", "L")
 MAX_L = 10_000  # blocks: a meta-device model is built block by block, and GPT-3 has 96
@@ -30,13 +29,7 @@ def whole_number(name: str, typed: str) -> int:
     scientific notation ("1e3"); refuses fractions ("12.5") and non-numbers, never rounding.
     Whether the number is a valid size (positive, H divides d, ...) is GPTConfig's rule.
     """
-    text = typed.strip().replace(",", "").replace("_", "")
-    try:
-        value = Decimal(text)
-    except InvalidOperation:
-        raise ValueError(f"{name}: {typed.strip()!r} is not a number") from None
-    if not value.is_finite():
-        raise ValueError(f"{name}: {typed.strip()!r} is not a finite number")
+    value = typed_number(name, typed, separators=",_")
     if value != value.to_integral_value():
         raise ValueError(f"{name}: {typed.strip()} is not a whole number")
     return int(value)
@@ -82,8 +75,7 @@ class ParameterCountExplorer(Explorer):
     def update(self, _change=None) -> None:
         try:
             sizes = {name: whole_number(name, box.value) for name, box in self.controls.items()}
-            if sizes["L"] > MAX_L:
-                raise ValueError(f"L = {sizes['L']:,} blocks is more than this explorer builds (at most {MAX_L:,})")
+            checks.integer("L", sizes["L"], at_most=MAX_L)
             config = self.base.replace(**sizes, tie_weights=self.tie.value)
             with torch.device("meta"):
                 model = GPT(config)  # shapes only, no memory

@@ -12,12 +12,15 @@ and behaves the same way:
     notebook, a rendered page or a book shows the figure without a kernel (in a live page
     the widget's own style hides that copy, so the figure is not shown twice);
   - its text repr says in one line what it is and to run the cell.
+What the learner types into an explorer's text box is read by typed_number, and its range
+checked by gptlib.checks, so every box refuses bad text in the same words.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+from decimal import Decimal, InvalidOperation
 
 import ipywidgets as widgets
 
@@ -27,6 +30,26 @@ STYLE = f"""<style>
 .{STALE} {{ opacity: 0.35; filter: grayscale(1); }}
 .jp-OutputArea-child:has(+ .jp-OutputArea-child .gptlib-explorer) {{ display: none; }}
 </style>"""
+
+
+def typed_number(name: str, typed: str, separators: str = "") -> Decimal:
+    """What the learner typed into the box `name`, exactly, or a ValueError saying why it is not a finite number.
+
+    Spaces around the text and every character of `separators` (e.g. ",_" between thousands)
+    are ignored; "1e3" and "-0.35" are read exactly, never rounded. Whether the number is in
+    range is for gptlib.checks to say.
+    """
+    shown = typed.strip()
+    text = shown
+    for mark in separators:
+        text = text.replace(mark, "")
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise ValueError(f"{name}: {shown!r} is not a number") from None
+    if not value.is_finite():
+        raise ValueError(f"{name}: {shown!r} is not a finite number")
+    return value
 
 
 class Explorer(widgets.VBox):

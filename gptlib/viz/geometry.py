@@ -17,7 +17,7 @@ from matplotlib.lines import Line2D
 
 from .. import checks, geometry
 from .display import render_png
-from .explorer import Explorer
+from .explorer import Explorer, typed_number
 
 D = 3
 ONES = torch.ones(D, dtype=torch.float64)
@@ -193,7 +193,8 @@ class LayerNormSphere(Explorer):
     selected is the preset tilt and turn are at, none when they are at no preset).
     Beside each float slider, typed[name] (e.g. typed["u0"]) is a text box showing its value;
     what is typed there moves the slider if it is a finite number in the slider's range, and
-    is otherwise refused with the reason, the slider and picture unchanged (typed_into).
+    is otherwise refused with the reason, the slider and picture unchanged (typed_into). The
+    constructor refuses u, c, gamma, beta outside their sliders' ranges (sphere_scene draws any finite u).
     After each change: .scene (sphere_scene's dict) and .figure (the Figure drawn), both None
     while the input cannot be drawn; .message, .status, .image as in gptlib.viz.explorer.
     The default u = (1.2, 0.8, 0.4) has a small spread (sigma = 0.33), so eps = 0.003 already
@@ -214,9 +215,7 @@ class LayerNormSphere(Explorer):
             """A FloatSlider without its own readout (its JavaScript reverts or clamps typed text
             unseen) and a Text box beside it, in self.typed[css], that shows its value and reads
             what the learner types in Python (see typed)."""
-            if not low <= value <= high:  # a slider would clamp it silently
-                raise ValueError(f"{description} = {value!r} lies outside the slider's range [{low:g}, {high:g}]; "
-                                 "sphere_scene draws any finite u")
+            value = checks.real(description, value, at_least=low, at_most=high)  # a slider would clamp it silently
             control = widgets.FloatSlider(value=value, min=low, max=high, step=step, description=description,
                                           continuous_update=False, readout=False, readout_format=readout_format,
                                           style={"description_width": "5em"},
@@ -275,15 +274,11 @@ class LayerNormSphere(Explorer):
         its range, leaving the slider and the last picture as they were (nothing is clamped)."""
         if self._quiet:  # the box is being set to the slider's value, not typed into
             return
-        name, typed = control.description, text.strip()
+        name = control.description
         try:
-            value = float(typed)
-        except ValueError:
-            return self.refuse(f"{name}: {typed!r} is not a number")
-        if not math.isfinite(value):
-            return self.refuse(f"{name}: {typed!r} is not a finite number")
-        if not control.min <= value <= control.max:
-            return self.refuse(f"{name}: {typed} lies outside [{control.min:g}, {control.max:g}]")
+            value = checks.real(name, float(typed_number(name, text)), at_least=control.min, at_most=control.max)
+        except ValueError as error:
+            return self.refuse(str(error))
         if value == control.value:  # no change event: redraw here, clearing an earlier refusal
             self.update()
         control.value = value
