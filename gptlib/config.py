@@ -28,9 +28,10 @@ class GPTConfig:
     d_head: int = field(init=False)  # d / H, derived
 
     def __post_init__(self) -> None:
+        """Check every field (gptlib.checks) and store it in its plain form (object.__setattr__: the dataclass is frozen)."""
         for name in ("V", "T_max", "d", "H", "L"):
-            self._set(name, checks.integer(name, getattr(self, name), at_least=1))
-        self._set("d_ff", 4 * self.d if self.d_ff is None else checks.integer("d_ff", self.d_ff, at_least=1))
+            object.__setattr__(self, name, checks.integer(name, getattr(self, name), at_least=1))
+        object.__setattr__(self, "d_ff", 4 * self.d if self.d_ff is None else checks.integer("d_ff", self.d_ff, at_least=1))
         if self.d % self.H != 0:
             raise ValueError(f"H must divide d (Section 0): d={self.d} is not a multiple of H={self.H}")
         if not isinstance(self.norm, str) or self.norm not in NORM_PLACEMENTS:
@@ -40,13 +41,9 @@ class GPTConfig:
         if self.attn_only and self.norm == "post":
             raise ValueError("attn_only=True needs norm='pre': an attention-only block is X' = X + MHA(LN_1(X)), "
                              "with no post-norm form")
-        self._set("ln_eps", checks.real("ln_eps", self.ln_eps, at_least=0))
-        self._set("init_std", checks.real("init_std", self.init_std, above=0))
-        self._set("d_head", self.d // self.H)
-
-    def _set(self, name: str, value) -> None:
-        """Store a checked value in its plain form (the dataclass is frozen)."""
-        object.__setattr__(self, name, value)
+        object.__setattr__(self, "ln_eps", checks.real("ln_eps", self.ln_eps, at_least=0))
+        object.__setattr__(self, "init_std", checks.real("init_std", self.init_std, above=0))
+        object.__setattr__(self, "d_head", self.d // self.H)
 
     def replace(self, **changes) -> "GPTConfig":
         """A copy with some fields changed (validated again)."""

@@ -72,21 +72,19 @@ class TrainSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        """Check every field (gptlib.checks) and store it as a plain int or float, fit for a checkpoint."""
+        """Check every field (gptlib.checks) and store it as a plain int or float, fit for a checkpoint
+        (object.__setattr__: the dataclass is frozen)."""
         for name in ("steps", "batch_size", "T", "eval_every"):
-            self._set(name, checks.integer(name, getattr(self, name), at_least=1))
-        self._set("warmup", checks.integer("warmup", self.warmup, at_least=0))
-        self._set("seed", checks.integer("seed", self.seed, at_least=0, at_most=2**64 - 1))  # torch's seed range
+            object.__setattr__(self, name, checks.integer(name, getattr(self, name), at_least=1))
+        object.__setattr__(self, "warmup", checks.integer("warmup", self.warmup, at_least=0))
+        object.__setattr__(self, "seed", checks.integer("seed", self.seed, at_least=0, at_most=2**64 - 1))  # torch's seed range
         if self.batch_size * self.T > MAX_TOKENS_PER_STEP:
             raise ValueError(f"batch_size * T must be <= {MAX_TOKENS_PER_STEP:,} tokens a step, "
                              f"got {self.batch_size} * {self.T}")
-        self._set("lr", checks.real("lr", self.lr, above=0))
-        self._set("min_lr", checks.real("min_lr", self.min_lr, above=0, at_most=self.lr))
-        self._set("weight_decay", checks.real("weight_decay", self.weight_decay, at_least=0))
-        self._set("grad_clip", checks.real("grad_clip", self.grad_clip, above=0))
-
-    def _set(self, name: str, value) -> None:
-        object.__setattr__(self, name, value)  # the dataclass is frozen
+        object.__setattr__(self, "lr", checks.real("lr", self.lr, above=0))
+        object.__setattr__(self, "min_lr", checks.real("min_lr", self.min_lr, above=0, at_most=self.lr))
+        object.__setattr__(self, "weight_decay", checks.real("weight_decay", self.weight_decay, at_least=0))
+        object.__setattr__(self, "grad_clip", checks.real("grad_clip", self.grad_clip, above=0))
 
 
 class Diverged(RuntimeError):
