@@ -1,11 +1,11 @@
 """The rules an input must meet, one function per kind of input, each raising one ValueError
 that names the input and the rule it breaks.
 
-Numbers and token ids (integer, real, boolean, token_ids) come back in a plain form: a Python
-int, float or bool, token ids as an int64 tensor; GPTConfig, TrainSettings, GPT.check_tokens,
-sampling, encode/decode and the analysis modules call them, so every rule is written once.
-Tensors for the analysis modules (check_shape, check_rows, check_batch, check_sequence,
-check_token_sequence) are checked in place.
+Numbers and token ids (integer, real, boolean, token_ids, check_token_sequence) come back in a
+plain form: a Python int, float or bool, token ids as an int64 tensor; GPTConfig, TrainSettings,
+GPT.check_tokens, sampling, encode/decode and the analysis modules call them, so every rule is
+written once. Tensors for the analysis modules (check_shape, check_rows, check_batch,
+check_sequence) are checked in place.
 """
 
 from __future__ import annotations
