@@ -3,12 +3,14 @@
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
+import gptlib
 from gptlib import GPT, GPTConfig, exercises
 from gptlib.exercises import hints, result, solutions
-from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, PASSED, Wrong, as_int, call, checker
+from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, PASSED, Wrong, as_float, as_int, as_numbers, call, checker
 
 
 @checker("Exercise 0")
@@ -25,6 +27,12 @@ def test_each_outcome_becomes_a_result_with_its_status_and_text():
     assert not bad.passed and bad.status == FAILED and bad.message == "not doubled" and bad.details == ("fn(2) != 4",)
 
 
+def test_the_truth_value_of_a_result_is_its_verdict():
+    assert _check_double(lambda x: 2 * x)
+    assert not _check_double(lambda x: x)
+    assert not _check_double(lambda x: 1 / 0)
+
+
 def test_a_stub_is_not_attempted_and_other_exceptions_are_reported_with_type_and_message():
     def stub(x):
         raise NotImplementedError
@@ -36,6 +44,68 @@ def test_a_stub_is_not_attempted_and_other_exceptions_are_reported_with_type_and
     assert "not attempted yet" in repr(_check_double(stub))
     reported = _check_double(broken)
     assert reported.status == ERROR and "ZeroDivisionError" in reported.message and "division by zero" in reported.message
+
+
+def test_a_NotImplementedError_raised_inside_a_library_is_an_error_not_a_stub():
+    def forgot_forward(x):  # torch's Module.forward raises NotImplementedError when a model defines none
+        return torch.nn.Module()(x)
+
+    def calls_a_stub_of_its_own(x):
+        def helper(y):
+            raise NotImplementedError("your code here")
+
+        return helper(x)
+
+    r = _check_double(forgot_forward)
+    assert r.status == ERROR and r.message.startswith("forgot_forward(...) raised NotImplementedError")
+    assert _check_double(calls_a_stub_of_its_own).status == NOT_ATTEMPTED
+
+
+def _vandal(x, config):
+    """A learner function that changes everything it can reach."""
+    x.mul_(0)
+    object.__setattr__(config, "d", 1)
+    torch.set_default_dtype(torch.float64)
+    torch.set_grad_enabled(False)
+    torch.manual_seed(123)
+    return 0
+
+
+@checker("Exercise 0")
+def _check_after_vandal(fn):
+    """Calls fn on a tensor and on gptlib.COURSE_CONFIG itself, then reports what the checker sees."""
+    x = torch.ones(3)
+    call(fn, x, gptlib.COURSE_CONFIG)
+    seen = (torch.equal(x, torch.ones(3)), gptlib.COURSE_CONFIG.d, torch.get_default_dtype(), torch.is_grad_enabled())
+    return "ran.", [repr(seen)]
+
+
+@pytest.mark.parametrize("grad", [True, False])
+def test_learner_code_gets_copies_and_the_global_state_it_changes_is_restored(grad):
+    before = torch.get_rng_state()
+    torch.set_default_dtype(torch.float64)  # a notebook's own settings, which the checker must not depend on
+    try:
+        with torch.set_grad_enabled(grad):
+            r = _check_after_vandal(_vandal)
+            assert (torch.get_default_dtype(), torch.is_grad_enabled()) == (torch.float64, grad)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert r.details == (repr((True, 128, torch.float32, True)),)  # untouched, checked in float32 with grad on
+    assert gptlib.COURSE_CONFIG.d == 128 and torch.equal(torch.get_rng_state(), before)
+
+
+@pytest.mark.parametrize(
+    "value", [(2, 3.5), [2, 3.5], torch.tensor([2, 3.5]), np.array([2, 3.5]), torch.tensor([2.0, 3.5], dtype=torch.float64)]
+)
+def test_a_pair_of_numbers_is_accepted_in_any_ordinary_container(value):
+    first, second = as_numbers(value, ("a", "b"), "a pair")
+    assert as_int(first, "a") == 2 and as_float(second, "b") == 3.5
+
+
+@pytest.mark.parametrize("value", [(1, 2, 3), torch.ones(2, 2), np.ones(3), 5, "ab"])
+def test_a_pair_of_the_wrong_length_or_form_is_refused_naming_what_is_expected(value):
+    with pytest.raises(Wrong, match=r"2 numbers \(a, b\)"):
+        as_numbers(value, ("a", "b"), "a pair")
 
 
 def test_not_attempted_says_which_stub_or_what_placeholder():
@@ -65,7 +135,7 @@ def test_html_repr_escapes_and_colours_by_status():
     assert "<pre" in html and result._COLOURS[FAILED] in html and "not doubled" in html
 
 
-@pytest.mark.parametrize("value, expected", [(3, 3), (3.0, 3)])
+@pytest.mark.parametrize("value, expected", [(3, 3), (3.0, 3), (np.int64(3), 3), (np.array(3.0), 3), (torch.tensor([3]), 3)])
 def test_as_int_accepts_whole_numbers(value, expected):
     assert as_int(value, "x") == expected
 
@@ -141,14 +211,16 @@ def _all_checks(answers, model):
 
 
 def test_stubs_read_not_attempted_references_pass_and_no_checker_moves_the_callers_random_generator(one_thread):
+    """The references are checked under torch.no_grad(): each checker turns on the grad mode it needs."""
     def stub(*args):  # the notebooks' scaffold, for a function and for a model alike
         raise NotImplementedError("your code here")
 
     reference = {name: getattr(solutions, name) for name in dir(solutions)}
     stubs = dict.fromkeys(reference, stub) | {"post_norm_statement": None}
     gpt = GPT(GPTConfig(V=11, T_max=8, d=16, H=2, L=1))
-    for answers, model, status in ((stubs, stub, NOT_ATTEMPTED), (reference, gpt, PASSED)):
+    for answers, model, status, grad in ((stubs, stub, NOT_ATTEMPTED, True), (reference, gpt, PASSED, False)):
         state = torch.get_rng_state()
-        results = _all_checks(answers, model)
+        with torch.set_grad_enabled(grad):
+            results = _all_checks(answers, model)
         assert torch.equal(torch.get_rng_state(), state)
         assert [r for r in results if r.status != status] == []

@@ -2,23 +2,39 @@
 
 A checker is a function decorated with `checker("Exercise N")`. Its body calls the learner's
 code through `call(...)`, returns `(message, details)` when everything agrees, and raises
-`Wrong(message, details)` to reject. The decorator turns each outcome into a `Result`:
+`Wrong(message, details)` to reject. The decorator turns each outcome into a `Result`, whose
+truth value is the verdict (`assert exercises.check_...(...)` fails on a wrong answer):
 
     passed              the body returned
     failed              the body raised Wrong (the message names the mistake it recognised)
-    not attempted yet   the learner's code raised NotImplementedError (the scaffold's stub)
-    error               the learner's code raised anything else, or returned something the
-                        checker could not use: reported with the exception's type and message
+    not attempted yet   the learner's own code raised NotImplementedError (the scaffold's stub)
+    error               the learner's code raised anything else (a NotImplementedError from torch
+                        included), or returned something the checker could not use: reported with
+                        the exception's type and message
+
+What the learner's code can and cannot disturb:
+- The body runs with grad mode on, float32 as the default dtype and the caller's random generator
+  forked, whatever the notebook set before; all of it is as the caller left it afterwards.
+- `call` hands the learner's function copies of its arguments (tensors, modules, configs), so
+  nothing it does to them reaches the checker's references, and it restores the default dtype,
+  grad mode and random generator after each call, so a learner's global change cannot reach the
+  checker's own measurements either.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import functools
 import html
 import numbers
 import operator
+import os
+import sysconfig
+import traceback
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 PASSED, FAILED, NOT_ATTEMPTED, ERROR = "passed", "failed", "not attempted yet", "error"
@@ -40,6 +56,9 @@ class Result:
     @property
     def passed(self) -> bool:
         return self.status == PASSED
+
+    def __bool__(self) -> bool:
+        return self.passed
 
     def lines(self) -> list[str]:
         lines = [f"{_MARKS[self.status]} {self.exercise}: {self.status}. {self.message}"]
@@ -84,30 +103,72 @@ class _LearnerRaised(Exception):
         self.what, self.error = what, error
 
 
+# Where a NotImplementedError is a library's (torch, numpy, the standard library, gptlib), not a stub's.
+_LIBRARIES = tuple(
+    os.path.realpath(path) + os.sep
+    for path in {*(sysconfig.get_paths()[key] for key in ("stdlib", "purelib", "platlib")),
+                 os.path.dirname(os.path.dirname(__file__))}
+)
+
+
+def _raised_by_a_stub(error: NotImplementedError) -> bool:
+    """Whether a `raise` statement in the learner's own code raised it (the scaffold's stub), rather
+    than a library the learner called (torch.func.jacfwd through a fused kernel, say)."""
+    innermost = traceback.extract_tb(error.__traceback__)[-1]
+    if innermost.filename.startswith("<frozen") or os.path.realpath(innermost.filename).startswith(_LIBRARIES):
+        return False
+    return (innermost.line or "raise").lstrip().startswith("raise")  # a C function called from the learner's line: not a stub
+
+
+def learner_copy(value):
+    """What the learner's code receives in place of a checker's argument: a copy it may change freely."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone().requires_grad_(value.requires_grad)
+    return copy.deepcopy(value)
+
+
+@contextlib.contextmanager
+def global_state_kept():
+    """Restore the default dtype, grad mode and torch's random generator on exit, whatever ran inside."""
+    dtype, grad = torch.get_default_dtype(), torch.is_grad_enabled()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            yield
+    finally:
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
+
+
 def call(fn, *args, what: str = "..."):
-    """fn(*args), with NotImplementedError read as 'not attempted' and any other exception
-    reported as the learner's, named by the function's own name and `what` (its arguments)."""
+    """fn(*copies of args), with the stub's NotImplementedError read as 'not attempted' and any other
+    exception reported as the learner's, named by the function's own name and `what` (its arguments).
+    Global state fn changes (default dtype, grad mode, random generator) is restored after it."""
     name = getattr(fn, "__name__", "your model")
     what = f"{'your function' if name == '<lambda>' else name}({what})"
     if not callable(fn):
         raise Wrong(f"expected a function (or model) to call, got {type(fn).__name__} {fn!r:.60}")
+    copies = [learner_copy(arg) for arg in args]
     try:
-        return fn(*args)
-    except NotImplementedError:
-        raise _NotAttempted(f"{what} still raises NotImplementedError: replace the stub's body with your own code.") from None
+        with global_state_kept():
+            return fn(*copies)
+    except NotImplementedError as error:
+        if _raised_by_a_stub(error):
+            raise _NotAttempted(f"{what} still raises NotImplementedError: replace the stub's body with your own code.") from None
+        raise _LearnerRaised(what, error) from None
     except Exception as error:  # the learner's mistake, reported, never raised
         raise _LearnerRaised(what, error) from None
 
 
 def checker(exercise: str):
-    """Decorate a check body (see the module docstring) so that it always returns a Result and
-    leaves torch's global random generator as it found it."""
+    """Decorate a check body (see the module docstring) so that it always returns a Result, runs
+    in a known global state (grad mode on, float32 default) and leaves that state as it found it."""
 
     def decorate(body):
         @functools.wraps(body)
         def run(*args, **kwargs) -> Result:
             try:
-                with torch.random.fork_rng(devices=[]):  # the caller's random draws go on as if unchecked
+                with global_state_kept(), torch.inference_mode(False), torch.enable_grad():
+                    torch.set_default_dtype(torch.float32)
                     message, details = body(*args, **kwargs)
             except Wrong as wrong:
                 return Result(exercise, FAILED, wrong.message, wrong.details)
@@ -126,10 +187,16 @@ def checker(exercise: str):
     return decorate
 
 
+def _scalar(value):
+    """A one-element tensor or numpy array as its Python number; anything else unchanged."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1 or isinstance(value, np.ndarray) and value.size == 1:
+        return value.item()
+    return value
+
+
 def as_int(value, what: str) -> int:
-    """A learner's count as an int: ints, integer tensors/numpy scalars and whole floats are accepted."""
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
-        value = value.item()
+    """A learner's count as an int: ints, whole floats, and one-element tensors or numpy values of them."""
+    value = _scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise Wrong(f"{what} should be a whole number, got {type(value).__name__} {value!r:.60}")
     if isinstance(value, numbers.Integral):
@@ -140,18 +207,29 @@ def as_int(value, what: str) -> int:
 
 
 def as_float(value, what: str) -> float:
-    """A learner's number as a float (Python, numpy or a one-element tensor)."""
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
-        value = value.item()
+    """A learner's number as a float (Python, numpy, or a one-element tensor or array)."""
+    value = _scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise Wrong(f"{what} should be a number, got {type(value).__name__} {value!r:.60}")
     return float(value)
 
 
+def as_numbers(value, names: tuple[str, ...], what: str) -> list:
+    """A learner's fixed-length answer (one number per name) as a list of its items, from a tuple,
+    list, 1-d tensor or 1-d numpy array. Each item is then read with as_int or as_float."""
+    if isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim == 1:
+        value = list(value)
+    if not isinstance(value, (tuple, list)) or len(value) != len(names):
+        raise Wrong(f"expected {what}: {len(names)} numbers ({', '.join(names)}), got {value!r:.60}")
+    return list(value)
+
+
 def as_matrix(value, shape: tuple[int, ...], what: str) -> torch.Tensor:
-    """A learner's tensor, checked for type and shape, as float64 for comparison."""
+    """A learner's tensor (torch or numpy), checked for type and shape, as float64 for comparison."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":
+        value = torch.from_numpy(value)
     if not isinstance(value, torch.Tensor):
-        raise Wrong(f"{what} should be a torch.Tensor of shape {shape}, got {type(value).__name__}")
+        raise Wrong(f"{what} should be a torch.Tensor (or numpy array) of shape {shape}, got {type(value).__name__}")
     if tuple(value.shape) != tuple(shape):
         raise Wrong(f"{what} should have shape {tuple(shape)}, got {tuple(value.shape)}")
     return value.detach().to(torch.float64)
