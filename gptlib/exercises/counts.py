@@ -11,36 +11,45 @@ from __future__ import annotations
 import random
 from itertools import combinations
 
+import numpy as np
+import torch
+
 from ..config import COURSE_CONFIG, GPTConfig
 from ..counting import COMPONENTS, measured_table
 from .result import Wrong, as_int, call, checker, recognise
 
 EX1, EX5 = "Exercise 1 ★", "Exercise 5"
 
-# (learner - numel) that a typical mistake produces, as a function of the configuration c.
-COUNT_MISTAKES = {
-    "your count includes biases on W_Q, W_K, W_V (3d per block): Theorem 5.2 has none": lambda c: 3 * c.L * c.d,
-    "your count includes a bias on W_U (V numbers): Theorem 5.2 has none": lambda c: 0 if c.tie_weights else c.V,
-    "you left out the positional embeddings P (T_max x d)": lambda c: -c.T_max * c.d,
-    "you left out the final LayerNorm LN_f (d gains and d shifts)": lambda c: -2 * c.d,
-    "you left out one d-vector per block: the attention output bias b_O (or the MLP's b_2, same size)": lambda c: -c.L * c.d,
-    "you left out the MLP biases b_1 and b_2 (d_ff + d per block)": lambda c: -c.L * (c.d_ff + c.d),
-    "you left out 4d per block: both block LayerNorms (or b_1, which has 4d entries too)": lambda c: -4 * c.L * c.d,
-    "you counted one LayerNorm per block: each block has two, LN_1 and LN_2": lambda c: -2 * c.L * c.d,
-    "you counted one vector per LayerNorm: each has d gains AND d shifts": lambda c: -(2 * c.L + 1) * c.d,
-    "you left out W_O (d x d per block)": lambda c: -c.L * c.d * c.d,
-    "you counted W_Q, W_K, W_V for one head only (3 d d_head per block): there is one per head": lambda c: -3
-    * c.L
-    * (c.d * c.d - c.d * c.d_head),
-    "you counted one MLP weight matrix: there are two, W_1 (d_ff x d) and W_2 (d x d_ff)": lambda c: -c.L * c.d * c.d_ff,
-    "with tied weights W_U is E^T, no new parameters: your count adds dV for it (E counted twice)": lambda c: (
-        c.d * c.V if c.tie_weights else 0
-    ),
-    "with tied weights E is still there: only the separate W_U disappears, you removed dV twice": lambda c: (
-        -c.d * c.V if c.tie_weights else 0
-    ),
-    "you left out the unembedding W_U (d x V)": lambda c: 0 if c.tie_weights else -c.d * c.V,
-}
+# The typical mistakes: (what it is, the table row it sits in, the difference learner - numel it
+# makes as a function of the configuration c). Rows are indices into counting.COMPONENTS.
+EMBEDDINGS, ATTENTION, MLPS, BLOCK_NORMS, FINAL = range(5)
+COUNT_MISTAKES = (
+    ("your count includes biases on W_Q, W_K, W_V (3d per block): Theorem 5.2 has none", ATTENTION,
+     lambda c: 3 * c.L * c.d),
+    ("your count includes a bias on W_U (V numbers): Theorem 5.2 has none", FINAL, lambda c: 0 if c.tie_weights else c.V),
+    ("you left out the positional embeddings P (T_max x d)", EMBEDDINGS, lambda c: -c.T_max * c.d),
+    ("you left out the final LayerNorm LN_f (d gains and d shifts)", FINAL, lambda c: -2 * c.d),
+    ("you left out one d-vector per block: the attention output bias b_O or the MLP's b_2 (same size, so the"
+     " count cannot tell which)", None, lambda c: -c.L * c.d),
+    ("you left out the MLP biases b_1 and b_2 (d_ff + d per block)", MLPS, lambda c: -c.L * (c.d_ff + c.d)),
+    ("you left out the MLP's b_1 (d_ff per block)", MLPS, lambda c: -c.L * c.d_ff),
+    ("you counted b_1 with d entries: it has d_ff, one per hidden unit", MLPS, lambda c: -c.L * (c.d_ff - c.d)),
+    ("your count assumes d_ff = 4d: use config.d_ff, which need not be 4d (W_1, b_1 and W_2 all have d_ff)", MLPS,
+     lambda c: c.L * (4 * c.d - c.d_ff) * (2 * c.d + 1)),
+    ("you left out both block LayerNorms (4d per block)", BLOCK_NORMS, lambda c: -4 * c.L * c.d),
+    ("you counted one LayerNorm per block: each block has two, LN_1 and LN_2", BLOCK_NORMS, lambda c: -2 * c.L * c.d),
+    ("you counted one vector per LayerNorm: each has d gains AND d shifts", None, lambda c: -(2 * c.L + 1) * c.d),
+    ("you left out W_O (d x d per block)", ATTENTION, lambda c: -c.L * c.d * c.d),
+    ("you counted W_Q, W_K, W_V for one head only (3 d d_head per block): there is one per head", ATTENTION,
+     lambda c: -3 * c.L * (c.d * c.d - c.d * c.d_head)),
+    ("you counted one MLP weight matrix: there are two, W_1 (d_ff x d) and W_2 (d x d_ff)", MLPS,
+     lambda c: -c.L * c.d * c.d_ff),
+    ("with tied weights W_U is E^T, no new parameters: your count adds dV for it (E counted twice)", None,
+     lambda c: c.d * c.V if c.tie_weights else 0),
+    ("with tied weights E is still there: only the separate W_U disappears, you removed dV twice", None,
+     lambda c: -c.d * c.V if c.tie_weights else 0),
+    ("you left out the unembedding W_U (d x V)", FINAL, lambda c: 0 if c.tie_weights else -c.d * c.V),
+)
 
 
 def numel(config: GPTConfig) -> int:
@@ -49,34 +58,47 @@ def numel(config: GPTConfig) -> int:
 
 
 def random_configs(n: int, tied: bool | None, seed: int = 0) -> list[GPTConfig]:
-    """n random configurations with d_ff = 4d; tied: all tied, none tied, or (None) alternating."""
+    """n random configurations; tied: all tied, none tied, or (None) alternating. Every field the
+    count depends on varies, d_ff included: two in three have a d_ff other than 4d (some below d),
+    so a formula with d_ff = 4d built in fails."""
     rng = random.Random(seed)
     configs = []
     for i in range(n):
         H = rng.choice((1, 2, 3, 4, 6, 8))
+        d = H * rng.randint(1, 24)
+        d_ff = None if i % 3 == 0 else rng.choice([k for k in range(1, 6 * d + 2) if k != 4 * d])
         tie = (i % 2 == 1) if tied is None else tied
         configs.append(
-            GPTConfig(
-                V=rng.randint(2, 600), T_max=rng.randint(1, 300), d=H * rng.randint(1, 24), H=H, L=rng.randint(1, 4),
-                tie_weights=tie,
-            )
+            GPTConfig(V=rng.randint(2, 600), T_max=rng.randint(1, 300), d=d, H=H, L=rng.randint(1, 4), d_ff=d_ff,
+                      tie_weights=tie)
         )
     return configs
 
 
-def explain(deltas: dict[GPTConfig, int], mistakes: dict = COUNT_MISTAKES) -> list[str]:
-    """The mistake (or pair of mistakes) whose predicted differences equal `deltas` on every config."""
+def explain(deltas: dict[GPTConfig, int], row: int | None = None) -> str | None:
+    """What the differences (learner - truth) on these configs are, as typical mistakes: one mistake
+    that makes exactly them on every config, else a pair; several candidates are all named, as
+    candidates. row: only the mistakes of that table row. None if nothing explains them."""
+    mistakes = {name: delta for name, where, delta in COUNT_MISTAKES if row is None or where in (row, None)}
     single = recognise(deltas, mistakes)
+    if len(single) == 1:
+        return single[0]
     if single:
-        return single[:1]
+        return "the difference is what each of these would make (the configurations tried cannot tell which): " + (
+            "; or ".join(single))
     pairs = {(a, b): lambda c, da=da, db=db: da(c) + db(c) for (a, da), (b, db) in combinations(mistakes.items(), 2)}
-    pair = recognise(deltas, pairs)
-    return list(pair[0]) if pair else []
+    found = recognise(deltas, pairs)
+    if len(found) == 1:
+        return "the difference is exactly what two slips together make: " + " and ".join(found[0])
+    if found:
+        return "the difference is what any of these pairs of slips would make: " + "; or ".join(
+            f"({a} and {b})" for a, b in found[:3])
+    return None
 
 
 def _describe(c: GPTConfig) -> str:
     tied = ", tied" if c.tie_weights else ""
-    return f"(V, T_max, d, H, L) = ({c.V}, {c.T_max}, {c.d}, {c.H}, {c.L}){tied}"
+    return f"(V, T_max, d, H, L, d_ff) = ({c.V}, {c.T_max}, {c.d}, {c.H}, {c.L}, {c.d_ff}){tied}"
 
 
 def _compare_counts(count, configs: list[GPTConfig], name: str) -> tuple[str, list[str]]:
@@ -84,26 +106,27 @@ def _compare_counts(count, configs: list[GPTConfig], name: str) -> tuple[str, li
     if not callable(count):  # a plain number: the course configuration only
         got, truth = as_int(count, "your count"), numel(configs[0])
         if got != truth:
-            names = explain({configs[0]: got - truth})
-            raise Wrong(f"{got:,} is not the number of parameters ({'; '.join(names) or 'recount row by row'}).")
+            named = explain({configs[0]: got - truth}) or "recount row by row"
+            raise Wrong(f"{got:,} is not the number of parameters (off by {got - truth:+,}: {named}).")
         return f"{got:,} is right for the course configuration (a number; pass a function to check it for any config).", []
     answers = {c: as_int(call(count, c, what="config"), f"{name}({_describe(c)})") for c in configs}
     truths = {c: numel(c) for c in configs}
     wrong = [c for c in configs if answers[c] != truths[c]]
     if not wrong:
         tied = sum(c.tie_weights for c in configs[1:])
+        other_d_ff = sum(c.d_ff != 4 * c.d for c in configs)
         return (
             f"equal to numel() of the real model on all {len(configs)} configurations.",
-            [f"course configuration {answers[configs[0]]:,}; {len(configs) - 1} random ones ({tied} tied)"],
+            [f"course configuration {answers[configs[0]]:,}; {len(configs) - 1} random ones ({tied} tied,"
+             f" {other_d_ff} with d_ff != 4d)"],
         )
     if len(set(answers.values())) == 1:
         raise Wrong(f"your function returns {answers[configs[0]]:,} whatever the config: compute it from config.V, config.d, ...")
-    first = wrong[0]
-    gap = answers[first] - truths[first]
-    details = [f"for {_describe(first)}: yours {answers[first]:,}, numel() {truths[first]:,} (off by {gap:+,})"]
-    names = explain({c: answers[c] - truths[c] for c in configs})
-    if names:
-        raise Wrong(" and ".join(names) + ".", details)
+    details = [f"for {_describe(c)}: yours {answers[c]:,}, numel() {truths[c]:,} (off by {answers[c] - truths[c]:+,})"
+               for c in wrong[:3]]
+    named = explain({c: answers[c] - truths[c] for c in configs})
+    if named:
+        raise Wrong(named + ".", details)
     right = len(configs) - len(wrong)
     raise Wrong(f"wrong on {len(wrong)} of {len(configs)} configurations ({right} right); recount row by row.", details)
 
@@ -111,30 +134,39 @@ def _compare_counts(count, configs: list[GPTConfig], name: str) -> tuple[str, li
 @checker(EX1)
 def check_parameter_count(count) -> tuple[str, list[str]]:
     """Exercise 1: count(config) -> int, the number of trainable parameters, with W_U = E^T
-    when config.tie_weights. Compared with numel() on the course config and 11 random ones."""
+    when config.tie_weights. Compared with numel() on the course config and 11 random ones
+    (which vary V, T_max, d, H, L, d_ff and tying)."""
     return _compare_counts(count, [COURSE_CONFIG] + random_configs(11, tied=None), "count")
+
+
+def _five_rows(answer, names: list[str]) -> list[int]:
+    """A learner's table as five ints: a list, tuple, dict by row name, numpy array or tensor."""
+    if isinstance(answer, dict):
+        answer = [answer.get(name) for name in names]
+    if isinstance(answer, (torch.Tensor, np.ndarray)) and answer.ndim == 1:
+        answer = answer.tolist()
+    if not isinstance(answer, (list, tuple)) or len(answer) != 5:
+        raise Wrong(f"expected the five rows {names} in that order, got {answer!r:.80}")
+    return [as_int(value, f"the row {name!r}") for value, name in zip(answer, names)]
 
 
 @checker(EX1)
 def check_parameter_table(rows) -> tuple[str, list[str]]:
     """Exercise 1: the lecture's five rows, either rows(config) -> 5 numbers or 5 numbers for the
     course configuration, in the lecture's order (embeddings, attention, MLPs, block LayerNorms,
-    final LayerNorm and unembedding)."""
+    final LayerNorm and unembedding), as a list, tuple, dict, numpy array or tensor."""
     names = [component for component, _ in COMPONENTS]
     configs = [COURSE_CONFIG] + (random_configs(6, tied=False) if callable(rows) else [])
-    for c in configs:
-        answer = call(rows, c, what="config") if callable(rows) else rows
-        if isinstance(answer, dict):
-            answer = [answer.get(name) for name in names]
-        if not isinstance(answer, (list, tuple)) or len(answer) != 5:
-            raise Wrong(f"expected the five rows {names} in that order, got {answer!r:.80}")
-        got = [as_int(value, f"the row {name!r}") for value, name in zip(answer, names)]
-        truth = measured_table(c)[:-1]  # the five rows, without the total
-        for name, g, t in zip(names, got, truth):
-            if g != t:
-                mistake = explain({c: g - t})
-                hint = f": {mistake[0]}" if mistake else ""
-                raise Wrong(f"the row {name!r} is off by {g - t:+,}{hint}.", [f"for {_describe(c)}: yours {g:,}, measured {t:,}"])
+    got = {c: _five_rows(call(rows, c, what="config") if callable(rows) else rows, names) for c in configs}
+    for i, name in enumerate(names):
+        deltas = {c: got[c][i] - measured_table(c)[i] for c in configs}
+        wrong = [c for c in configs if deltas[c]]
+        if wrong:
+            c = wrong[0]
+            named = explain(deltas, row=i)
+            hint = f": {named}" if named else ""
+            details = [f"for {_describe(c)}: yours {got[c][i]:,}, measured {measured_table(c)[i]:,}"]
+            raise Wrong(f"the row {name!r} is off by {deltas[c]:+,}{hint}.", details)
     where = f"the course configuration and {len(configs) - 1} random ones" if callable(rows) else "the course configuration"
     return f"all five rows equal the measured table on {where}.", []
 
@@ -142,7 +174,8 @@ def check_parameter_table(rows) -> tuple[str, list[str]]:
 @checker(EX5)
 def check_tied_count(count) -> tuple[str, list[str]]:
     """Exercise 5: count(config) -> int, the number of parameters when W_U = E^T. Every config it
-    receives has tie_weights=True. Compared with numel() of tied models (course config, 7 random);
+    receives has tie_weights=True. Compared with numel() of tied models (course config, 7 random
+    ones varying every field, d_ff included);
     a plain number is checked against the course configuration."""
     configs = [COURSE_CONFIG.replace(tie_weights=True)] + random_configs(7, tied=True, seed=1)
     return _compare_counts(count, configs, getattr(count, "__name__", "count"))
