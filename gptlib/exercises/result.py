@@ -27,6 +27,7 @@ import contextlib
 import copy
 import functools
 import html
+import itertools
 import numbers
 import operator
 import os
@@ -233,6 +234,43 @@ def as_matrix(value, shape: tuple[int, ...], what: str) -> torch.Tensor:
     if tuple(value.shape) != tuple(shape):
         raise Wrong(f"{what} should have shape {tuple(shape)}, got {tuple(value.shape)}")
     return value.detach().to(torch.float64)
+
+
+def close(got, expected, rtol: float = 0.0, atol: float = 0.0) -> bool:
+    """Whether a learner's answer equals `expected` within atol + rtol |expected|, entry by entry
+    (exactly, with the default tolerances): numbers, tensors of the same shape (compared in
+    float64, whatever their dtype), and tuples or lists of them. The one tolerance rule of the checkers."""
+    if isinstance(got, (tuple, list)) or isinstance(expected, (tuple, list)):
+        return (isinstance(got, (tuple, list)) and isinstance(expected, (tuple, list)) and len(got) == len(expected)
+                and all(close(g, e, rtol, atol) for g, e in zip(got, expected)))
+    if isinstance(got, torch.Tensor) or isinstance(expected, torch.Tensor):
+        got, expected = (torch.as_tensor(x).detach().to(torch.float64) for x in (got, expected))
+        return got.shape == expected.shape and torch.allclose(got, expected, rtol=rtol, atol=atol)
+    return abs(got - expected) <= atol + rtol * abs(expected)
+
+
+def name_mistake(answers: dict, mistakes: dict, same=close, pairs: bool = False) -> str | None:
+    """Name the typical mistake behind a wrong answer, from what it does, or None when none explains it.
+
+    answers: {point: the learner's answer there}, a point being what the learner's function was
+    called with (one argument, or a tuple of several). mistakes: {name: a function of the same
+    argument(s) giving the answer that mistake produces}. same(answer, predicted) is the tolerance.
+    A mistake is named only if it explains the answer at EVERY point; with pairs=True (answers
+    that add up, such as counts) also a sum of two mistakes, named "A and B". When several explain
+    it equally, all are listed as candidates: the checker cannot tell them apart, and says so.
+    """
+    calls = [(point if isinstance(point, tuple) else (point,), answer) for point, answer in answers.items()]
+
+    def explains(mistake) -> bool:
+        return all(same(answer, mistake(*args)) for args, answer in calls)
+
+    names = [name for name, mistake in mistakes.items() if explains(mistake)]
+    if not names and pairs:
+        names = [f"{a} and {b}" for (a, da), (b, db) in itertools.combinations(mistakes.items(), 2)
+                 if explains(lambda *args, da=da, db=db: da(*args) + db(*args))]
+    if len(names) > 1:
+        return f"your answer fits {len(names)} typical mistakes equally on every point tried: " + "; or ".join(names)
+    return names[0] if names else None
 
 
 def matching(got, variants: dict[str, object], same) -> list[str]:
