@@ -23,8 +23,8 @@ PLACEMENTS = [
     ("05", "Exercise 5", "exercises.check_tied_count(tied_count)", "## 3 · Exercise 5"),
     ("06", "Exercise 2 ★", "exercises.check_dependency_map(dependency_map)", "## Proof sketch"),
     ("06", "Exercise 2 ★", "exercises.check_own_model(MyGPT()", "## Proof sketch"),
-    ("07", "Exercise 8", "exercises.check_training_flops(flops_per_token)", "## When attention's $T^2$ work takes over"),
-    ("07", "Exercise 8", "exercises.check_attention_takeover(takeover_T)", "## When attention's $T^2$ work takes over"),
+    ("07", "Exercise 8", "exercises.check_training_flops(flops_per_token)", "## The table of leading costs"),
+    ("07", "Exercise 8", "exercises.check_attention_takeover(takeover_T)", "## The table of leading costs"),
 ]
 
 

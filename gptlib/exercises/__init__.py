@@ -15,10 +15,12 @@ reference solution (gptlib/exercises/solutions.py).
     Exercise 6    check_head_circuits(fn), check_rank_bounds(fn)                heads.py
     Exercise 7    check_post_norm_jacobian(fn), check_post_norm_statement(x)    jacobian.py
     Exercise 8    check_training_flops(fn), check_attention_takeover(fn)        flops.py
+    questions     check_concept(id, answer), concept_answer(id)                 concepts.py
     your own GPT  check_own_model(model, V=..., T_max=..., d=..., L=...)        own_model.py
 """
 
 from .causal import check_causality, check_dependency_map
+from .concepts import check_concept, concept_answer
 from .counts import check_parameter_count, check_parameter_table, check_tied_count
 from .flops import check_attention_takeover, check_training_flops
 from .heads import check_factor_pair_dimension, check_head_circuits, check_rank_bounds
@@ -32,6 +34,7 @@ __all__ = [
     "Result",
     "check_attention_takeover",
     "check_causality",
+    "check_concept",
     "check_dependency_map",
     "check_factor_pair_dimension",
     "check_head_circuits",
@@ -45,6 +48,7 @@ __all__ = [
     "check_tied_count",
     "check_training_flops",
     "check_weight_decay",
+    "concept_answer",
     "hint",
     "show_solution",
     "statements",

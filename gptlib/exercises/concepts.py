@@ -1,0 +1,124 @@
+"""Concept questions: short checks a learner answers before moving on, with the answer kept out of sight.
+
+A question is asked in its notebook's Markdown (its id, "7.1", is the notebook's number and its
+place there); the learner answers in the code cell below it:
+
+    exercises.check_concept("7.1", None)   # not attempted yet: the committed state
+    exercises.check_concept("7.1", "b")    # passed, with the reason; or failed, with what that choice misses
+
+A choice question takes one letter; a number question takes a whole number (a typical wrong
+number earns the mistake that produces it). `concept_answer(id)` reveals the answer and why.
+Numbers that a gptlib function computes are computed by it here, never typed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .. import cost
+from ..config import GPTConfig
+from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, as_int
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A multiple-choice question: the right letter, why it is right, and why each other letter is not."""
+
+    answer: str
+    why: str
+    wrong: dict[str, str]
+
+    def letters(self) -> list[str]:
+        return sorted([self.answer, *self.wrong])
+
+
+@dataclass(frozen=True)
+class Number:
+    """A question answered by a whole number: `answer()` computes it; `mistakes` maps a typical
+    wrong number's computation to the mistake that produces it."""
+
+    answer: Callable[[], int]
+    why: str
+    mistakes: dict[str, Callable[[], int]] = field(default_factory=dict)
+
+
+def _width(d: int) -> GPTConfig:
+    return GPTConfig(V=65, T_max=64, d=d, H=4, L=4)
+
+
+QUESTIONS: dict[str, Choice | Number] = {
+    "7.1": Choice(
+        "b",
+        "per token the projections and the MLP cost the same at every T, while each token's query meets T keys "
+        "and T values: attention's 4 L T d per token doubles with T.",
+        {
+            "a": "the projections and the MLP multiply each token by the same weights whatever T is: "
+            "their cost per token does not move",
+            "c": "only attention's part depends on T, and only linearly per token (quadratically per sequence)",
+        },
+    ),
+    "7.2": Choice(
+        "c",
+        "for every forward product Y = X W the backward pass forms dL/dX = dL/dY W^T and dL/dW = X^T dL/dY, "
+        "two products of the same size: 4 FLOPs per weight per token against the forward pass's 2.",
+        {
+            "a": "nothing is recomputed in an ordinary backward pass: the forward activations are stored",
+            "b": "the elementwise work (softmax, GELU) is not counted at all: it is O(T d), not a matrix product",
+        },
+    ),
+    "7.3": Number(
+        lambda: cost.crossover_T(_width(1024)),
+        "per block 4 T^2 d = 8 T d^2 + 4 T d d_ff gives T = 2d + d_ff = 6d.",
+        {
+            "you compared attention's T^2 work with the projections only (T = 2d): add the MLP": lambda: 2 * 1024,
+            "you compared attention's T^2 work with the MLP only (T = d_ff): add the projections": lambda: 4 * 1024,
+            "that is the course width's crossover (d = 128): this question asks about d = 1024": (
+                lambda: cost.crossover_T(_width(128))
+            ),
+        },
+    ),
+}
+
+
+def _question(question: str) -> Choice | Number:
+    if question not in QUESTIONS:
+        raise ValueError(f"no concept question {question!r}: they are {', '.join(QUESTIONS)}")
+    return QUESTIONS[question]
+
+
+def _judge(spec: Choice | Number, answer) -> tuple[str, str]:
+    """(status, message) of an answer that is not None."""
+    if isinstance(spec, Choice):
+        if not isinstance(answer, str) or answer.strip().lower() not in spec.letters():
+            raise Wrong(f"answer with one letter of {spec.letters()}, got {answer!r:.40}")
+        letter = answer.strip().lower()
+        if letter == spec.answer:
+            return PASSED, f"({letter}): {spec.why}"
+        return FAILED, f"({letter}) is not it: {spec.wrong[letter]}. Try another letter."
+    number = as_int(answer, "your answer")
+    if number == spec.answer():
+        return PASSED, f"{number:,}: {spec.why}"
+    named = [mistake for mistake, wrong in spec.mistakes.items() if wrong() == number]
+    return FAILED, (named[0] if named else f"{number:,} is not it") + ". Try again."
+
+
+def check_concept(question: str, answer) -> Result:
+    """Your answer to concept question `question` ("7.1"): a letter, or a whole number; None = not yet."""
+    spec = _question(question)
+    label = f"Question {question}"
+    if answer is None:
+        kind = "a letter" if isinstance(spec, Choice) else "a whole number"
+        return Result(label, NOT_ATTEMPTED, f"replace None with your answer ({kind}).")
+    try:
+        status, message = _judge(spec, answer)
+    except Wrong as wrong:
+        return Result(label, FAILED, wrong.message)
+    return Result(label, status, message)
+
+
+def concept_answer(question: str) -> str:
+    """The answer to concept question `question` and the reason, for when you are stuck."""
+    spec = _question(question)
+    answer = f"({spec.answer})" if isinstance(spec, Choice) else f"{spec.answer():,}"
+    return f"Question {question}: {answer}. {spec.why}"
