@@ -1,7 +1,9 @@
 """Exercise 4: LayerNorm as projection + radial rescaling, and weight decay before a LayerNorm."""
 
+import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from gptlib.exercises import check_layer_norm, check_weight_decay, solutions
 from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
@@ -29,7 +31,7 @@ def test_typical_rescaling_mistakes_are_named(rescale, message):
     "project, message",
     [
         (lambda u: u, "RMSNorm"),
-        (lambda u: u - u.mean(dim=0, keepdim=True), "wrong dimension"),
+        (lambda u: u - u.mean(dim=0, keepdim=True), "another dimension"),
         (lambda u: u - u.mean(), "whole tensor"),
         (lambda u: torch.nn.functional.layer_norm(u, u.shape[-1:], eps=0.0), "also rescales"),
     ],
@@ -76,3 +78,81 @@ def test_weight_decay_answer_shape():
 
 def test_moves_computed_in_float32_are_accepted():
     assert check_layer_norm(lambda u: solutions.project(u.float()), lambda v, eps: solutions.rescale(v.float(), eps)).passed
+
+
+def _project_by_einsum(u):
+    d = u.shape[-1]
+    P = torch.eye(d, dtype=u.dtype) - torch.full((d, d), 1 / d, dtype=u.dtype)  # the centering matrix
+    return torch.einsum("...i,ij->...j", u, P)
+
+
+def _project_in_place(u):
+    u -= u.mean(dim=-1, keepdim=True)  # changes the tensor it was given
+    return u
+
+
+@pytest.mark.parametrize(
+    "project, rescale",
+    [
+        (_project_by_einsum, lambda v, eps: F.rms_norm(v, v.shape[-1:], eps=eps)),
+        (lambda u: u.numpy() - u.numpy().mean(axis=-1, keepdims=True), lambda v, eps: F.layer_norm(v, v.shape[-1:], eps=eps)),
+        (_project_in_place, lambda v, eps: (v.float() * torch.rsqrt(v.float().square().mean(-1, keepdim=True) + eps)).numpy()),
+    ],
+)
+def test_layer_norm_steps_in_other_styles_pass(project, rescale):
+    assert check_layer_norm(project, rescale)
+
+
+@pytest.mark.parametrize(
+    "project, rescale, message",
+    [
+        (lambda u: u.mean(dim=-1, keepdim=True).expand_as(u), solutions.rescale, "onto the all-ones line"),
+        (lambda u: (u - u.mean(-1, keepdim=True)) / u.std(-1, keepdim=True), solutions.rescale, "also rescales each row"),
+        (solutions.project, lambda v, eps: v * torch.sqrt(v.pow(2).mean(-1, keepdim=True) + eps), "multiplied by"),
+        (solutions.project, lambda v, eps: v / torch.sqrt(v.pow(2).mean() + eps), "over the whole tensor"),
+    ],
+)
+def test_more_layer_norm_mistakes_are_named(project, rescale, message):
+    r = check_layer_norm(project, rescale)
+    assert not r and message in r.message
+
+
+def _decay_measured_in_float32(c):
+    """The two factors measured as a learner might: autograd on LN(W x) at W and at c W, in float32."""
+    torch.manual_seed(0)
+    W, X, readout = torch.randn(8, 6), torch.randn(10, 6), torch.randn(10, 8)
+
+    def grad_norm(scale):
+        Wc = (scale * W).requires_grad_()
+        (F.layer_norm(X @ Wc.T, (8,)) * readout).sum().backward()
+        return Wc.grad.norm()
+
+    gradient = grad_norm(c) / grad_norm(1.0)
+    return torch.stack([gradient, gradient / c])  # one tensor of two
+
+
+@pytest.mark.parametrize(
+    "predict",
+    [
+        lambda c: torch.tensor([1 / c, c**-2.0]),
+        lambda c: np.array([1 / c, 1 / c**2]),
+        lambda c: [c**-1, c**-2],
+        _decay_measured_in_float32,
+    ],
+)
+def test_weight_decay_answers_in_other_containers_and_styles_pass(predict):
+    assert check_weight_decay(predict)
+
+
+@pytest.mark.parametrize(
+    "predict, message", [(lambda c: (1, 1), "only the output stays the same"), (lambda c: np.array([c, c * c]), "inverted c")]
+)
+def test_more_weight_decay_mistakes_are_named(predict, message):
+    r = check_weight_decay(predict)
+    assert not r and message in r.message
+
+
+def test_weight_decay_reference_passes_under_no_grad():
+    with torch.no_grad():
+        assert check_weight_decay(solutions.weight_decay_prediction)
+        assert not torch.is_grad_enabled()

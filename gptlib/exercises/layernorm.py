@@ -16,11 +16,12 @@ import torch
 import torch.nn.functional as F
 
 from .. import geometry
-from .result import Wrong, as_float, as_matrix, call, checker, matching, refuse_typical_mistake
+from .result import Wrong, as_float, as_matrix, as_numbers, call, checker, close, name_mistake
 
 EX4 = "Exercise 4"
 EPSILONS = (0.5, 1e-5, 0.0)  # 0.5 first: where eps sits is plain to see
 ATOL = 1e-6  # outputs are O(1); loose enough for an answer computed in float32
+DECAY_RTOL = 1e-4  # loose enough for factors measured with autograd in float32; the mistakes differ by factors of c
 
 
 def _inputs() -> list[torch.Tensor]:
@@ -30,68 +31,96 @@ def _inputs() -> list[torch.Tensor]:
     return [3 * torch.randn(shape, generator=generator, dtype=torch.float64) + 2 for shape in shapes]
 
 
-def project_variants(u: torch.Tensor) -> dict[str, torch.Tensor]:
-    return {
-        "your projection leaves u unchanged: without centering the normalization is RMSNorm (Aside 4.4)": u,
-        "you centered over the wrong dimension (the batch, as BatchNorm does): LayerNorm centers each row over its d features": (
-            u - u.mean(dim=0, keepdim=True)
-        ),
-        "you subtracted the mean of the whole tensor: each row (position) is centered on its own": u - u.mean(),
-        "your projection also rescales: step 1 only subtracts the mean, step 2 rescales": geometry.layer_norm(u),
-        "you subtracted the mean times d (the sum): u - mean(u) 1 subtracts the mean once": u - u.sum(-1, keepdim=True),
-    }
-
+# Typical wrong projections, each a function of u (..., d).
+PROJECT_MISTAKES = {
+    "your projection leaves u unchanged: without centering the normalization is RMSNorm (Aside 4.4)": lambda u: u,
+    "you centered over another dimension (the batch, as BatchNorm does, or the positions): "
+    "LayerNorm centers each row over its d features": lambda u: u - u.mean(dim=0, keepdim=True),
+    "you subtracted the mean of the whole tensor: each row (position) is centered on its own": lambda u: u - u.mean(),
+    "you returned the projection onto the all-ones line (mean(u) 1): 1-perp is what is left, u - mean(u) 1":
+        lambda u: u.mean(dim=-1, keepdim=True).expand_as(u),
+    "you subtracted the mean times d (the sum): u - mean(u) 1 subtracts the mean once": lambda u: u - u.sum(-1, keepdim=True),
+}
 
 UNIT_SPHERE = "your rows land on the unit sphere: LayerNorm's sphere has radius sqrt(d) (divide by the RMS, not the norm)"
 
 
-def rescale_variants(v: torch.Tensor, eps: float) -> dict[str, torch.Tensor]:
-    d = v.shape[-1]
-    mean_square = v.pow(2).mean(-1, keepdim=True)
-    unbiased = v.pow(2).sum(-1, keepdim=True) / (d - 1)
-    return {
-        "you used the unbiased variance (dividing by d - 1, torch.var's default): sigma^2 of Section 4 divides by d": v
-        / torch.sqrt(unbiased + eps),
-        "your eps sits outside the square root: Definition 4.1 divides by sqrt(sigma^2 + eps)": v / (mean_square.sqrt() + eps),
-        "the unbiased variance AND eps outside the square root (v / (v.std() + eps)): sigma^2 divides by d, eps goes inside": v
-        / (unbiased.sqrt() + eps),
-        UNIT_SPHERE: v / torch.sqrt(v.pow(2).sum(-1, keepdim=True) + eps),
-        "you divided by the variance instead of its square root": v / (mean_square + eps),
-        "your eps is ignored": v / mean_square.sqrt(),
-    }
+def _mean_square(v: torch.Tensor) -> torch.Tensor:
+    return v.pow(2).mean(-1, keepdim=True)  # (..., 1): sigma^2 of a centred row
 
 
-def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return torch.allclose(a, b, rtol=0, atol=ATOL)
+def _unbiased(v: torch.Tensor) -> torch.Tensor:
+    return v.pow(2).sum(-1, keepdim=True) / (v.shape[-1] - 1)  # (..., 1)
+
+
+# Typical wrong rescalings, each a function of (v, eps).
+RESCALE_MISTAKES = {
+    "you used the unbiased variance (dividing by d - 1, torch.var's default): sigma^2 of Section 4 divides by d":
+        lambda v, eps: v / torch.sqrt(_unbiased(v) + eps),
+    "your eps sits outside the square root: Definition 4.1 divides by sqrt(sigma^2 + eps)":
+        lambda v, eps: v / (_mean_square(v).sqrt() + eps),
+    "the unbiased variance AND eps outside the square root (v / (v.std() + eps)): sigma^2 divides by d, eps goes inside":
+        lambda v, eps: v / (_unbiased(v).sqrt() + eps),
+    UNIT_SPHERE: lambda v, eps: v / torch.sqrt(v.pow(2).sum(-1, keepdim=True) + eps),
+    "you divided by the variance instead of its square root": lambda v, eps: v / (_mean_square(v) + eps),
+    "you multiplied by sqrt(sigma^2 + eps): divide by it": lambda v, eps: v * torch.sqrt(_mean_square(v) + eps),
+    "you took sigma^2 over the whole tensor: each row is rescaled by its own":
+        lambda v, eps: v / torch.sqrt(v.pow(2).mean() + eps),
+    "your eps is ignored": lambda v, eps: v / _mean_square(v).sqrt(),
+}
+
+
+def _same(got: torch.Tensor, expected: torch.Tensor) -> bool:
+    return close(got, expected, atol=ATOL)
+
+
+def _rescales_rows(got: torch.Tensor, centred: torch.Tensor) -> bool:
+    """Whether each row of got is a positive multiple of the centred row (right direction, other length)."""
+    factor = (got * centred).sum(-1, keepdim=True) / centred.pow(2).sum(-1, keepdim=True)  # (..., 1)
+    return bool((factor > 0).all()) and _same(got, factor * centred)
+
+
+def _project_mistake(u: torch.Tensor, got: torch.Tensor) -> str:
+    named = name_mistake({u: got}, PROJECT_MISTAKES, _same)
+    if named:
+        return named
+    if _rescales_rows(got, geometry.center(u)):
+        return "your projection also rescales each row (its direction is right): step 1 only subtracts the mean, step 2 rescales"
+    return "project(u) is not u - mean(u) 1 row by row"
+
+
+def _rescale_mistake(v: torch.Tensor, eps: float, got: torch.Tensor) -> str:
+    named = name_mistake({(v, eps): got}, RESCALE_MISTAKES, _same)
+    if named:
+        return named
+    if close(torch.linalg.vector_norm(got, dim=-1), torch.ones(got.shape[:-1]), atol=0.05):
+        return UNIT_SPHERE  # rows of norm about 1, with eps wherever
+    return "rescale(v, eps) is not v / sqrt(mean(v^2) + eps) row by row"
 
 
 @checker(EX4)
 def check_layer_norm(project, rescale) -> tuple[str, list[str]]:
     """Exercise 4: project(u) -> u projected onto 1-perp, and rescale(v, eps) -> v / sqrt(mean(v^2) + eps),
-    both row by row on the last dimension of any (..., d) tensor. Then the composition with random
+    both row by row on the last dimension of any (..., d) float64 tensor (a 1-d row included),
+    returning a torch tensor or numpy array of the same shape. Then the composition with random
     gamma, beta must equal torch.nn.functional.layer_norm."""
     inputs = _inputs()
     for u in inputs:
-        got = as_matrix(call(project, u.clone(), what="u"), u.shape, "project(u)")
+        got = as_matrix(call(project, u, what="u"), u.shape, "project(u)")
         if not _same(got, geometry.center(u)):
-            names = matching(got, project_variants(u), _same)
-            message = names[0] if names else "project(u) is not u - mean(u) 1 row by row"
-            raise Wrong(message + ".", [f"u of shape {tuple(u.shape)}"])
+            raise Wrong(_project_mistake(u, got) + ".", [f"u of shape {tuple(u.shape)}"])
     for u in inputs:
         v = geometry.center(u)
         for eps in EPSILONS:
-            got = as_matrix(call(rescale, v.clone(), eps, what="v, eps"), v.shape, "rescale(v, eps)")
+            got = as_matrix(call(rescale, v, eps, what="v, eps"), v.shape, "rescale(v, eps)")
             if not _same(got, geometry.radial_rescale(v, eps)):
-                names = matching(got, rescale_variants(v, eps), _same)
-                if not names and torch.allclose(torch.linalg.vector_norm(got, dim=-1), torch.ones(()).double(), atol=0.05):
-                    names = [UNIT_SPHERE]  # with eps wherever: rows of norm about 1
-                message = names[0] if names else "rescale(v, eps) is not v / sqrt(mean(v^2) + eps) row by row"
-                raise Wrong(message + ".", [f"v of shape {tuple(v.shape)}, eps = {eps}"])
+                raise Wrong(_rescale_mistake(v, eps, got) + ".", [f"v of shape {tuple(v.shape)}, eps = {eps}"])
     generator = torch.Generator().manual_seed(1)
     for u in inputs:
         d = u.shape[-1]
         gamma, beta = torch.randn(2, d, generator=generator, dtype=torch.float64)
-        ours = gamma * call(rescale, call(project, u.clone()), 1e-5) + beta
+        centred = as_matrix(call(project, u), u.shape, "project(u)")
+        ours = gamma * as_matrix(call(rescale, centred, 1e-5), u.shape, "rescale(v, eps)") + beta
         if not _same(ours, F.layer_norm(u, (d,), gamma, beta, 1e-5)):
             raise Wrong("each step is right alone, but gamma * rescale(project(u)) + beta differs from F.layer_norm.")
     return f"gamma * rescale(project(u), eps) + beta equals F.layer_norm on {len(inputs)} shapes (to within {ATOL:g}).", [
@@ -103,7 +132,9 @@ SCALES = (0.25, 0.5, 2.0, 3.0)
 
 DECAY_MISTAKES = {
     "the output does not change with c (scale invariance), but the gradient does: it scales like 1/c": lambda c: (1.0, 1 / c**2),
+    "only the output stays the same: the gradient scales like 1/c and the relative step like 1/c^2": lambda c: (1.0, 1.0),
     "a smaller W gets a LARGER gradient, not a smaller one: the factor is 1/c, not c": lambda c: (c, 1.0),
+    "you inverted c: shrinking W (c < 1) makes the gradient and the relative step LARGER, 1/c and 1/c^2": lambda c: (c, c**2),
     "the gradient factor 1/c is right, but the step is measured relative to ||cW||, which is c times larger: 1/c^2": lambda c: (
         1 / c,
         1 / c,
@@ -126,26 +157,27 @@ def measured_decay_factors(c: float) -> tuple[float, float]:
 @checker(EX4)
 def check_weight_decay(predict) -> tuple[str, list[str]]:
     """Exercise 4: predict(c) -> (gradient factor, step factor) for f_W(x) = LN(W x) at c W versus W:
-    the factor on ||grad_W loss|| and on the relative step ||lr grad|| / ||W|| of plain gradient descent."""
+    the factor on ||grad_W loss|| and on the relative step ||lr grad|| / ||W|| of plain gradient
+    descent. The pair may be a tuple, list, tensor or numpy array; derived or measured."""
+    names = ("gradient factor", "step factor")
     answers = {}
     for c in SCALES:
-        answer = call(predict, c, what="c")
-        if not isinstance(answer, (tuple, list)) or len(answer) != 2:
-            raise Wrong(f"expected a pair (gradient factor, step factor), got {answer!r:.60}")
-        answers[c] = tuple(as_float(a, "a factor") for a in answer)
+        answer = as_numbers(call(predict, c, what="c"), names, "a pair")
+        answers[c] = tuple(as_float(a, f"your {n}") for a, n in zip(answer, names))
     measured = {c: measured_decay_factors(c) for c in SCALES}
 
-    def close(a, b):
-        return all(abs(x - y) <= 1e-6 * abs(y) for x, y in zip(a, b))
+    def same(a, b):
+        return close(a, b, rtol=DECAY_RTOL)
 
     for c in SCALES:
-        if not close(answers[c], measured[c]):
+        if not same(answers[c], measured[c]):
             details = [f"c = {c}: yours ({answers[c][0]:.4g}, {answers[c][1]:.4g}), "
                        f"measured ({measured[c][0]:.4g}, {measured[c][1]:.4g})"]
-            refuse_typical_mistake(answers, DECAY_MISTAKES, details, close)
-            raise Wrong("your factors differ from the measured ones (relative tolerance 1e-6).", details)
+            named = name_mistake(answers, DECAY_MISTAKES, same)
+            message = named or f"your factors differ from the measured ones (relative tolerance {DECAY_RTOL:g})"
+            raise Wrong(message + ".", details)
     return (
-        f"both factors agree with autograd for c in {SCALES} (relative tolerance 1e-6):"
+        f"both factors agree with autograd for c in {SCALES} (relative tolerance {DECAY_RTOL:g}):"
         " weight decay (c < 1) leaves f alone but makes every later step relatively larger.",
         [],
     )
