@@ -1,5 +1,6 @@
 """Exercise 7: the post-norm block Jacobian and the statement of where it departs from I + DF."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -33,9 +34,9 @@ def no_residual(block, Z):
     return block.ln_2(block.mlp(block.ln_1(block.attn(Z))))
 
 
-def test_the_statement_is_read_loosely_and_listed():
-    assert check_post_norm_statement(" B ").passed
-    assert "(b)" in statements()
+@pytest.mark.parametrize("answer", [" B ", "(b)", "b)", lambda: statements().splitlines()[1]])
+def test_the_statement_is_read_loosely_even_as_printed(answer):
+    assert check_post_norm_statement(answer() if callable(answer) else answer)
 
 
 @pytest.mark.parametrize(
@@ -71,8 +72,9 @@ def test_wrong_statements_are_answered_and_junk_refused():
     for letter, message in (("a", "multiplies the whole of I + DF"), ("c", "still there"), ("d", "not a constant")):
         r = check_post_norm_statement(letter)
         assert r.status == FAILED and message in r.message
-    r = check_post_norm_statement("e")
-    assert r.status == FAILED and "one letter" in r.message
+    for junk in ("e", "(b) but also (c)", 2):
+        r = check_post_norm_statement(junk)
+        assert r.status == FAILED and "one letter" in r.message
 
 
 def test_placeholder_crash_and_shape():
@@ -82,7 +84,88 @@ def test_placeholder_crash_and_shape():
     assert r.status == ERROR and "AttributeError" in r.message
     r = check_post_norm_jacobian(lambda block, X: torch.eye(3))
     assert r.status == FAILED and "should have shape (24, 24)" in r.message
+    r = check_post_norm_jacobian(lambda block, X: solutions.post_norm_jacobian(block, X).reshape(8, 3, 8, 3))
+    assert r.status == FAILED and "should have shape (24, 24)" in r.message
 
 
 def test_a_jacobian_computed_in_float32_is_accepted():
     assert check_post_norm_jacobian(lambda block, X: solutions.post_norm_jacobian(block.float(), X.float())).passed
+
+
+def _post_norm(block, Z):
+    Y = block.ln_1(Z + block.attn(Z))
+    return block.ln_2(Y + block.mlp(Y))
+
+
+def _jacrev_on_X(block, X):
+    """torch.func on X itself: the (T, d, T, d) layout, no flattening."""
+    return torch.func.jacrev(lambda x: _post_norm(block, x[None])[0])(X)
+
+
+def _chain_rule(block, X):
+    """J = DLN_2 (I + DMLP) DLN_1 (I + DMHA), each factor by autograd, multiplied as the lecture writes it."""
+    T, d = X.shape
+    I = torch.eye(T * d, dtype=X.dtype)
+
+    def D(f, at):
+        return torch.autograd.functional.jacobian(lambda x: f(x.reshape(1, T, d)).reshape(-1), at.reshape(-1))
+
+    Z = X[None]
+    S1 = Z + block.attn(Z)
+    Y = block.ln_1(S1)
+    S2 = Y + block.mlp(Y)
+    return D(block.ln_2, S2) @ (I + D(block.mlp, Y)) @ D(block.ln_1, S1) @ (I + D(block.attn, Z))
+
+
+def _finite_differences(block, X):
+    """Central differences in float64, one input entry at a time, as numpy."""
+    T, d = X.shape
+    x, h = X.reshape(-1), 1e-6
+    with torch.no_grad():
+        columns = [(_post_norm(block, (x + h * e).reshape(1, T, d)) - _post_norm(block, (x - h * e).reshape(1, T, d))).reshape(-1)
+                   / (2 * h) for e in torch.eye(T * d, dtype=X.dtype)]
+    return np.stack([c.numpy() for c in columns], axis=1)
+
+
+@pytest.mark.parametrize("learner", [_jacrev_on_X, _chain_rule, _finite_differences])
+def test_jacobians_in_other_styles_and_layouts_pass(learner):
+    assert check_post_norm_jacobian(learner)
+
+
+def attention_half(block, Z):
+    return block.ln_1(Z + block.attn(Z))
+
+
+def ln_1_twice(block, Z):
+    Y = block.ln_1(Z + block.attn(Z))
+    return block.ln_1(Y + block.mlp(Y))
+
+
+def _each_position_alone(block, X):
+    T, d = X.shape
+    J = torch.zeros(T * d, T * d, dtype=X.dtype)
+    for t in range(T):  # position t's output against position t's input only
+        def at_t(row, t=t):
+            Z = torch.cat([X[:t], row[None], X[t + 1 :]])[None]
+            return _post_norm(block, Z)[0, t]
+
+        J[t * d : (t + 1) * d, t * d : (t + 1) * d] = torch.autograd.functional.jacobian(at_t, X[t])
+    return J
+
+
+@pytest.mark.parametrize(
+    "learner, message",
+    [
+        (jacobian_of(attention_half), "stopped after the attention half"),
+        (jacobian_of(ln_1_twice), "LN_1 in both places"),
+        (_each_position_alone, "each position's dependence on itself"),
+    ],
+)
+def test_more_jacobian_mistakes_are_named(learner, message):
+    r = check_post_norm_jacobian(learner)
+    assert not r and message in r.message
+
+
+def test_forward_mode_through_the_fused_kernel_is_an_error_with_torchs_message():
+    r = check_post_norm_jacobian(lambda block, X: torch.func.jacfwd(lambda x: _post_norm(block, x[None])[0])(X))
+    assert r.status == ERROR and "raised NotImplementedError: Trying to use forward AD" in r.message

@@ -46,8 +46,9 @@ HINTS = {
     7: (
         "Write the post-norm block as a function: Y = LN_1(X + MHA(X)), X' = LN_2(Y + MLP(Y)), using "
         "block.ln_1, block.attn, block.mlp, block.ln_2 on a (1, T, d) tensor.",
-        "Flatten X row by row (X.reshape(-1)) and let torch.autograd.functional.jacobian differentiate the "
-        "flattened map; the result is (T d, T d).",
+        "Flatten X row by row (X.reshape(-1)) and let torch.autograd.functional.jacobian (or torch.func.jacrev) "
+        "differentiate the flattened map; the result is (T d, T d). Use reverse mode: block.attn runs torch's fused "
+        "attention kernel, which forward mode (torch.func.jacfwd) cannot differentiate.",
         "For the statement: by the chain rule, J = DLN_2 (I + DMLP) DLN_1 (I + DMHA). Is there an I left "
         "standing on its own?",
     ),

@@ -4,7 +4,8 @@
                                        built from a pre-norm block's parts (ln_1, attn, mlp, ln_2):
                                        Y = LN_1(X + MHA(X)), X' = LN_2(Y + MLP(Y)). Compared with
                                        autograd on gptlib's own post-norm Block holding the same weights.
-    check_post_norm_statement(letter)  which of STATEMENTS says where it departs from I + DF
+    check_post_norm_statement(letter)  which of STATEMENTS says where it departs from I + DF ('b',
+                                       '(b)' or the whole line as statements() prints it)
 
 vec flattens X (T, d) row by row (position-major, X.reshape(-1)), so the Jacobian is (T d, T d)
 with rows indexing the output X' and columns the input X.
@@ -12,12 +13,13 @@ with rows indexing the output X' and columns the input X.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from .. import jacobians
 from ..config import GPTConfig
 from ..model import Block
-from .result import Wrong, as_matrix, call, checker, matching, not_attempted
+from .result import Wrong, as_matrix, call, checker, close, name_mistake, not_attempted
 
 EX7 = "Exercise 7"
 _CONFIG = GPTConfig(V=11, T_max=4, d=8, H=2, L=1)
@@ -41,48 +43,75 @@ def post_norm_twin(block: Block) -> Block:
     return twin
 
 
-def jacobian_variants(block: Block, X: torch.Tensor, J: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Typical wrong Jacobians, each computed by autograd from the same parts."""
+# Typical wrong Jacobians, each a function of (block, X, J) with J the true Jacobian: those built
+# from the block's parts are differentiated by autograd on the explicit attention path.
+JACOBIAN_MISTAKES = {
+    "that is the pre-norm block's Jacobian I + DF: in a post-norm block the LayerNorm comes after the addition":
+        lambda block, X, J: jacobians.block_jacobian(block, X),
+    "your Jacobian is transposed: rows index the output X', columns the input X": lambda block, X, J: J.T,
+    "you left out LN_2 at the end of the block: X' = LN_2(Y + MLP(Y))": lambda block, X, J: jacobians.jacobian_of(
+        lambda Z: (lambda Y: Y + block.mlp(Y))(block.ln_1(Z + _attn(block, Z))), X
+    ),
+    "you left out the residual additions: post-norm still adds X and Y inside the LayerNorms": lambda block, X, J: (
+        jacobians.jacobian_of(lambda Z: block.ln_2(block.mlp(block.ln_1(_attn(block, Z)))), X)
+    ),
+    "you stopped after the attention half, Y = LN_1(X + MHA(X)): the block goes on to X' = LN_2(Y + MLP(Y))":
+        lambda block, X, J: jacobians.jacobian_of(lambda Z: block.ln_1(Z + _attn(block, Z)), X),
+    "you used LN_1 in both places: the second LayerNorm is block.ln_2, with its own gamma and beta": lambda block, X, J: (
+        jacobians.jacobian_of(lambda Z: (lambda Y: block.ln_1(Y + block.mlp(Y)))(block.ln_1(Z + _attn(block, Z))), X)
+    ),
+    "you kept only each position's dependence on itself (the T diagonal blocks): "
+    "attention makes X'_t depend on every X_s, s <= t": lambda block, X, J: J * _same_position(*X.shape),
+    "you flattened feature-major: vec must go row by row (X.reshape(-1), position-major)":
+        lambda block, X, J: J[_feature_major(*X.shape)][:, _feature_major(*X.shape)],
+}
 
-    def attn(Z):
-        return block.attn(Z, explicit=True)  # the explicit attention path, which jacrev can differentiate
 
-    d = X.shape[1]
-    feature_major = torch.arange(T * d).reshape(T, d).T.reshape(-1)  # position-major index of each feature-major slot
-    return {
-        "that is the pre-norm block's Jacobian I + DF: in a post-norm block the LayerNorm comes after the addition": (
-            jacobians.block_jacobian(block, X)
-        ),
-        "your Jacobian is transposed: rows index the output X', columns the input X": J.T,
-        "you left out LN_2 at the end of the block: X' = LN_2(Y + MLP(Y))": jacobians.jacobian_of(
-            lambda Z: (lambda Y: Y + block.mlp(Y))(block.ln_1(Z + attn(Z))), X
-        ),
-        "you left out the residual additions: post-norm still adds X and Y inside the LayerNorms": jacobians.jacobian_of(
-            lambda Z: block.ln_2(block.mlp(block.ln_1(attn(Z)))), X
-        ),
-        "you flattened feature-major: vec must go row by row (X.reshape(-1), position-major)": J[feature_major][:, feature_major],
-    }
+def _attn(block: Block, Z: torch.Tensor) -> torch.Tensor:
+    return block.attn(Z, explicit=True)  # the explicit attention path, which jacrev can differentiate
+
+
+def _same_position(T: int, d: int) -> torch.Tensor:
+    """(T d, T d) mask, 1 where output and input entries belong to the same position."""
+    return torch.block_diag(*[torch.ones(d, d, dtype=torch.float64)] * T)
+
+
+def _feature_major(T: int, d: int) -> torch.Tensor:
+    """The position-major index of each feature-major slot of vec(X), (T d,)."""
+    return torch.arange(T * d).reshape(T, d).T.reshape(-1)
+
+
+def _as_jacobian(answer, T: int, d: int) -> torch.Tensor:
+    """The learner's Jacobian as (T d, T d), also from the (T, d, T, d) layout jacrev gives on X
+    itself; size-1 dimensions (a batch of one kept on both sides) are ignored."""
+    if isinstance(answer, (torch.Tensor, np.ndarray)) and tuple(n for n in answer.shape if n != 1) in (
+        (T * d, T * d),
+        (T, d, T, d),
+    ):
+        answer = answer.reshape(T * d, T * d)
+    return as_matrix(answer, (T * d, T * d), "your Jacobian")
 
 
 @checker(EX7)
 def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
-    """Exercise 7: post_norm_jacobian(block, X) -> (T d, T d). `block` is a float64 pre-norm gptlib
-    Block; use its parts block.ln_1, block.attn, block.mlp, block.ln_2 (each maps (B, T, d) to
-    (B, T, d)) to form the post-norm block, and return its Jacobian at X (T, d)."""
+    """Exercise 7: post_norm_jacobian(block, X) -> (T d, T d) (or (T, d, T, d)), torch or numpy.
+    `block` is (a copy of) a float64 pre-norm gptlib Block; use its parts block.ln_1, block.attn,
+    block.mlp, block.ln_2 (each maps (B, T, d) to (B, T, d)) to form the post-norm block, and
+    return its Jacobian at X (T, d). block.attn runs torch's fused attention kernel, which reverse
+    mode differentiates and forward mode (torch.func.jacfwd) cannot."""
     block, X = example()
     d = X.shape[1]
-    twin = post_norm_twin(block)  # before the learner's code can touch the block's weights
-    got = as_matrix(call(post_norm_jacobian, block, X.clone(), what="block, X"), (T * d, T * d), "your Jacobian")
-    truth = jacobians.block_jacobian(twin, X).detach()
+    truth = jacobians.block_jacobian(post_norm_twin(block), X).detach()
+    got = _as_jacobian(call(post_norm_jacobian, block, X, what="block, X"), T, d)
 
     def same(a, b):
-        return torch.allclose(a, b.detach(), rtol=1e-5, atol=1e-6)  # loose enough for float32 work
+        return close(a, b, rtol=1e-5, atol=1e-6)  # loose enough for float32 work
 
     if not same(got, truth):
-        names = matching(got, jacobian_variants(*example(), truth), same)  # a fresh block: yours may have changed it
+        named = name_mistake({(block, X, truth): got}, JACOBIAN_MISTAKES, same)
         gap = (got - truth).abs().max().item()
         raise Wrong(
-            (names[0] if names else "your Jacobian differs from autograd's on gptlib's post-norm block") + ".",
+            (named or "your Jacobian differs from autograd's on gptlib's post-norm block") + ".",
             [f"T = {T}, d = {d}, float64; largest entry difference {gap:.3g}"],
         )
     identity_gap = (truth - torch.eye(T * d, dtype=truth.dtype)).abs().max().item()
@@ -112,12 +141,22 @@ def check_post_norm_statement(letter) -> tuple[str, list[str]]:
     Jacobian departs from I + DF."""
     if letter is None:
         not_attempted("no statement chosen yet: set it to one of the letters printed by statements().")
-    if not isinstance(letter, str) or letter.strip().lower() not in STATEMENTS:
-        raise Wrong(f"answer with one letter of {sorted(STATEMENTS)}, got {letter!r:.40}")
-    choice = letter.strip().lower()
+    choice = _chosen_letter(letter)
+    if choice is None:
+        raise Wrong(f"answer with one letter of {sorted(STATEMENTS)} (as 'b' or '(b)'), got {letter!r:.40}")
     if choice in _VERDICTS:
         raise Wrong(f"({choice}) {_VERDICTS[choice]}.")
     return "(b): in post-norm every path through the block, the straight one included, passes through LayerNorm Jacobians.", []
+
+
+def _chosen_letter(answer) -> str | None:
+    """The letter a learner chose: 'b', 'B', '(b)', 'b)', or the whole line '(b) ...' as statements() prints it."""
+    if not isinstance(answer, str):
+        return None
+    for letter, text in STATEMENTS.items():
+        if answer.strip().lower().strip("().") == letter or answer.strip() == f"({letter}) {text}":
+            return letter
+    return None
 
 
 def statements() -> str:
