@@ -32,6 +32,7 @@ from .model import GPT
 CHECKPOINT_FORMAT = "gptlib-checkpoint-1"
 REQUIRED_KEYS = ("format", "config", "vocabulary", "state_dict", "metadata")
 PLAIN_TYPES = (type(None), bool, int, float, str, torch.Tensor, nn.Parameter)  # exact types, not subclasses
+MAX_NESTING = 32  # containers within containers in metadata and resume state; training's own go 4 deep
 
 
 def config_to_dict(config: GPTConfig) -> dict:
@@ -195,23 +196,43 @@ def check_plain(value, where: str) -> None:
     """ValueError unless value is plain data that torch.load(weights_only=True) reads back.
 
     Plain: None, bool, int, float, str, tensors, and lists, tuples and dicts (str or int keys)
-    of them. Types are matched exactly: a numpy float is a float subclass, yet unreadable.
+    of them, nested at most MAX_NESTING deep, none inside itself. Types are matched exactly: a
+    numpy float is a float subclass, yet unreadable. The walk keeps its own stack rather than
+    recursing, so no depth reaches Python's recursion limit, and it enters a container shared by
+    several parents again only where it lies deeper than before.
     """
-    if type(value) in PLAIN_TYPES:
-        return
-    if type(value) in (list, tuple):
-        for i, item in enumerate(value):
-            check_plain(item, f"{where}[{i}]")
-        return
-    if type(value) in (dict, OrderedDict):
-        for key, item in value.items():
-            if type(key) not in (str, int):
-                raise ValueError(f"{where} has a key of type {type(key).__name__}; keys must be str or int")
-            check_plain(item, f"{where}[{key!r}]")
-        return
-    raise ValueError(f"{where} is a {type(value).__module__}.{type(value).__qualname__}: a checkpoint holds "
-                     "only None, bool, int, float, str, tensors, and lists, tuples and dicts of them "
-                     "(convert it first, e.g. str(path), float(x))")
+    pending = [(value, where, 0)]  # (value, its place, how many containers hold it); None: leave a container
+    entered: list[int] = []  # ids of the containers around the current value
+    checked_at: dict[int, int] = {}  # id of a container -> the greatest depth it was checked at
+    while pending:
+        item = pending.pop()
+        if item is None:
+            entered.pop()
+            continue
+        value, where, depth = item
+        if type(value) in PLAIN_TYPES:
+            continue
+        if type(value) not in (list, tuple, dict, OrderedDict):
+            raise ValueError(f"{where} is a {type(value).__module__}.{type(value).__qualname__}: a checkpoint "
+                             "holds only None, bool, int, float, str, tensors, and lists, tuples and dicts of "
+                             "them (convert it first, e.g. str(path), float(x))")
+        if id(value) in entered:
+            raise ValueError(f"{where} is a container that holds itself")
+        if depth == MAX_NESTING:
+            raise ValueError(f"{where} is too deep: lists, tuples and dicts nest at most {MAX_NESTING} deep")
+        if checked_at.get(id(value), -1) >= depth:
+            continue  # this very container was checked already, as deep or deeper: with as little room or less
+        checked_at[id(value)] = depth
+        if type(value) in (list, tuple):
+            items = [(inner, f"{where}[{i}]") for i, inner in enumerate(value)]
+        else:
+            for key in value:
+                if type(key) not in (str, int):
+                    raise ValueError(f"{where} has a key of type {type(key).__name__}; keys must be str or int")
+            items = [(inner, f"{where}[{key!r}]") for key, inner in value.items()]
+        entered.append(id(value))
+        pending.append(None)
+        pending.extend((inner, place, depth + 1) for inner, place in reversed(items))  # the first checked first
 
 
 def check_model(model) -> None:

@@ -1,7 +1,9 @@
 """Checkpoints: save then load is bit-exact; bad files are refused before any weight changes."""
 
+import functools
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +11,7 @@ import pytest
 import torch
 
 from gptlib import GPT, VOCABULARY, GPTConfig
-from gptlib.checkpoint import load_checkpoint, load_weights_into, read_checkpoint, save_checkpoint
+from gptlib.checkpoint import MAX_NESTING, load_checkpoint, load_weights_into, read_checkpoint, save_checkpoint
 
 
 def params_of(model):
@@ -52,7 +54,12 @@ def edited(tmp_path, config, edit):
     path = save_checkpoint(tmp_path / "x.pt", GPT(config))
     payload = torch.load(path, weights_only=True)
     edit(payload)
-    torch.save(payload, path)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 30_000))  # pickle recurses: room for a file nested 10,000 deep
+    try:
+        torch.save(payload, path)
+    finally:
+        sys.setrecursionlimit(limit)
     return path
 
 
@@ -193,6 +200,44 @@ def test_save_refuses_metadata_that_load_would_refuse(tmp_path, small_config, me
     with pytest.raises(ValueError, match=rule):
         save_checkpoint(path, GPT(small_config), metadata)
     assert path.read_bytes() == before and sorted(tmp_path.iterdir()) == [path]
+
+
+def nested(depth, innermost=None):
+    """A dict holding a dict ... `depth` dicts in all around `innermost` (without it the innermost is empty)."""
+    if innermost is None:
+        return functools.reduce(lambda inner, _: {"k": inner}, range(depth - 1), {})
+    return functools.reduce(lambda inner, _: {"k": inner}, range(depth), innermost)
+
+
+def test_metadata_nesting_has_one_limit_for_saving_and_reading(tmp_path, small_config):
+    assert MAX_NESTING == 32
+    path = save_checkpoint(tmp_path / "m.pt", GPT(small_config), {"deep": nested(MAX_NESTING - 1)})
+    assert read_checkpoint(path)["metadata"]["deep"] == nested(MAX_NESTING - 1)  # metadata itself is the 32nd
+    too_deep = rf"metadata(\['k'\]){{{MAX_NESTING}}} is too deep: lists, tuples and dicts nest at most {MAX_NESTING} deep"
+    for depth in (MAX_NESTING + 1, 10_000):  # 10,000 deep once hit Python's recursion limit
+        with pytest.raises(ValueError, match=too_deep):
+            save_checkpoint(path, GPT(small_config), nested(depth))
+        file = edited(tmp_path, small_config, lambda p: p.update(metadata=nested(depth)))  # what a file can hold
+        with pytest.raises(ValueError, match=too_deep):
+            read_checkpoint(file)
+
+
+def test_metadata_that_holds_itself_is_refused_and_shared_parts_are_walked_once(tmp_path, small_config):
+    loop = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match=r"metadata\['loop'\]\[0\] is a container that holds itself"):
+        save_checkpoint(tmp_path / "m.pt", GPT(small_config), {"loop": loop})
+    inner = nested(2)  # checked first at depth 1, then found again 31 deep: its content must be refused there
+    with pytest.raises(ValueError, match=rf"metadata\['b'\](\['k'\]){{{MAX_NESTING - 1}}} is too deep"):
+        save_checkpoint(tmp_path / "m.pt", GPT(small_config), {"a": inner, "b": nested(MAX_NESTING - 2, inner)})
+    shared = functools.reduce(lambda inner, _: [inner, inner], range(30), [])  # 31 lists, 2**30 paths
+    saving = threading.Thread(target=save_checkpoint, args=(tmp_path / "m.pt", GPT(small_config), {"s": shared}),
+                              daemon=True)
+    saving.start()
+    saving.join(timeout=60)  # a walk along every path would take hours; once per list, milliseconds
+    assert not saving.is_alive()
+    loaded = read_checkpoint(tmp_path / "m.pt")["metadata"]["s"]  # pickle keeps the sharing
+    assert loaded[0] is loaded[1] and loaded[0][0] is loaded[0][1]
 
 
 def test_save_refuses_weights_that_load_would_refuse(tmp_path, small_config):
