@@ -10,6 +10,8 @@ from contextlib import contextmanager
 
 import torch
 
+from . import checks
+
 THREADS_VARIABLE = "GPTLIB_NUM_THREADS"
 
 
@@ -21,17 +23,30 @@ def make_deterministic(seed: int = 0, threads: int = 1) -> None:
     GPTLIB_NUM_THREADS overrides `threads`: the portability check (tests/portability.py) uses it to
     run every notebook at other thread counts, whose outputs must match too.
 
+    Every argument is checked before anything changes: seed an integer in [0, 2^64 - 1], threads
+    (and GPTLIB_NUM_THREADS) an integer from 1 to the number of CPUs, as the training command's --threads.
+
     Inside IPython, errors are shown in the Minimal traceback mode: the exception type and its
     message, without the frames (whose file paths differ on every machine). `%xmode Context`
     brings the frames back.
     """
+    seed = checks.integer("seed", seed, at_least=0, at_most=2**64 - 1)  # torch's seed range, as in training
+    threads = thread_count("threads", threads)
+    if THREADS_VARIABLE in os.environ:
+        text = os.environ[THREADS_VARIABLE]
+        threads = thread_count(THREADS_VARIABLE, int(text) if text.strip().isdecimal() else text)
     random.seed(seed)
     torch.manual_seed(seed)
-    torch.set_num_threads(int(os.environ.get(THREADS_VARIABLE, threads)))
+    torch.set_num_threads(threads)
     if "IPython" in sys.modules:  # never import IPython here: gptlib is used outside notebooks too
         shell = sys.modules["IPython"].get_ipython()
         if shell is not None:
             shell.InteractiveTB.set_mode(mode="Minimal")  # what %xmode Minimal does, unprinted
+
+
+def thread_count(name: str, value) -> int:
+    """value as a torch CPU thread count: an integer from 1 to the number of CPUs."""
+    return checks.integer(name, value, at_least=1, at_most=os.cpu_count() or 1)
 
 
 @contextmanager

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import math
-import os
 import re
 import shlex
 import sys
@@ -29,6 +28,7 @@ from . import checks, data, induction
 from .checkpoint import check_writable, load_weights_into, save_checkpoint
 from .config import COURSE_CONFIG
 from .model import GPT, eval_mode
+from .reproducibility import thread_count
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # inputs (B, T), targets (B, T)
 
@@ -388,7 +388,7 @@ def prepare(args: argparse.Namespace):
     Nothing is written except an empty probe file in each output folder (created if needed).
     """
     if args.threads is not None:
-        checks.integer("--threads", args.threads, at_least=1, at_most=os.cpu_count() or 1)
+        thread_count("--threads", args.threads)
     checks.integer("--eval-windows", args.eval_windows, at_least=1)
     if args.task != "shakespeare" and (args.corpus is not None or args.download):
         raise ValueError(f"--corpus and --download are for the shakespeare task; the {args.task} task has no corpus")

@@ -2,6 +2,7 @@
 print the same text everywhere."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -63,15 +64,41 @@ def test_at_most_takes_a_tensor_that_requires_grad_without_a_warning(recwarn):
 
 
 def threads_after_make_deterministic(**env):
+    """torch's thread count after make_deterministic(threads=1) in a fresh process, or its error's last line."""
     code = "import gptlib, torch; gptlib.make_deterministic(threads=1); print(torch.get_num_threads())"
     environment = {k: v for k, v in os.environ.items() if k != "GPTLIB_NUM_THREADS"} | env
-    return subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    run = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=120)
+    return (run.stdout or run.stderr).strip().splitlines()[-1]
 
 
 def test_the_thread_count_follows_the_argument_unless_gptlib_num_threads_is_set():
     assert threads_after_make_deterministic() == "1"
+    assert threads_after_make_deterministic(GPTLIB_NUM_THREADS=" 1 ") == "1"
+    rule = f"GPTLIB_NUM_THREADS must be an integer in [1, {os.cpu_count()}]"
+    assert threads_after_make_deterministic(GPTLIB_NUM_THREADS="2.5") == f"ValueError: {rule}, got '2.5'"
+    assert threads_after_make_deterministic(GPTLIB_NUM_THREADS="0") == f"ValueError: {rule}, got 0"
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 CPUs")
+def test_gptlib_num_threads_overrides_the_argument():
     assert threads_after_make_deterministic(GPTLIB_NUM_THREADS="2") == "2"
+
+
+@pytest.mark.parametrize("arguments, rule", [
+    (dict(seed=True), "seed must be an integer in [0, 18446744073709551615], got True"),
+    (dict(seed=-1), "seed must be an integer in [0, 18446744073709551615], got -1"),
+    (dict(seed=2**64), "seed must be an integer in [0, 18446744073709551615], got 18446744073709551616"),
+    (dict(seed=0.0), "seed must be an integer in [0, 18446744073709551615], got 0.0"),
+    (dict(threads=2.5), f"threads must be an integer in [1, {os.cpu_count()}], got 2.5"),
+    (dict(threads=0), f"threads must be an integer in [1, {os.cpu_count()}], got 0"),
+    (dict(threads=True), f"threads must be an integer in [1, {os.cpu_count()}], got True"),
+    (dict(threads=(os.cpu_count() or 1) + 1), f"threads must be an integer in [1, {os.cpu_count()}], got"),
+])
+def test_make_deterministic_refuses_bad_arguments_before_changing_anything(arguments, rule):
+    threads, state = torch.get_num_threads(), torch.get_rng_state()
+    with pytest.raises(ValueError, match=re.escape(rule)):
+        make_deterministic(**arguments)
+    assert torch.get_num_threads() == threads and torch.equal(torch.get_rng_state(), state)
 
 
 def test_make_deterministic_repeats_random_draws():
