@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.notebook_files import NOTEBOOKS
+from tests.support.notebook_files import NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = (ROOT / "ARCHITECTURE.md").read_text()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.notebook_files import NOTEBOOKS
+from tests.support.notebook_files import NOTEBOOKS
 from tools.build_book import sphinx_build
 
 ROOT = Path(__file__).resolve().parent.parent

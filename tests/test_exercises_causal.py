@@ -3,11 +3,11 @@ typical broken masks; the learner's own dependency map against a causal and an u
 
 import pytest
 import torch
-from scratch_gpt import ScratchGPT
 
 from gptlib import COURSE_CONFIG, GPT, GPTConfig
 from gptlib.exercises import check_causality, check_dependency_map, solutions
 from gptlib.exercises.result import ERROR, FAILED
+from tests.support.scratch_gpt import ScratchGPT
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

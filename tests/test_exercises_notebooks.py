@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from tests import notebook_files
+from tests.support import notebook_files
 
 # (notebook, the exercise as its "✎ Your turn" heading names it, the checker call,
 #  text that first appears in the worked answer the exercise must precede)

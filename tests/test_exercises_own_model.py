@@ -3,13 +3,13 @@
 import re
 
 import pytest
-from scratch_gpt import ScratchGPT
 
 from gptlib import COURSE_CONFIG, GPT, theorem_5_2
 from gptlib.exercises import check_own_model
 from gptlib.exercises.counts import random_configs
 from gptlib.exercises.own_model import expected_rows
 from gptlib.exercises.result import FAILED, NOT_ATTEMPTED, PASSED
+from tests.support.scratch_gpt import ScratchGPT
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SIZES = dict(V=17, T_max=16, d=32, L=2)

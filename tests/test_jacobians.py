@@ -2,10 +2,10 @@
 
 import pytest
 import torch
-from scratch_gpt import ScratchBlock
 
 from benchmarks.peers import stacked_heads
 from gptlib import encode, jacobians
+from tests.support.scratch_gpt import ScratchBlock
 
 
 def finite_difference_jacobian(fn, X, h=1e-6):
@@ -100,7 +100,7 @@ def test_block_and_stack_jacobians_refuse_a_batch(sharp_model):
 
 
 def scratch_copy(block):
-    """tests/scratch_gpt's ScratchBlock (plain torch.nn) holding the weights of a gptlib pre-norm block."""
+    """tests/support/scratch_gpt's ScratchBlock (plain torch.nn) holding the weights of a gptlib pre-norm block."""
     d, H = block.attn.W_O.shape[0], block.attn.H
     scratch = ScratchBlock(d, H, mask_diagonal=1, unmasked_heads=(), qkv_bias=False, fill=float("-inf")).double()
     with torch.no_grad():

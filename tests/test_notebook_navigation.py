@@ -11,7 +11,7 @@ import re
 import pytest
 
 from book.slugs import jupyterlab_slug
-from tests.notebook_files import NOTEBOOKS, cells
+from tests.support.notebook_files import NOTEBOOKS, cells
 
 LINK = re.compile(r"\]\(([0-9][0-9]_[\w]+\.ipynb)(?:#([^)]*))?\)")
 

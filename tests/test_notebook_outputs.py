@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tests.notebook_files import NOTEBOOKS, code_cells, texts
+from tests.support.notebook_files import NOTEBOOKS, code_cells, texts
 
 # a POSIX path of two or more parts that starts at the root, or a Windows drive path
 ABSOLUTE_PATH = re.compile(r"(?<![\w.)\]/])/(?:[\w.-]+/)+[\w.-]*|\b[A-Za-z]:\\")
