@@ -30,11 +30,11 @@ chromium:  ## Debian's Chromium for the browser tests and bench-explorers, insta
 test: $(READY) chromium  ## the whole suite: unit tests, nbval over every notebook, browser tests
 	$(BIN)/python -m pytest
 
-unit: $(READY)  ## unit tests only, no notebooks or browser (fast)
-	$(BIN)/python -m pytest tests --ignore=tests/browser --ignore=tests/test_portability.py
+unit: $(READY)  ## the fast inner loop: unit tests only, no notebook kernel or browser (pytest -m unit)
+	$(BIN)/python -m pytest -m unit
 
-portability: $(READY)  ## nbval over every notebook under 15 simulated CPUs / thread counts (tests/portability.py, ~15 min)
-	$(BIN)/python -m tests.portability --matrix wide
+portability: $(READY)  ## nbval over every notebook under 15 simulated CPUs / thread counts (tests/support/portability.py, ~15 min)
+	$(BIN)/python -m tests.support.portability --matrix wide
 
 notebooks: $(READY)  ## re-execute every notebook in place (after a change that alters outputs)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False notebooks/[0-9]*.ipynb

@@ -1,33 +1,42 @@
-"""Re-run the notebooks through nbval as if on other CPUs: the variants and their runner.
+"""Re-run the notebooks through nbval as if on other CPUs: the variants, which of them this CPU can run, and their runner.
 
 A notebook's committed outputs must match on any learner's machine, not only on the one that
 executed them. These environment variables, read when a process starts, change which float kernels
 torch uses, so on one machine they stand in for other CPUs (the kernel that nbval starts inherits
 them):
 
-* ATEN_CPU_CAPABILITY: torch's own vectorised kernels (default = no SIMD, avx2, avx512; a
-  capability the CPU lacks falls back to the best it has, so the label below says what ATen chose);
+* ATEN_CPU_CAPABILITY: torch's own vectorised kernels (default = no SIMD, avx2, avx512). torch does
+  NOT fall back when the CPU lacks the level asked for: it reports that level and dies with SIGILL
+  at the first vectorised op. So a variant never asks for more than the CPU has (`runnable`);
 * MKL_ENABLE_INSTRUCTIONS: the instruction set MKL's matmuls may use (SSE4_2, AVX2, AVX512);
 * ONEDNN_MAX_CPU_ISA: the same for oneDNN (SSE41, AVX2);
 * GPTLIB_NUM_THREADS: the thread count that gptlib.make_deterministic sets, overriding the
   notebook's `threads=1` (without it every notebook pins one thread and the count could not vary).
 
-`CI` runs in `make test` (tests/test_portability.py); `WIDE` adds every value of every variable on
-its own and more combinations (`make portability`, or `python -m tests.portability`).
+The three instruction-set variables exist on x86-64 only. On another CPU (ARM, Apple Silicon) none of
+them means anything, and only the thread count is varied.
+
+`ci_variants()` is what `make test` runs (tests/test_portability.py): the first three of `CI` this CPU
+can run; `WIDE` adds every value of every variable on its own and more combinations (`make portability`,
+or `python -m tests.support.portability`).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
+import platform
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
+# The variants are data, one dict of environment variables each; their entries look alike on purpose.
+# In order of preference: `make test` runs the first three that this CPU can run.
 CI = {
     "no SIMD kernels, SSE matmuls, 1 thread": {
         "ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
@@ -38,7 +47,15 @@ CI = {
     "avx512 kernels and matmuls, oneDNN at most AVX2, 1 thread": {
         "ATEN_CPU_CAPABILITY": "avx512", "MKL_ENABLE_INSTRUCTIONS": "AVX512",
         "ONEDNN_MAX_CPU_ISA": "AVX2", "GPTLIB_NUM_THREADS": "1"},
+    "avx2 kernels, SSE matmuls, oneDNN SSE41, 2 threads": {
+        "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+        "ONEDNN_MAX_CPU_ISA": "SSE41", "GPTLIB_NUM_THREADS": "2"},
+    "no SIMD kernels, native matmuls, 2 threads": {
+        "ATEN_CPU_CAPABILITY": "default", "GPTLIB_NUM_THREADS": "2"},
 }
+
+# Where no instruction-set variable applies (not x86-64), or too few variants are runnable.
+THREADS_ONLY = {f"{n} thread{'s' * (n > 1)}": {"GPTLIB_NUM_THREADS": str(n)} for n in (2, 3, 4)}
 
 ONE_AT_A_TIME = {
     f"{variable}={value}": {variable: value}
@@ -49,36 +66,107 @@ ONE_AT_A_TIME = {
     for value in values
 }
 
-# The variants are data, one dict of environment variables each; their entries look alike on purpose.
 WIDE = CI | ONE_AT_A_TIME | {
     "no SIMD kernels, AVX512 matmuls, 2 threads": {
         "ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "AVX512", "GPTLIB_NUM_THREADS": "2"},
     "avx512 kernels, SSE matmuls, oneDNN AVX2, 2 threads": {
         "ATEN_CPU_CAPABILITY": "avx512", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
         "ONEDNN_MAX_CPU_ISA": "AVX2", "GPTLIB_NUM_THREADS": "2"},
-    "avx2 kernels, SSE matmuls, oneDNN SSE41, 2 threads": {
-        "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
-        "ONEDNN_MAX_CPU_ISA": "SSE41", "GPTLIB_NUM_THREADS": "2"},
 }
+
+# The x86-64 instruction-set level each value asks for: 0 = none beyond SSE4, 1 = AVX2, 2 = AVX-512.
+LEVELS = {
+    "ATEN_CPU_CAPABILITY": {"default": 0, "avx2": 1, "avx512": 2},
+    "MKL_ENABLE_INSTRUCTIONS": {"SSE4_2": 0, "AVX2": 1, "AVX512": 2},
+    "ONEDNN_MAX_CPU_ISA": {"SSE41": 0, "AVX2": 1},
+}
+LEVEL_NAMES = ("no AVX2", "AVX2", "AVX-512")
 
 # Waiting threads sleep instead of spinning: on a busy shared machine two spinning threads made
 # the runs up to ten times slower. It changes no result.
 QUIET_THREADS = {"OMP_WAIT_POLICY": "PASSIVE"}
 
+# One variant re-runs every notebook (about a minute on a quiet 2-core machine); past this it has hung.
+VARIANT_TIMEOUT_S = 420
+
 FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+\.ipynb::Cell \d+)", re.MULTILINE)
 
 
-def capability(env: dict[str, str]) -> str:
-    """The SIMD level torch's kernels actually use under `env` (a CPU without avx512 falls back)."""
+def capability(env: dict[str, str] | None = None) -> str:
+    """What torch reports as its SIMD level under `env` added; with no env, the CPU's own level.
+
+    ATEN_CPU_CAPABILITY is taken out of the inherited environment first, so the CPU's own level is
+    what torch picks by itself. Asking is safe even for a level the CPU lacks: torch only dies once a
+    vectorised kernel runs.
+    """
+    return _capability(tuple(sorted((env or {}).items())))
+
+
+@functools.cache
+def _capability(env: tuple[tuple[str, str], ...]) -> str:  # one process per environment: torch reads it at start
+    inherited = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
     code = "import torch; print(torch.backends.cpu.get_cpu_capability())"
-    return subprocess.run([sys.executable, "-c", code], env=os.environ | env, capture_output=True,
-                          text=True, check=True).stdout.strip()
+    return subprocess.run([sys.executable, "-c", code], env=inherited | dict(env), capture_output=True,
+                          text=True, check=True, timeout=60).stdout.strip()
 
 
-def run_variant(env: dict[str, str], notebooks: list[str]) -> tuple[list[str], str]:
+def cpu_level(native: str, machine: str) -> int | None:
+    """The instruction-set level (index into LEVEL_NAMES) of an x86-64 CPU whose torch reports `native`
+    ("DEFAULT", "AVX2", "AVX512", ...), or None where the instruction-set variables mean nothing."""
+    if machine.lower() not in ("x86_64", "amd64"):
+        return None
+    return 2 if "AVX512" in native.upper() else 1 if "AVX2" in native.upper() else 0
+
+
+def needed_level(env: dict[str, str]) -> int:
+    """The highest instruction-set level any variable of `env` asks for (0 for a thread count alone)."""
+    return max((LEVELS[key][value] for key, value in env.items() if key in LEVELS), default=0)
+
+
+def why_not(env: dict[str, str], level: int | None) -> str | None:
+    """Why a CPU of `level` cannot run the variant `env`, or None if it can."""
+    if level is None and any(key in LEVELS for key in env):
+        return "the instruction-set variables mean nothing on this CPU (not x86-64); only thread counts vary"
+    if level is not None and needed_level(env) > level:
+        return (f"it asks for {LEVEL_NAMES[needed_level(env)]}, which this CPU lacks (torch reports "
+                f"{LEVEL_NAMES[level]} at most); torch would die with SIGILL instead of falling back")
+    return None
+
+
+def choose(variants: dict[str, dict[str, str]], level: int | None, at_least: int = 3,
+           at_most: int | None = 3) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """(chosen, skipped): the first `at_most` variants a CPU of `level` can run (all of them for None),
+    topped up with thread counts to `at_least`, and {name: why} for every variant left out."""
+    chosen, skipped = {}, {}
+    for name, env in variants.items():
+        reason = why_not(env, level)
+        if reason is None and at_most is not None and len(chosen) >= at_most:
+            reason = f"{at_most} variants are chosen already"
+        if reason is None:
+            chosen[name] = env
+        else:
+            skipped[name] = reason
+    for name, env in THREADS_ONLY.items():
+        if len(chosen) >= at_least:
+            break
+        if env not in chosen.values():
+            chosen[name] = env
+    return chosen, skipped
+
+
+def ci_variants() -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """(chosen, skipped) among CI's variants for this machine's own CPU."""
+    return choose(CI, cpu_level(capability(), platform.machine()))
+
+
+def run_variant(env: dict[str, str], notebooks: list[str], timeout: float = VARIANT_TIMEOUT_S) -> tuple[list[str], str]:
     """nbval over `notebooks` with `env` added: the failed cells ('path::Cell n') and pytest's output."""
     command = [sys.executable, "-m", "pytest", "-q", "-rfE", "--no-header", *notebooks]
-    result = subprocess.run(command, cwd=ROOT, env=os.environ | QUIET_THREADS | env, capture_output=True, text=True)
+    try:
+        result = subprocess.run(command, cwd=ROOT, env=os.environ | QUIET_THREADS | env, capture_output=True,
+                                text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as stopped:  # its output is bytes whatever text= says
+        return [f"nbval did not finish within {timeout:.0f} s"], (stopped.stdout or b"").decode(errors="replace")
     failed = FAILED.findall(result.stdout)
     if result.returncode != 0 and not failed:  # pytest itself broke: no cell to blame
         failed = [f"pytest exited with {result.returncode}"]
@@ -87,7 +175,7 @@ def run_variant(env: dict[str, str], notebooks: list[str]) -> tuple[list[str], s
 
 def describe(name: str, env: dict[str, str]) -> str:
     settings = " ".join(f"{key}={value}" for key, value in env.items())
-    return f"variant '{name}' ({settings}; ATen uses {capability(env)})"
+    return f"variant '{name}' ({settings}; torch reports {capability(env)})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,7 +183,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--matrix", choices=("ci", "wide"), default="wide")
     parser.add_argument("notebooks", nargs="*", default=["notebooks"])
     args = parser.parse_args(argv)
-    variants = CI if args.matrix == "ci" else WIDE
+    level = cpu_level(capability(), platform.machine())
+    variants, skipped = choose(CI, level) if args.matrix == "ci" else choose(WIDE, level, at_most=None)
+    print(f"this CPU: {platform.machine()}, torch reports {capability()}", flush=True)
+    for name, reason in skipped.items():
+        print(f"skipped variant '{name}': {reason}", flush=True)
     failures = 0
     for name, env in variants.items():
         start = time.perf_counter()
