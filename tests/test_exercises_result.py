@@ -184,7 +184,7 @@ def test_show_solution_prints_the_reference_source(capsys):
 
 def test_importing_the_exercises_loads_neither_matplotlib_nor_ipywidgets():
     code = "import sys, gptlib.exercises; print(sorted(m for m in ('matplotlib', 'ipywidgets') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout
     assert out.strip() == "[]"
 
 

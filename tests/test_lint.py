@@ -9,5 +9,5 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_ruff_finds_nothing():
     done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise", "."],
-                          cwd=ROOT, capture_output=True, text=True)
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

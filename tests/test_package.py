@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_import_gptlib_loads_neither_matplotlib_nor_ipywidgets():
     code = "import sys, gptlib; print(sorted(m for m in ('matplotlib', 'ipywidgets') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout
     assert out.strip() == "[]"
 
 

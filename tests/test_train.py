@@ -191,7 +191,8 @@ def test_keeping_freed_memory_spares_training_steps_their_page_faults():
         pytest.skip("no getrusage here")
 
     def faults_per_step(mode):  # a fresh interpreter: the malloc setting is for the whole process
-        run = subprocess.run([sys.executable, "-c", FAULTS_PER_STEP, mode], capture_output=True, text=True)
+        run = subprocess.run([sys.executable, "-c", FAULTS_PER_STEP, mode], capture_output=True, text=True,
+                             timeout=240)
         if "AssertionError" in run.stderr:
             pytest.skip("the C library has no mallopt (not glibc)")
         assert run.returncode == 0, run.stderr

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+BUILD_TIMEOUT_S = 600  # about 15 s from scratch on a 2-core machine; past this Sphinx has hung
 
 
 def stage(src: Path) -> None:
@@ -34,7 +35,7 @@ def sphinx_build(src: Path, out: Path) -> Path:
         sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
         "-d", str(out / "doctrees"), str(src), str(out / "html"),
     ]
-    subprocess.run(cmd, check=True)
+    subprocess.run(cmd, check=True, timeout=BUILD_TIMEOUT_S)
     return out / "html"
 
 
@@ -53,6 +54,8 @@ def main() -> None:
         html = build(args.out.resolve())
     except subprocess.CalledProcessError:
         sys.exit("the book did not build: Sphinx reported the warnings or errors above")
+    except subprocess.TimeoutExpired:
+        sys.exit(f"the book did not build: Sphinx had not finished after {BUILD_TIMEOUT_S} s")
     print(f"built in {time.perf_counter() - start:.1f} s; open {html / 'index.html'}")
 
 
