@@ -3,12 +3,13 @@
 Importing gptlib loads torch only; plotting and widgets live in gptlib.viz and load on demand.
 """
 
+from . import portable
 from .cache import Cache, run_with_cache
 from .config import COURSE_CONFIG, GPTConfig
 from .counting import component_table, format_table, measured_table, theorem_5_2
 from .data import VOCABULARY, decode, encode
 from .model import GPT
-from .reproducibility import at_most, below, make_deterministic
+from .reproducibility import make_deterministic
 
 __all__ = [
     "COURSE_CONFIG",
@@ -16,14 +17,13 @@ __all__ = [
     "GPTConfig",
     "Cache",
     "VOCABULARY",
-    "at_most",
-    "below",
     "component_table",
     "decode",
     "encode",
     "format_table",
     "make_deterministic",
     "measured_table",
+    "portable",
     "run_with_cache",
     "theorem_5_2",
 ]

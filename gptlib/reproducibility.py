@@ -1,4 +1,4 @@
-"""One call that makes a notebook print the same text on every machine, and the verdicts it prints."""
+"""One call that makes a notebook print the same text on every machine (its printing: gptlib.portable)."""
 
 from __future__ import annotations
 
@@ -59,25 +59,3 @@ def seeded(seed: int) -> Iterator[None]:
         torch.manual_seed(seed)
         yield
 
-
-def at_most(value: float, bound: float) -> str:
-    """A check of a rounding-level number, worded so that it prints the same on every CPU.
-
-    '<= 1e-05: yes' when value <= bound; otherwise '<= 1e-05: NO, it is 3.2e-04'. The digits of a
-    value at the level of float rounding differ between CPUs, so a compared notebook output prints
-    this verdict; the raw value goes in a cell whose output is not compared.
-    """
-    value = value.item() if isinstance(value, torch.Tensor) else float(value)
-    if value <= bound:
-        return f"<= {bound:.0e}: yes"
-    return f"<= {bound:.0e}: NO, it is {value:.1e}"
-
-
-def below(value: float, floor: float = 1e-12) -> str:
-    """A number that may be float rounding, printed the same on every CPU while it stays under `floor`.
-
-    '< 1e-12' when value < floor (its digits there are rounding noise); otherwise the value to
-    two significant digits, '3.2e-04'. Where the digits above the floor matter, print at_most's verdict.
-    """
-    value = value.item() if isinstance(value, torch.Tensor) else float(value)
-    return f"< {floor:.0e}" if value < floor else f"{value:.1e}"

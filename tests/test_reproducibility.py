@@ -1,4 +1,4 @@
-"""make_deterministic, seeded, at_most and below: what notebooks and library studies call so that they
+"""make_deterministic and seeded: what notebooks and library studies call so that they
 print the same text everywhere."""
 
 import os
@@ -9,20 +9,12 @@ import sys
 import pytest
 import torch
 
-from gptlib import at_most, below, jacobians, make_deterministic
+from gptlib import jacobians, make_deterministic
 from gptlib.config import GPTConfig
 from gptlib.reproducibility import seeded
 from gptlib.residual import initial_loss_gap, residual_write_variance
 
 SMALL = GPTConfig(V=7, T_max=4, d=8, H=2, L=1)
-
-
-def test_below_hides_digits_under_the_floor_only():
-    assert below(3.1e-15) == below(torch.tensor(0.0)) == "< 1e-12"
-    assert below(2e-11, 1e-10) == "< 1e-10"
-    assert below(1e-12) == "1.0e-12"
-    assert below(torch.tensor(3.2e-4)) == "3.2e-04"
-    assert below(float("nan")) == "nan"
 
 
 def test_seeded_draws_the_seeds_numbers_and_gives_the_callers_generator_back():
@@ -49,18 +41,6 @@ def test_seeded_studies_leave_the_callers_draws_alone_and_repeat_whatever_came_b
     assert torch.equal(torch.rand(3), unstudied)  # a notebook's next draw is the one it would have had
     torch.manual_seed(2)  # another state before the call: the study's own seed decides its numbers
     assert torch.equal(study(), first)
-
-
-def test_at_most_prints_a_verdict_not_the_digits():
-    assert at_most(2.2e-8, 1e-5) == at_most(1.3e-8, 1e-5) == "<= 1e-05: yes"
-    assert at_most(1e-5, 1e-5) == "<= 1e-05: yes"
-    assert at_most(torch.tensor(3.2e-4), 1e-5) == "<= 1e-05: NO, it is 3.2e-04"
-    assert at_most(float("nan"), 1e-5) == "<= 1e-05: NO, it is nan"
-
-
-def test_at_most_takes_a_tensor_that_requires_grad_without_a_warning(recwarn):
-    assert at_most(torch.ones(3, requires_grad=True).sum() * 0, 1e-6) == "<= 1e-06: yes"
-    assert len(recwarn) == 0
 
 
 def threads_after_make_deterministic(**env):
