@@ -127,10 +127,12 @@ def why_not(env: dict[str, str], level: int | None) -> str | None:
     """Why a CPU of `level` cannot run the variant `env`, or None if it can."""
     if level is None and any(key in LEVELS for key in env):
         return "the instruction-set variables mean nothing on this CPU (not x86-64); only thread counts vary"
-    if level is not None and needed_level(env) > level:
-        return (f"it asks for {LEVEL_NAMES[needed_level(env)]}, which this CPU lacks (torch reports "
-                f"{LEVEL_NAMES[level]} at most); torch would die with SIGILL instead of falling back")
-    return None
+    if level is None or needed_level(env) <= level:
+        return None
+    lacks = f"it asks for {LEVEL_NAMES[needed_level(env)]}, which this CPU lacks (torch reports {LEVEL_NAMES[level]} at most)"
+    if needed_level({key: env[key] for key in env if key == "ATEN_CPU_CAPABILITY"}) > level:
+        return f"{lacks}: torch would die with SIGILL instead of falling back"
+    return f"{lacks}: MKL and oneDNN fall back to what the CPU has, so it would only repeat another variant"
 
 
 def choose(variants: dict[str, dict[str, str]], level: int | None, at_least: int = 3,
