@@ -1,9 +1,13 @@
 """Exercise 8: training FLOPs per token against FlopCounterMode, and where attention takes over."""
 
+import numpy as np
 import pytest
+import torch
+import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
 
-from gptlib import cost
-from gptlib.exercises import check_attention_takeover, check_training_flops
+from gptlib import GPT, cost
+from gptlib.exercises import check_attention_takeover, check_training_flops, solutions
 from gptlib.exercises.result import FAILED
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -73,3 +77,82 @@ def test_non_positive_lengths_and_non_numbers():
     assert r.status == FAILED and "positive" in r.message
     r = check_training_flops(lambda c, T: "many")
     assert r.status == FAILED and "should be a number" in r.message
+
+
+def _measured_with_flop_counter(c, T):
+    """A learner's measurement: one training step of a GPT on one sequence under FlopCounterMode
+    (the explicit attention path: FlopCounterMode has no formula for the fused CPU kernel)."""
+    model = GPT(c.replace(T_max=max(T, c.T_max)))
+    idx = torch.zeros(1, T, dtype=torch.long)
+    counter = FlopCounterMode(display=False)
+    with counter:
+        F.cross_entropy(model(idx, explicit=True).flatten(0, 1), idx.flatten()).backward()
+    return counter.get_total_flops() / T
+
+
+def _six_n_plus_attention(c, T):
+    N = c.L * (4 * c.d**2 + 2 * c.d * c.d_ff) + c.d * c.V  # weights that do matmul work
+    return np.float64(6 * N + 12 * c.L * T * c.d)
+
+
+@pytest.mark.parametrize(
+    "flops_per_token",
+    [_measured_with_flop_counter, _six_n_plus_attention, lambda c, T: torch.tensor(solutions.flops_per_token(c, T) * T) / T],
+)
+def test_flops_in_other_styles_pass(flops_per_token):
+    assert check_training_flops(flops_per_token)
+
+
+@pytest.mark.parametrize(
+    "slip, message",
+    [
+        (lambda c, T: learner_flops(c, T) - 3 * 4 * c.L * T * (c.d - c.d_head), "for one head"),
+        (lambda c, T: learner_flops(c, T) + 12 * c.L * (c.T_max - T) * c.d, "config.T_max"),
+        (lambda c, T: 2 * learner_flops(c, T) / 3, "twice the forward, not once"),
+    ],
+)
+def test_more_flop_slips_are_named(slip, message):
+    r = check_training_flops(slip)
+    assert not r and message in r.message
+
+
+def _takeover_by_roots(c):
+    """Attention 4 T^2 d against 8 T d^2 + 4 T d d_ff per block: the nonzero root, numerically."""
+    return max(np.roots([4 * c.d, -(8 * c.d**2 + 4 * c.d * c.d_ff), 0]).real)
+
+
+def _takeover_by_search(c):
+    T = 1
+    while 4 * T * T * c.d < 8 * T * c.d**2 + 4 * T * c.d * c.d_ff:
+        T += 1
+    return torch.tensor(T)
+
+
+@pytest.mark.parametrize("takeover", [_takeover_by_roots, _takeover_by_search, lambda c: float(2 * c.d + c.d_ff)])
+def test_takeover_in_other_styles_passes(takeover):
+    assert check_attention_takeover(takeover)
+
+
+@pytest.mark.parametrize(
+    "answer, message",
+    [
+        (lambda c: c.H * (2 * c.d + c.d_ff), "for one head"),
+        (lambda c: 2 * c.d + c.d_ff + c.V / (2 * c.L), "unembedding W_U"),
+        (lambda c: 2 * (2 * c.d + c.d_ff), "fits 2 typical mistakes equally"),  # one product or a causal half: unknowable
+    ],
+)
+def test_more_takeover_answers_are_named(answer, message):
+    r = check_attention_takeover(answer)
+    assert not r and message in r.message
+
+
+def test_half_the_attention_is_named_with_both_candidates_it_could_be():
+    r = check_attention_takeover(lambda c: 2 * (2 * c.d + c.d_ff))
+    assert "one attention product" in r.message and "causal mask" in r.message
+    r = check_training_flops(lambda c, T: learner_flops(c, T, causal_half=True))
+    assert "one of the two attention products" in r.message and "causal mask" in r.message
+
+
+def test_flops_reference_passes_under_no_grad():
+    with torch.no_grad():
+        assert check_training_flops(solutions.flops_per_token) and check_attention_takeover(solutions.takeover_T)

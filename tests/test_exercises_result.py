@@ -1,5 +1,6 @@
 """gptlib.exercises' plumbing: Result, the never-raise decorator, hints and solutions."""
 
+import itertools
 import subprocess
 import sys
 
@@ -9,7 +10,7 @@ import torch
 
 import gptlib
 from gptlib import GPT, GPTConfig, exercises
-from gptlib.exercises import hints, result, solutions
+from gptlib.exercises import flops, heads, hints, layernorm, result, solutions
 from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, PASSED, Wrong, as_float, as_int, as_numbers, call, checker
 
 
@@ -158,6 +159,54 @@ def test_recognise_names_every_mistake_that_explains_all_points_in_order():
     assert result.recognise({3: 6.3}, mistakes, near) == ["doubled", "added to itself"]
     several = {"sum": lambda a, b: a + b, "product": lambda a, b: a * b}  # a tuple point is several arguments
     assert result.recognise({(2, 3): 5, (1, 1): 2}, several) == ["sum"]
+
+
+@pytest.mark.parametrize(
+    "points, mistakes",
+    [
+        (heads.FACTOR_SHAPES, heads.FACTOR_MISTAKES),
+        (heads.RANK_SHAPES, heads.RANK_MISTAKES),
+        ([(c,) for c in layernorm.SCALES], layernorm.DECAY_MISTAKES),
+        (flops.FLOP_POINTS, flops.FLOP_MISTAKES),
+        ([(c,) for c in flops.TAKEOVER_CONFIGS], flops.TAKEOVER_MISTAKES),
+    ],
+)
+def test_the_points_a_checker_tries_tell_its_typical_mistakes_apart(points, mistakes):
+    """Mistakes that predict the same answers at every point tried can only be named together, as
+    candidates: the one such pair is a causal mask's half against one of the two attention products."""
+    predictions = {name: [mistake(*point) for point in points] for name, mistake in mistakes.items()}
+    twins = [(a, b) for a, b in itertools.combinations(predictions, 2) if predictions[a] == predictions[b]]
+    assert all("causal mask" in a + b and "one" in a + b for a, b in twins), twins
+
+
+def test_name_mistake_names_one_lists_candidates_or_a_pair_or_nothing():
+    mistakes = {"doubled": lambda x: 2 * x, "squared": lambda x: x * x, "added to itself": lambda x: x + x}
+    assert result.name_mistake({2: 4, 3: 9}, mistakes) == "squared"
+    both = result.name_mistake({2: 4, 3: 6}, mistakes)
+    assert both.startswith("your answer fits 2 typical mistakes") and "doubled; or added to itself" in both
+    assert result.name_mistake({2: 4, 3: 7}, mistakes) is None  # each explains one point, none both
+    assert result.name_mistake({2: 8, 3: 15}, {"doubled": lambda x: 2 * x, "squared": lambda x: x * x}, pairs=True) == (
+        "doubled and squared"
+    )
+    several = {"sum": lambda a, b: a + b, "product": lambda a, b: a * b}  # a tuple point is several arguments
+    assert result.name_mistake({(2, 3): 5, (1, 1): 2}, several) == "sum"
+
+
+@pytest.mark.parametrize(
+    "got, expected, tolerances, equal",
+    [
+        (3, 3, {}, True),
+        (3.0000001, 3, {}, False),
+        (3.0000001, 3, {"rtol": 1e-6}, True),
+        (torch.ones(2, dtype=torch.float32), torch.ones(2, dtype=torch.float64), {}, True),
+        (torch.ones(2), torch.ones(1, 2), {"atol": 1}, False),  # shapes must agree, no broadcasting
+        ((1.0, torch.zeros(2)), [1.0, torch.full((2,), 1e-7)], {"atol": 1e-6}, True),
+        ((1.0,), (1.0, 2.0), {}, False),
+        (float("nan"), 0.0, {"atol": 1}, False),
+    ],
+)
+def test_close_is_one_rule_for_numbers_tensors_and_tuples(got, expected, tolerances, equal):
+    assert result.close(got, expected, **tolerances) is equal
 
 
 def test_hints_are_progressive_and_point_to_the_next_level(capsys):

@@ -18,7 +18,7 @@ import functools
 from .. import cost, counting
 from ..config import COURSE_CONFIG, GPTConfig
 from ..cost import ATTENTION, UNEMBEDDING
-from .result import Wrong, as_float, as_int, call, checker, refuse_typical_mistake
+from .result import Wrong, as_float, call, checker, close, name_mistake
 
 EX8 = "Exercise 8"
 
@@ -65,6 +65,14 @@ FLOP_MISTAKES = {
         lambda c, T: _truth(c, T) / 2,
     "you halved the attention products for the causal mask: FlopCounterMode counts the full T x T products":
         lambda c, T: _truth(c, T) - 3 * _per_token(c, T, ATTENTION) / 2,
+    "you counted one of the two attention products: the scores Q K^T AND the aggregation A V each cost 2 T d per token":
+        lambda c, T: _truth(c, T) - 3 * _per_token(c, T, ATTENTION) / 2,
+    "you counted attention's products for one head (d_head wide): the H heads together are d wide":
+        lambda c, T: _truth(c, T) - 3 * _per_token(c, T, ATTENTION) * (1 - 1 / c.H),
+    "you used config.T_max for the attention terms: the sequences are T long":
+        lambda c, T: _truth(c, T) + 3 * (_per_token(c, c.T_max, ATTENTION) - _per_token(c, T, ATTENTION)),
+    "the backward pass costs twice the forward, not once (gradients for the inputs AND for the weights): 3x forward, not 2x":
+        lambda c, T: 2 * _truth(c, T) / 3,
     "you left out the unembedding W_U (6 d V per token)":
         lambda c, T: _truth(c, T) - 3 * _per_token(c, T, UNEMBEDDING),
     "that is per sequence of T tokens: divide by T":
@@ -76,14 +84,15 @@ FLOP_MISTAKES = {
 }
 
 
-def _close(a: float, b: float) -> bool:
-    return abs(a - b) <= 1e-9 * max(abs(b), 1)
+def _close(got: float, expected: float) -> bool:
+    return close(got, expected, rtol=1e-9)  # FLOP counts are whole numbers; rtol spares a float's rounding
 
 
 @checker(EX8)
 def check_training_flops(flops_per_token) -> tuple[str, list[str]]:
     """Exercise 8: flops_per_token(config, T) -> FLOPs per token of a training step (forward and
-    backward) on sequences of length T; matmuls only, a multiply-add is 2 FLOPs."""
+    backward) on sequences of length T; matmuls only, a multiply-add is 2 FLOPs. Any number
+    (int, float, numpy, one-element tensor), derived or measured; the config is a copy."""
     answers = {
         point: as_float(call(flops_per_token, *point, what="config, T"), "your FLOPs per token")
         for point in FLOP_POINTS
@@ -94,8 +103,8 @@ def check_training_flops(flops_per_token) -> tuple[str, list[str]]:
             continue
         details = [f"(d, d_ff, L, V) = ({c.d}, {c.d_ff}, {c.L}, {c.V}), T = {T}: "
                    f"yours {answers[(c, T)]:,.0f}, FlopCounterMode {truth:,}"]
-        refuse_typical_mistake(answers, FLOP_MISTAKES, details, _close)
-        raise Wrong("your count differs from FlopCounterMode's.", details)
+        named = name_mistake(answers, FLOP_MISTAKES, _close)
+        raise Wrong((named or "your count differs from FlopCounterMode's") + ".", details)
     return f"equal to FlopCounterMode's count on all {len(FLOP_POINTS)} (config, T) points.", [
         f"course config: T = 64 -> {measured_per_token(COURSE_CONFIG, 64):,} per token, "
         f"T = 1024 -> {measured_per_token(COURSE_CONFIG, 1024):,}"
@@ -109,6 +118,12 @@ TAKEOVER_MISTAKES = {
     "you left out the MLP: its work (4 T d d_ff per block) counts on the parameter side too": lambda c: 2 * c.d,
     "you counted one attention product: the scores Q K^T AND the aggregation A V each cost 2 T^2 d":
         lambda c: 2 * (2 * c.d + c.d_ff),
+    "you halved the attention products for the causal mask: FlopCounterMode counts the full T x T products":
+        lambda c: 2 * (2 * c.d + c.d_ff),
+    "you counted attention for one head (T^2 d_head): the H heads together do 4 T^2 d per block":
+        lambda c: c.H * (2 * c.d + c.d_ff),
+    "you counted the unembedding W_U with the projections: the question compares the blocks' work only":
+        lambda c: 2 * c.d + c.d_ff + c.V / (2 * c.L),
     "you counted the attention products twice": lambda c: (2 * c.d + c.d_ff) // 2,
     "T = d is where one score row costs as much as one projection row; compare whole blocks": lambda c: c.d,
 }
@@ -121,25 +136,36 @@ def measured_split(config: GPTConfig, T: int) -> tuple[int, int]:
     return attention, total - attention - cost.forward_costs(config, T)[UNEMBEDDING]
 
 
+def _whole(T: float) -> int | None:
+    """T as an int when it is a whole number (up to a float's rounding, as np.roots gives), else None."""
+    return round(T) if close(T, round(T), rtol=1e-9) else None
+
+
 @checker(EX8)
 def check_attention_takeover(takeover_T) -> tuple[str, list[str]]:
     """Exercise 8: takeover_T(config) -> the sequence length T at which attention's scores and
     aggregation (the T^2 terms) cost as much as all projections and MLPs of the blocks. Beyond it
-    the 6N rule, which sees only the latter, misses more than half of the work."""
-    answers = {c: as_int(call(takeover_T, c, what="config"), "your T") for c in TAKEOVER_CONFIGS}
+    the 6N rule, which sees only the latter, misses more than half of the work. Any number that is
+    a whole length (a float from a numerical root included); the config is a copy."""
+    answers = {c: as_float(call(takeover_T, c, what="config"), "your T") for c in TAKEOVER_CONFIGS}
     for c in TAKEOVER_CONFIGS:
-        T = answers[c]
-        if T < 1:
-            raise Wrong(f"T must be a positive length, got {T}")
-        attention, rest = measured_split(c, T)
-        if attention == rest:
-            continue
-        details = [f"(d, d_ff) = ({c.d}, {c.d_ff}), your T = {T}: "
-                   f"FlopCounterMode counts attention {attention:,}, the rest {rest:,}"]
-        refuse_typical_mistake(answers, TAKEOVER_MISTAKES, details)
+        T = _whole(answers[c])
+        if T is not None and T >= 1:
+            attention, rest = measured_split(c, T)
+            if attention == rest:
+                continue
+            details = [f"(d, d_ff) = ({c.d}, {c.d_ff}), your T = {T}: "
+                       f"FlopCounterMode counts attention {attention:,}, the rest {rest:,}"]
+        else:
+            details = [f"(d, d_ff) = ({c.d}, {c.d_ff}): your T = {answers[c]:g}"]
+        named = name_mistake(answers, TAKEOVER_MISTAKES, lambda got, predicted: close(got, predicted, rtol=1e-9))
+        if named:
+            raise Wrong(named + ".", details)
+        if T is None or T < 1:
+            raise Wrong(f"T must be a positive whole length, got {answers[c]:g}", details)
         raise Wrong(f"at your T attention's products are {attention / rest:.2f} times the rest, not equal.", details)
     return (
         f"at your T the two are equal on all {len(TAKEOVER_CONFIGS)} configs (FlopCounterMode): "
         "for longer sequences attention dominates and 6N misses more than half of the work.",
-        [f"course config: T = {answers[COURSE_CONFIG]}"],
+        [f"course config: T = {_whole(answers[COURSE_CONFIG])}"],
     )
