@@ -4,7 +4,6 @@
     W_OV(attn, h)               W_V^h W_O^h, the OV circuit                  (d, d)
     attention_input(model, c, l) the X that layer l's MHA reads (LN_1(X^(l)) in pre-norm)
     head_contributions(attn, X, A) A^h X W_OV^h for every head (Proposition 1.2) (B, H, T, d)
-    mha_by_definition(attn, X)  [C^1 | ... | C^H] W_O + b_O (Definition 1.1) (B, T, d)
     scores(attn, X)             S^h = X W_QK^h X^T / sqrt(d_head), unmasked  (B, H, T, T)
     numerical_rank(M)           singular values, the stated tolerance, the rank
     head_ranks(model, cache)    Exercise 6: ranks of W_QK^h, W_OV^h, S^h in every head (format_head_ranks)
@@ -13,7 +12,7 @@
     head_budget_comparison(...) Remark 1.4: one full-width head against H heads
 
 The output bias b_O is not part of any head: MHA(X) = sum_h A^h X W_OV^h + b_O, so
-`head_contributions` leaves it out and `mha_by_definition` adds it once.
+`head_contributions` leaves it out (Definition 1.1 itself is gptlib.model.MultiHeadAttention.definition).
 """
 
 from __future__ import annotations
@@ -66,15 +65,6 @@ def head_contributions(attn: MultiHeadAttention, X: torch.Tensor, A: torch.Tenso
     checks.check_shape(A, (B, attn.H, T, T), "A", "(B, H, T, T)", "the attention of this X")
     W_OV_all = torch.stack([W_OV(attn, h) for h in range(attn.H)])  # (H, d, d)
     return torch.einsum("bhts,bsd,hde->bhte", A, X, W_OV_all)  # (B, H, T, d)
-
-
-def mha_by_definition(attn: MultiHeadAttention, X: torch.Tensor) -> torch.Tensor:
-    """Definition 1.1 written head by head: C^h = A^h X W_V^h, then [C^1 | ... | C^H] W_O + b_O: (B, T, d)."""
-    checks.check_batch(X, attn.W_O.shape[0])
-    q, k, _ = attn.qkv(X)  # each (B, H, T, d_head)
-    A = attn.attention_matrices(q, k)  # (B, H, T, T)
-    heads = [A[:, h] @ X @ attn.W_V[h] for h in range(attn.H)]  # H tensors (B, T, d_head)
-    return torch.cat(heads, dim=-1) @ attn.W_O + attn.b_O  # (B, T, d)
 
 
 def scores(attn: MultiHeadAttention, X: torch.Tensor) -> torch.Tensor:

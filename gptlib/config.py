@@ -21,7 +21,7 @@ class GPTConfig:
     d_ff: int | None = None  # MLP hidden width; None means 4d (Definition 2.1)
     norm: str = "pre"  # "pre" (Definition 3.1) or "post" (Aside 3.5, Exercise 7)
     tie_weights: bool = False  # W_U = E^T (Aside 5.3); off in the course count
-    ln_eps: float = 1e-5  # epsilon of Definition 4.1
+    ln_eps: float = 1e-5  # epsilon of Definition 4.1, > 0: a constant row has sigma = 0
     causal: bool = True  # causal mask in every head; False only to show a broken model
     attn_only: bool = False  # blocks without LN_2 and MLP (the induction-head toy model)
     init_std: float = 0.02  # std of the normal init (Project aside 5.2)
@@ -41,7 +41,7 @@ class GPTConfig:
         if self.attn_only and self.norm == "post":
             raise ValueError("attn_only=True needs norm='pre': an attention-only block is X' = X + MHA(LN_1(X)), "
                              "with no post-norm form")
-        object.__setattr__(self, "ln_eps", checks.real("ln_eps", self.ln_eps, at_least=0))
+        object.__setattr__(self, "ln_eps", checks.real("ln_eps", self.ln_eps, above=0))
         object.__setattr__(self, "init_std", checks.real("init_std", self.init_std, above=0))
         object.__setattr__(self, "d_head", self.d // self.H)
 

@@ -9,9 +9,14 @@
     batch_norm(U, eps)         Aside 4.4's contrast: statistics across the batch, per coordinate
 
 Every function acts on the last dimension (d) and broadcasts over leading ones, so a batch
-U of shape (B, d) or a stream X of shape (B, T, d) works the same way. A zero-variance row
-(a constant u, or u = 0) with eps = 0 is the 0/0 case the lecture excludes; here it maps to
-the zero vector (then gamma * 0 + beta = beta), never to NaN.
+U of shape (B, d) or a stream X of shape (B, T, d) works the same way.
+
+Definition 4.1 as the lecture writes it is gptlib.model.LayerNorm.definition, with eps > 0.
+Here it is computed in an overflow-safe form, because the LayerNorm sphere takes any finite u
+and eps = 0 (Proposition 4.2's setting): each row is divided by a power of two near its
+largest entry first (_overflow_safe_scale), so squares of 1e200 or 1e-200 neither overflow nor
+underflow, and a zero-variance row (a constant u, or u = 0) with eps = 0, the 0/0 case the
+lecture excludes, maps to the zero vector (then gamma * 0 + beta = beta), never to NaN.
 """
 
 from __future__ import annotations
@@ -61,11 +66,11 @@ def projector_facts(d: int) -> ProjectorFacts:
 def center(u: torch.Tensor) -> torch.Tensor:
     """Step 1 of Proposition 4.2: u - mean(u) 1, the orthogonal projection onto 1-perp. (..., d) -> (..., d)."""
     checks.check_rows(u)
-    s = _scale(u)  # (..., 1): mean(u) = s mean(u / s), whose sum cannot overflow (see _scale)
+    s = _overflow_safe_scale(u)  # (..., 1): mean(u) = s mean(u / s), whose sum cannot overflow
     return u - s * (u / s).mean(dim=-1, keepdim=True)
 
 
-def _scale(v: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
+def _overflow_safe_scale(v: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
     """A power of two s near max(max_i |v_i|, sqrt(eps)) for each row, (..., d) -> (..., 1).
 
     The formulas of this module give the same result for v / s and eps / s^2 as for v and eps,
@@ -87,8 +92,8 @@ def radial_rescale(v: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
     """
     checks.check_rows(v, "v")
     eps = checks.real("eps", eps, at_least=0)  # Definition 4.1 asks eps >= 0
-    s = _scale(v, eps)  # (..., 1)
-    return _rescale(v / s, eps / s / s)  # the same quotient, computed where squares cannot overflow (see _scale)
+    s = _overflow_safe_scale(v, eps)  # (..., 1)
+    return _rescale(v / s, eps / s / s)  # the same quotient, where squares cannot overflow
 
 
 def _rescale(v: torch.Tensor, eps) -> torch.Tensor:
@@ -110,14 +115,14 @@ def _affine(x: torch.Tensor, gamma: torch.Tensor | None, beta: torch.Tensor | No
 def layer_norm(
     u: torch.Tensor, gamma: torch.Tensor | None = None, beta: torch.Tensor | None = None, eps: float = 0.0
 ) -> torch.Tensor:
-    """Definition 4.1 written as Proposition 4.2's composition: gamma * radial_rescale(center(u), eps) + beta.
+    """Definition 4.1 as Proposition 4.2's composition, overflow-safe: gamma * radial_rescale(center(u), eps) + beta.
 
     mean(center(u)^2) is sigma(u)^2 (the biased variance, dividing by d), so this is
     gamma * (u - mean(u)) / sqrt(sigma(u)^2 + eps) + beta. (..., d) -> (..., d).
     """
     checks.check_rows(u)
     eps = checks.real("eps", eps, at_least=0)  # Definition 4.1 asks eps >= 0
-    s = _scale(u, eps)  # (..., 1): LN(u) with eps is LN(u / s) with eps / s^2, where nothing over- or underflows
+    s = _overflow_safe_scale(u, eps)  # (..., 1): LN(u) with eps is LN(u / s) with eps / s^2, where nothing over- or underflows
     return _affine(_rescale(center(u / s), eps / s / s), gamma, beta)  # gamma * radial_rescale(center(u), eps) + beta
 
 
@@ -157,7 +162,7 @@ def batch_norm(U: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
 
 def sigma(u: torch.Tensor) -> torch.Tensor:
     """sigma(u), the coordinate standard deviation of Section 4 (biased, divides by d). (..., d) -> (...)."""
-    s = _scale(u)  # (..., 1): sigma(u) = s sigma(u / s), computed where squares cannot overflow (see _scale)
+    s = _overflow_safe_scale(u)  # (..., 1): sigma(u) = s sigma(u / s), where squares cannot overflow
     return s.squeeze(-1) * center(u / s).pow(2).mean(dim=-1).sqrt()
 
 

@@ -1,5 +1,14 @@
 """The GPT of Lecture 5, Sections 1-5, written so that each line reads like the lecture.
 
+Where the lecture's definition is written out, it is a method named `definition`; the method a
+model runs is its fast form, tested equal to it (tests/test_model.py):
+
+    Definition 1.1  MultiHeadAttention.definition   fast form: MultiHeadAttention.forward
+    Definition 2.1  MLP.forward
+    Definition 3.1  Block.forward (Aside 3.5's post-norm variant beside it)
+    Definition 4.1  LayerNorm.definition            fast form: LayerNorm.forward
+    Section 5       GPT.forward
+
 Conventions: feature vectors are rows, so a sequence is X of shape (T, d) and a batch
 (B, T, d). Weights keep the lecture's shapes: W_Q^h = attn.W_Q[h] of shape (d, d_head),
 W_O of shape (d, d) acting as [C^1 | ... | C^H] W_O, W_1 of shape (d_ff, d) acting on a
@@ -15,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import checks, geometry
+from . import checks
 from .config import GPTConfig
 
 # The names a forward record uses, the lecture's symbols (gptlib.cache reads them back).
@@ -31,26 +40,27 @@ def record_key(name: str, l: int) -> str:
 
 
 class LayerNorm(nn.Module):
-    """Definition 4.1: gamma * (u - mean(u)) / sqrt(var(u) + eps) + beta, per row.
+    """Definition 4.1: LN(u) = gamma * (u - mean(u) 1) / sqrt(sigma(u)^2 + eps) + beta, each row alike.
 
-    forward runs torch's fused kernel: one pass over each row, several times faster forward
-    and backward than the formula as separate tensor ops. `definition` is the
-    formula itself, written as Proposition 4.2's two moves (gptlib.geometry.layer_norm:
-    centre, then rescale radially); tests/test_model.py checks the two agree.
+    eps must be > 0: a constant row has sigma(u) = 0, and only eps keeps its denominator from
+    zero (there LN(u) = beta). Proposition 4.2's eps = 0 is studied on rows in gptlib.geometry.
     """
 
     def __init__(self, d: int, eps: float):
         super().__init__()
-        self.eps = eps
+        self.eps = checks.real("eps", eps, above=0)
         self.gamma = nn.Parameter(torch.ones(d))  # (d,)
         self.beta = nn.Parameter(torch.zeros(d))  # (d,)
 
-    def forward(self, u: torch.Tensor) -> torch.Tensor:  # (..., d) -> (..., d)
-        return F.layer_norm(u, self.gamma.shape, self.gamma, self.beta, self.eps)
-
     def definition(self, u: torch.Tensor) -> torch.Tensor:  # (..., d) -> (..., d)
-        """Definition 4.1 written out: gamma * radial_rescale(center(u), eps) + beta."""
-        return geometry.layer_norm(u, self.gamma, self.beta, self.eps)
+        """Definition 4.1 as the lecture writes it."""
+        centred = u - u.mean(dim=-1, keepdim=True)  # u - mean(u) 1, (..., d)
+        variance = centred.pow(2).mean(dim=-1, keepdim=True)  # sigma(u)^2, dividing by d, (..., 1)
+        return self.gamma * centred / torch.sqrt(variance + self.eps) + self.beta
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:  # (..., d) -> (..., d)
+        """The fast form of Definition 4.1: torch's fused layer_norm kernel, one pass over each row."""
+        return F.layer_norm(u, self.gamma.shape, self.gamma, self.beta, self.eps)
 
 
 class MultiHeadAttention(nn.Module):
@@ -70,8 +80,26 @@ class MultiHeadAttention(nn.Module):
         """The block W_O^h of shape (d_head, d) that head h's output multiplies."""
         return self.W_O[h * self.d_head : (h + 1) * self.d_head]
 
+    def mask(self, T: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        """M (T, T): -inf where s > t (the future) when causal, 0 elsewhere; added to every S^h."""
+        M = torch.zeros(T, T, dtype=dtype, device=device)  # (T, T)
+        return torch.full_like(M, float("-inf")).triu(1) if self.causal else M
+
+    def definition(self, X: torch.Tensor) -> torch.Tensor:  # (B, T, d) -> (B, T, d)
+        """Definition 1.1 as the lecture writes it, head by head:
+        Attn^h(X) = softmax(X W_Q^h (X W_K^h)^T / sqrt(d_head) + M) X W_V^h,
+        MHA(X) = [Attn^1(X) | ... | Attn^H(X)] W_O + b_O.
+        """
+        checks.check_batch(X, self.W_O.shape[0])
+        M = self.mask(X.shape[1], X.dtype, X.device)  # (T, T)
+        heads = []
+        for h in range(self.H):
+            S = (X @ self.W_Q[h]) @ (X @ self.W_K[h]).transpose(1, 2) / math.sqrt(self.d_head) + M  # S^h, (B, T, T)
+            heads.append(S.softmax(dim=-1) @ X @ self.W_V[h])  # Attn^h(X) = A^h X W_V^h, (B, T, d_head)
+        return torch.cat(heads, dim=-1) @ self.W_O + self.b_O  # (B, T, d)
+
     def qkv(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Per-head queries, keys and values X W_Q^h, X W_K^h, X W_V^h, each (B, H, T, d_head).
+        """Per-head queries, keys and values X W_Q^h, X W_K^h, X W_V^h, each (B, H, T, d_head), for the fast form.
 
         All 3H products are one matmul, X [W_Q^1 | ... | W_Q^H | W_K^1 | ... | W_V^H]; the
         heads are then views into its (B, T, 3H, d_head) result, so no copy is made either way.
@@ -83,24 +111,22 @@ class MultiHeadAttention(nn.Module):
         return tuple(part.transpose(1, 2) for part in heads.split(self.H, dim=2))
 
     def attention_matrices(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        """A^h = softmax(S^h), S^h = Q^h K^h^T / sqrt(d_head) + M, M = -inf on the future if causal: (B, H, T, T).
+        """A^h = softmax(S^h), S^h = Q^h K^h^T / sqrt(d_head) + M for every head: (B, H, T, T).
 
         The T x T scores are the large tensors here, so they are written once: baddbmm adds
         the scaled product to the mask M inside the matrix multiply.
         """
         B, H, T, d_head = q.shape
-        M = torch.zeros(T, T, dtype=q.dtype, device=q.device)  # (T, T)
-        if self.causal:
-            M = torch.full_like(M, float("-inf")).triu(1)  # -inf where s > t (the future), 0 elsewhere
+        M = self.mask(T, q.dtype, q.device)  # (T, T)
         S = torch.baddbmm(M, q.flatten(0, 1), k.flatten(0, 1).transpose(1, 2), alpha=1 / math.sqrt(d_head))
         return S.view(B, H, T, T).softmax(dim=-1)  # rows of A^h sum to 1
 
     def forward(self, X: torch.Tensor, *, explicit: bool = False, record: dict | None = None) -> torch.Tensor:
-        """X (B, T, d) -> MHA(X) (B, T, d).
+        """The fast form of Definition 1.1: X (B, T, d) -> MHA(X) (B, T, d), all heads at once.
 
-        explicit=True forms every A^h and multiplies it into the values, as Definition 1.1
-        writes it; otherwise the fused scaled_dot_product_attention kernel does the same
-        work without ever holding A^h. `record`, if a dict, receives A on the explicit path.
+        The fused scaled_dot_product_attention kernel computes every head's A^h V^h without ever
+        holding A^h. explicit=True forms every A^h instead (attention_matrices) and multiplies it
+        into the values; `record`, if a dict, receives A on that path.
         """
         B, T, d = X.shape
         q, k, v = self.qkv(X)  # each (B, H, T, d_head)
@@ -235,10 +261,8 @@ class GPT(nn.Module):
     def embed(self, idx: torch.Tensor) -> torch.Tensor:
         """X^(0)_t = E[x_t] + P[t]: token ids (..., T) -> the residual stream's start (..., T, d).
 
-        The ids are taken as valid; forward() checks them first (check_tokens).
-        F.embedding(idx, E) is the row lookup E[idx]; its backward sums the gradients of
-        repeated ids with a dense kernel, about 0.7 ms a training step cheaper at the course
-        shapes than indexing's index_put_.
+        The ids are taken as valid; forward() checks them first (check_tokens). F.embedding(idx, E)
+        is the row lookup E[idx], in the form whose backward is fastest (README, "How fast is it?").
         """
         return F.embedding(idx, self.E) + self.P[: idx.shape[-1]]
 

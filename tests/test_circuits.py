@@ -28,7 +28,7 @@ def test_proposition_1_2_heads_plus_bias_give_the_modules_output(attn, small):
     assert terms.shape == (2, small.H, 10, small.d)
     reference = attn(X)  # the fused scaled_dot_product_attention path, written independently
     torch.testing.assert_close(terms.sum(1) + attn.b_O, reference, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(circuits.mha_by_definition(attn, X), reference, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(attn.definition(X), reference, atol=1e-5, rtol=1e-5)
 
 
 @torch.no_grad()

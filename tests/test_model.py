@@ -20,10 +20,10 @@ def random_layernorm(d: int, dtype: torch.dtype, eps: float) -> LayerNorm:
 ADVERSARIAL_ROWS = {  # (B, T, d) inputs on which a careless LayerNorm loses digits, with the eps to use
     "random": (lambda u: u * 5 + 2, 1e-5),
     "large offset 1e4": (lambda u: u + 1e4, 1e-5),
-    "large offset 1e6, eps 0": (lambda u: u + 1e6, 0.0),
-    "tiny variance 1e-6, eps 0": (lambda u: 3 + 1e-6 * u, 0.0),
+    "large offset 1e6, eps 1e-12": (lambda u: u + 1e6, 1e-12),
+    "tiny variance 1e-6, eps 1e-20": (lambda u: 3 + 1e-6 * u, 1e-20),
     "tiny variance below eps": (lambda u: 3 + 1e-4 * u, 1e-5),
-    "eps 0": (lambda u: u, 0.0),
+    "constant rows": (lambda u: 0 * u + 3, 1e-5),
 }
 
 
@@ -35,6 +35,32 @@ def test_fused_layernorm_agrees_with_definition_4_1_written_out(case):
     ln = random_layernorm(128, torch.float64, eps)
     u = make(torch.randn(3, 7, 128, dtype=torch.float64))
     torch.testing.assert_close(ln(u), ln.definition(u), atol=1e-6, rtol=1e-6)
+    reference = torch.nn.functional.layer_norm(u, (128,), ln.gamma, ln.beta, eps)
+    torch.testing.assert_close(ln.definition(u), reference, atol=1e-6, rtol=1e-6)
+
+
+def test_definition_4_1_by_hand_and_on_a_constant_row():
+    ln = random_layernorm(4, torch.float64, 1e-5)
+    u = torch.tensor([1.0, 2.0, 3.0, 6.0], dtype=torch.float64)  # mean 3, sigma^2 = (4 + 1 + 0 + 9) / 4
+    expected = ln.gamma * torch.tensor([-2.0, -1.0, 0.0, 3.0], dtype=torch.float64) / math.sqrt(3.5 + 1e-5) + ln.beta
+    torch.testing.assert_close(ln.definition(u), expected)
+    constant = torch.full((4,), 7.0, dtype=torch.float64)
+    torch.testing.assert_close(ln.definition(constant), ln.beta.detach(), atol=0, rtol=0)  # gamma * 0 + beta
+    torch.testing.assert_close(ln(constant), ln.beta.detach(), atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("eps", [0, 0.0, -1e-5, float("nan")])
+def test_a_models_layernorm_needs_eps_above_zero(eps):
+    with pytest.raises(ValueError, match=r"eps must be a finite number > 0"):
+        LayerNorm(4, eps)
+    with pytest.raises(ValueError, match=r"ln_eps must be a finite number > 0"):
+        GPTConfig(ln_eps=eps)
+
+
+def test_a_model_of_constant_rows_gives_finite_logits():
+    """d = 1: every row is constant, so every LayerNorm sees sigma = 0 (issue 26: NaN with eps = 0)."""
+    model = GPT(GPTConfig(V=65, T_max=8, d=1, H=1, L=1))
+    assert model(torch.tensor([1, 2])).isfinite().all()
 
 
 def test_fused_layernorm_agrees_with_definition_in_float32_and_is_as_accurate():
@@ -87,9 +113,25 @@ def test_attention_matches_torch_multihead_attention():
     mask = torch.ones(10, 10, dtype=torch.bool).triu(1)  # True = may not attend
     expected, _ = ref(x, x, x, attn_mask=mask, need_weights=False)
     torch.testing.assert_close(attn(x), expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(attn.definition(x), expected, atol=1e-5, rtol=1e-5)
     record = {}
     torch.testing.assert_close(attn(x, explicit=True, record=record), expected, atol=1e-5, rtol=1e-5)
     assert record["A"].shape == (2, config.H, 10, 10)
+
+
+def test_definition_1_1_is_causal_head_by_head_and_names_a_bad_input():
+    attn = MultiHeadAttention(GPTConfig(d=24, H=3))
+    for p in attn.parameters():
+        torch.nn.init.normal_(p, std=0.3)
+    x = torch.randn(2, 6, 24)
+    changed = x.clone()
+    changed[:, 4:] += 1  # the future of positions 0..3
+    torch.testing.assert_close(attn.definition(changed)[:, :4], attn.definition(x)[:, :4])
+    unmasked = MultiHeadAttention(GPTConfig(d=24, H=3, causal=False))
+    unmasked.load_state_dict(attn.state_dict())
+    torch.testing.assert_close(unmasked.definition(x), unmasked(x), atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match=r"X must be a \(B, T, d\) tensor with d=24, got \(6, 24\)"):
+        attn.definition(x[0])
 
 
 @pytest.mark.parametrize(
