@@ -138,7 +138,7 @@ def test_takeover_in_other_styles_passes(takeover):
     [
         (lambda c: c.H * (2 * c.d + c.d_ff), "for one head"),
         (lambda c: 2 * c.d + c.d_ff + c.V / (2 * c.L), "unembedding W_U"),
-        (lambda c: 2 * (2 * c.d + c.d_ff), "fits 2 typical mistakes equally"),  # one product or a causal half: unknowable
+        (lambda c: 2 * (2 * c.d + c.d_ff), "cannot tell which"),  # one product or a causal half: unknowable
     ],
 )
 def test_more_takeover_answers_are_named(answer, message):

@@ -183,13 +183,17 @@ def test_name_mistake_names_one_lists_candidates_or_a_pair_or_nothing():
     mistakes = {"doubled": lambda x: 2 * x, "squared": lambda x: x * x, "added to itself": lambda x: x + x}
     assert result.name_mistake({2: 4, 3: 9}, mistakes) == "squared"
     both = result.name_mistake({2: 4, 3: 6}, mistakes)
-    assert both.startswith("your answer fits 2 typical mistakes") and "doubled; or added to itself" in both
+    assert both.startswith("your answer is what each of 2 typical mistakes gives") and "doubled; or added to itself" in both
     assert result.name_mistake({2: 4, 3: 7}, mistakes) is None  # each explains one point, none both
     assert result.name_mistake({2: 8, 3: 15}, {"doubled": lambda x: 2 * x, "squared": lambda x: x * x}, pairs=True) == (
         "doubled and squared"
     )
     several = {"sum": lambda a, b: a + b, "product": lambda a, b: a * b}  # a tuple point is several arguments
     assert result.name_mistake({(2, 3): 5, (1, 1): 2}, several) == "sum"
+    same = {name: (lambda x: x) for name in "abc"}
+    assert result.name_mistake({1: 2, 5: 10}, same, pairs=True).endswith("(a and b); or (a and c); or (b and c)")
+    six = {name: (lambda x: x) for name in "abcdef"}
+    assert result.name_mistake({1: 1}, six).endswith("a; or b; or c; or d; or 2 more")
 
 
 @pytest.mark.parametrize(

@@ -256,8 +256,8 @@ def name_mistake(answers: dict, mistakes: dict, same=close, pairs: bool = False)
     called with (one argument, or a tuple of several). mistakes: {name: a function of the same
     argument(s) giving the answer that mistake produces}. same(answer, predicted) is the tolerance.
     A mistake is named only if it explains the answer at EVERY point; with pairs=True (answers
-    that add up, such as counts) also a sum of two mistakes, named "A and B". When several explain
-    it equally, all are listed as candidates: the checker cannot tell them apart, and says so.
+    that add up, such as counts) also a sum of two mistakes, "A and B". When several explain it
+    equally, the points tried cannot tell them apart: all are listed, as candidates.
     """
     calls = [(point if isinstance(point, tuple) else (point,), answer) for point, answer in answers.items()]
 
@@ -268,14 +268,14 @@ def name_mistake(answers: dict, mistakes: dict, same=close, pairs: bool = False)
     if not names and pairs:
         names = [f"{a} and {b}" for (a, da), (b, db) in itertools.combinations(mistakes.items(), 2)
                  if explains(lambda *args, da=da, db=db: da(*args) + db(*args))]
+        names = names if len(names) == 1 else [f"({name})" for name in names]
     if len(names) > 1:
-        return f"your answer fits {len(names)} typical mistakes equally on every point tried: " + "; or ".join(names)
+        shown = "; or ".join(names[:_CANDIDATES]) + (f"; or {len(names) - _CANDIDATES} more" if len(names) > _CANDIDATES else "")
+        return f"your answer is what each of {len(names)} typical mistakes gives, and the points tried cannot tell which: {shown}"
     return names[0] if names else None
 
 
-def matching(got, variants: dict[str, object], same) -> list[str]:
-    """Names of the variants (typical wrong answers, computed) that `got` equals under `same`."""
-    return [name for name, value in variants.items() if same(got, value)]
+_CANDIDATES = 4  # candidates listed by name_mistake before it only counts the rest
 
 
 def recognise(answers: dict, mistakes: dict, same=operator.eq) -> list:
@@ -287,10 +287,3 @@ def recognise(answers: dict, mistakes: dict, same=operator.eq) -> list:
     """
     calls = [(point if isinstance(point, tuple) else (point,), answer) for point, answer in answers.items()]
     return [name for name, mistake in mistakes.items() if all(same(answer, mistake(*args)) for args, answer in calls)]
-
-
-def refuse_typical_mistake(answers: dict, mistakes: dict, details: list[str], same=operator.eq) -> None:
-    """Raise Wrong naming the first typical mistake (recognise) that explains every answer; return if none does."""
-    recognised = recognise(answers, mistakes, same)
-    if recognised:
-        raise Wrong(recognised[0] + ".", details)
