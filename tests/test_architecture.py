@@ -1,5 +1,7 @@
-"""ARCHITECTURE.md's symbol index: every name it cites is importable, every notebook it cites exists."""
+"""ARCHITECTURE.md: the layer rule holds for every import in gptlib, read from the source; every name
+the symbol index cites is importable, every notebook it cites exists."""
 
+import ast
 import importlib
 import re
 from pathlib import Path
@@ -11,6 +13,76 @@ from tests.support.notebook_files import NOTEBOOKS
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = (ROOT / "ARCHITECTURE.md").read_text()
 NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
+LAYERS = ("config", "model", "analysis", "viz")  # each imports only its own layer and those to its left
+PLOTTING = ("matplotlib", "ipywidgets", "IPython")  # imported by the viz layer only
+
+
+def layer(module: str) -> str:
+    """The layer of a gptlib module: config (with checks, the input rules every layer uses), model,
+    viz (gptlib.viz and below), and analysis for the rest (gptlib itself, exercises, ...)."""
+    parts = module.split(".")[1:]
+    top = parts[0] if parts else ""
+    if top in ("config", "checks"):
+        return "config"
+    return top if top in ("model", "viz") else "analysis"
+
+
+def package_sources() -> dict[str, str]:
+    """{module name: its source} for every .py file of gptlib ('gptlib.viz' for gptlib/viz/__init__.py)."""
+    sources = {}
+    for path in sorted((ROOT / "gptlib").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        sources[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path.read_text()
+    return sources
+
+
+def imports(module: str, source: str, modules) -> set[str]:
+    """Every module `module` imports, anywhere in its source (inside functions too), resolved:
+    relative imports against its package, and `from package import name` to the submodule name
+    when `modules` holds one."""
+    is_package = any(other.startswith(module + ".") for other in modules)
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module
+            if node.level:  # from . import x (level 1: this package), from .. import x (its parent), ...
+                base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+            found.update(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names)
+    return found
+
+
+SOURCES = package_sources()
+
+
+def back_edges(sources: dict[str, str]) -> list[str]:
+    """The imports that break the layer rule, or that bring plotting outside the viz layer."""
+    broken = []
+    for module, source in sources.items():
+        for target in sorted(imports(module, source, sources)):
+            if target.split(".")[0] == "gptlib" and LAYERS.index(layer(target)) > LAYERS.index(layer(module)):
+                broken.append(f"{module} ({layer(module)}) imports {target} ({layer(target)})")
+            if target.split(".")[0] in PLOTTING and layer(module) != "viz":
+                broken.append(f"{module} ({layer(module)}) imports {target}, which only viz may")
+    return broken
+
+
+def test_no_module_imports_a_layer_to_its_right():
+    assert back_edges(SOURCES) == []
+
+
+def test_the_layer_check_reads_the_imports_it_must_and_catches_a_back_edge():
+    found = {module: imports(module, source, SOURCES) for module, source in SOURCES.items()}
+    assert {"gptlib.config", "gptlib.checks"} <= found["gptlib.model"]  # from .config import ...; from . import checks
+    assert "gptlib.checks" in found["gptlib.exercises.causal"]  # from .. import checks
+    assert "gptlib.viz.explorer" in found["gptlib.viz.counting"]  # from .explorer import ...
+    assert "IPython.display" in found["gptlib.viz.display"]  # imported inside a function
+    scratch = SOURCES | {"gptlib.model": SOURCES["gptlib.model"] + "\nfrom . import geometry\n",
+                         "gptlib.counting": SOURCES["gptlib.counting"] + "\ndef f():\n    import matplotlib\n"}
+    assert back_edges(scratch) == ["gptlib.counting (analysis) imports matplotlib, which only viz may",
+                                   "gptlib.model (model) imports gptlib.geometry (analysis)"]
 
 
 def cited_names():
