@@ -112,8 +112,9 @@ def check_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def model_device(model: GPT) -> torch.device:
-    return model.E.device
+def model_device(model: torch.nn.Module) -> torch.device:
+    """Where the model's weights are (its first parameter's device; a GPT's is E's)."""
+    return next(model.parameters()).device
 
 
 def make_optimizer(model: GPT, settings: TrainSettings) -> torch.optim.AdamW:
