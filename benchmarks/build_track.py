@@ -3,7 +3,7 @@ explicit attention matrices, LayerNorm as a formula, one module per head) traine
 with the build track's settings reaches held-out loss below 2.0 nats/char within 3 minutes, and its
 curve tracks gptlib's own GPT trained with the same settings, batches and seed.
 
-    .venv/bin/python -m benchmarks.build_track [--steps 600] [--threads N] [--corpus PATH] [--out gptlib/checkpoints/build_track.json]
+    .venv/bin/python -m benchmarks.build_track [--steps 600] [--threads N] [--corpus PATH] [--out PATH]
 
 Writes both runs (steps, wall seconds, held-out and training losses), the machine, the load
 average before and after, and the command, as JSON: notebook 09 reads it (own_training.load_measured_runs).
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from gptlib import GPT, COURSE_CONFIG
+from gptlib import COURSE_CONFIG, GPT
 from gptlib.exercises import build_solutions
 from gptlib.own_training import BUILD_SETTINGS, MEASURED_RUNS, TARGET_LOSS, TARGET_SECONDS, train_on_shakespeare
 from gptlib.train import keep_freed_memory

@@ -98,6 +98,16 @@ def output(module: nn.Module, x: torch.Tensor, shape: tuple[int, ...], what: str
     return y.detach().double()
 
 
+HIDDEN_DIAGONAL = "your mask also hides the diagonal (s >= t): position t must see itself, so mask only s > t (triu(diagonal=1))"
+
+
+def refuse_nan_at_start(got: torch.Tensor) -> None:
+    """Output (B, T, ...) that is NaN at t = 0 only: softmax over a row that is all -inf, the diagonal hidden."""
+    bad = ~torch.isfinite(got).reshape(*got.shape[:2], -1).all(-1)  # (B, T)
+    if bad[:, 0].all() and not bad[:, 1:].any():
+        raise Wrong(HIDDEN_DIAGONAL + ": at t = 0 nothing is left to attend to, and a softmax of all -inf is NaN.")
+
+
 def judge(got: torch.Tensor, readings: list, reference, mistakes, component: str, notes: list[str] = ()):
     """The first reading under which `got` equals reference(reading); else Wrong naming the first
     mistake (mistakes(reading) -> {message: thunk}) that reproduces `got` under some reading."""
@@ -208,8 +218,7 @@ def head_mistakes(X, W_Q, W_K, W_V, combine) -> dict:
         return lambda: combine(heads(X, W_Q, W_K, W_V, **switches))
 
     return {
-        "your mask also hides the diagonal (s >= t): position t must see itself, so mask only s > t (triu(diagonal=1))":
-            variant(mask="diagonal"),
+        HIDDEN_DIAGONAL: variant(mask="diagonal"),
         "your mask is off by one: position t also sees t + 1; hide every s > t (triu(diagonal=1))": variant(mask="ahead"),
         "there is no causal mask: position t sees the future; set the scores of s > t to -inf before the softmax":
             variant(mask="none"),
@@ -228,6 +237,7 @@ def judge_head(module: nn.Module, d: int, d_head: int, seed: int = 0) -> roles.R
     notes = zero_extra(module, readings[0].extra)
     X = inputs(B, T, d, seed=seed)
     got = output(module, X, (B, T, d_head), "X")
+    refuse_nan_at_start(got)
     X = X.double()
 
     def per_head(r):
@@ -274,6 +284,7 @@ def judge_attention(module: nn.Module, d: int, H: int, seed: int = 0, where: str
     notes = zero_extra(module, readings[0].extra)
     X = inputs(B, T, d, seed=seed)
     got = output(module, X, (B, T, d), "X")
+    refuse_nan_at_start(got)
     X = X.double()
 
     def reference(r):
@@ -319,7 +330,7 @@ def check_multi_head_attention(attention, d: int | None = None, H: int | None = 
         d, H = d or SIZES["d"], H or SIZES["H"]
     module = built(attention, d, H, what=f"d={d}, H={H}")
     H = heads_of(module, H)
-    d = d or max(p.shape[-1] for p in module.parameters() if p.dim() == 1)
+    d = d or next((p.shape[0] for p in module.parameters() if p.dim() == 2 and p.shape[0] == p.shape[1]), 0)
     with random_weights(module, seed=0):
         notes = extra_note(judge_attention(module, d, H).extra)
     return ("equals gptlib's MultiHeadAttention, [C^1 | ... | C^H] W_O + b_O with the causal mask, under your "
@@ -500,9 +511,10 @@ def check_block(block, d: int | None = None, H: int | None = None, d_ff: int | N
         d, H, d_ff = d or SIZES["d"], H or SIZES["H"], d_ff or SIZES["d_ff"]
     module = built(block, d, H, d_ff, what=f"d={d}, H={H}, d_ff={d_ff}")
     with random_weights(module, seed=0):
-        judge_block(module, d, H, d_ff)
+        found = judge_block(module, d, H, d_ff)
+    notes = extra_note([name for reading in found.values() for name in reading.extra])
     return ("each part passes alone, and the whole equals Y = X + MHA(LN_1(X)), X' = Y + MLP(LN_2(Y)) "
-            "to within the float32 tolerance."), [f"d = {d}, d_ff = {d_ff}, input {(B, T, d)}"]
+            "to within the float32 tolerance."), [f"d = {d}, d_ff = {d_ff}, input {(B, T, d)}", *notes]
 
 
 # ---- Section 5: the GPT ----------------------------------------------------------------------
@@ -590,11 +602,14 @@ def judge_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: i
         return {
             "P is not added: X^(0)_t = E[x_t] + P[t]": lambda: logits(choice, E),
             "the final LayerNorm LN_f is missing: Z = LN_f(X^(L)) W_U": lambda: logits(choice, final=False),
-            "P is read from its last rows: position t uses P[t], the first T rows": lambda: logits(choice, E + model.P[-idx.shape[1]:]),
+            "P is read from its last rows: position t uses P[t], the first T rows":
+                lambda: logits(choice, E + model.P[-idx.shape[1]:]),
             "your model returns probabilities (a softmax of the logits): Section 5's Z are the logits themselves":
                 lambda: logits(choice).softmax(-1),
         }
 
+    inner = sorted({f"{name}" for found in blocks for reading in found.values() for name in reading.extra})
+    parts["extra"] = parts["extra"] + [f"{name} (in every block)" for name in inner]
     judge(got, choices, lambda c: logits(c), mistakes, "GPT", extra_note(parts["extra"]))
     return parts
 
@@ -612,7 +627,8 @@ def check_gpt(gpt, V: int | None = None, T_max: int | None = None, d: int | None
         sizes["d_ff"] = d_ff or 4 * d
     else:
         sizes = {k: v or SIZES[k] for k, v in sizes.items()}
-    module = built(gpt, *(sizes[k] for k in ("V", "T_max", "d", "H", "L", "d_ff")), what=", ".join(f"{k}={v}" for k, v in sizes.items()))
+    order = ("V", "T_max", "d", "H", "L", "d_ff")
+    module = built(gpt, *(sizes[k] for k in order), what=", ".join(f"{k}={sizes[k]}" for k in order))
     with random_weights(module, seed=0):
         parts = judge_gpt(module, **sizes)
     tied = " (W_U tied to E^T)" if parts["W_U"] is None else ""

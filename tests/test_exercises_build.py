@@ -1,0 +1,315 @@
+"""The build track's checkers (gptlib.exercises.build): every reference solution passes, typical wrong
+versions fail with their mistake named, and GPTs written in other styles pass every component check."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from gptlib import GPT, GPTConfig
+from gptlib import model as gptlib_model
+from gptlib.exercises import build
+from gptlib.exercises import build_solutions as S
+from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
+from tests.scratch_gpt import ScratchGPT
+
+# ---- wrong versions of each reference solution, one typical mistake each -------------------
+
+
+class UnbiasedLayerNorm(S.LayerNorm):
+    def forward(self, u):
+        return self.gamma * (u - u.mean(-1, keepdim=True)) / torch.sqrt(u.var(-1, keepdim=True) + self.eps) + self.beta
+
+
+class WrongAxisLayerNorm(S.LayerNorm):
+    def forward(self, u):
+        mu, var = u.mean(-2, keepdim=True), u.var(-2, unbiased=False, keepdim=True)
+        return self.gamma * (u - mu) / torch.sqrt(var + self.eps) + self.beta
+
+
+class EpsOutsideLayerNorm(S.LayerNorm):
+    def forward(self, u):
+        centred = u - u.mean(-1, keepdim=True)
+        return self.gamma * centred / (centred.pow(2).mean(-1, keepdim=True).sqrt() + self.eps) + self.beta
+
+
+def head_with(scale=None, hide=1, softmax_dim=-1):
+    class Head(S.AttentionHead):
+        def forward(self, X):
+            q, k, v = X @ self.W_Q, X @ self.W_K, X @ self.W_V
+            S_ = q @ k.transpose(-2, -1) / (scale or math.sqrt(q.shape[-1]))
+            T = X.shape[1]
+            A = S_.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(hide), float("-inf")).softmax(softmax_dim)
+            return A @ v
+
+    return Head
+
+
+def attention_joining(join):
+    class Attention(S.MultiHeadAttention):
+        def forward(self, X):
+            C = torch.stack([head(X) for head in self.heads], dim=1)  # (B, H, T, d_head)
+            return join(C) @ self.W_O + self.b_O
+
+    return Attention
+
+
+class NoBiasAttention(S.MultiHeadAttention):
+    def forward(self, X):
+        return torch.cat([head(X) for head in self.heads], dim=-1) @ self.W_O
+
+
+def mlp_with(activation):
+    class MLP(S.MLP):
+        def forward(self, X):
+            return activation(X @ self.W_1 + self.b_1) @ self.W_2 + self.b_2
+
+    return MLP
+
+
+class PostNormBlock(S.Block):
+    def forward(self, X):
+        Y = self.ln_1(X + self.attn(X))
+        return self.ln_2(Y + self.mlp(Y))
+
+
+class ParallelBlock(S.Block):
+    def forward(self, X):
+        return X + self.attn(self.ln_1(X)) + self.mlp(self.ln_2(X))
+
+
+class NoResidualBlock(S.Block):
+    def forward(self, X):
+        return self.mlp(self.ln_2(self.attn(self.ln_1(X))))
+
+
+def gpt_with(embed=None, final=True):
+    class Model(S.GPT):
+        def forward(self, idx):
+            X = embed(self, idx) if embed else self.E[idx] + self.P[: idx.shape[-1]]
+            for block in self.blocks:
+                X = block(X)
+            return (self.ln_f(X) if final else X) @ self.W_U
+
+    return Model
+
+
+def init_scaling(residual_factor, W_O=True, W_2=True):
+    def init(model, std=0.02):
+        S.init_weights(model, std)
+        L = len(model.blocks)
+        with torch.no_grad():
+            for block in model.blocks:
+                for W, scaled in ((block.attn.W_O, W_O), (block.mlp.W_2, W_2)):
+                    W.normal_(0.0, std * residual_factor(L) if scaled else std)
+        return model
+
+    return init
+
+
+CORRECT = [
+    (build.check_layer_norm_module, (S.LayerNorm,)),
+    (build.check_attention_head, (S.AttentionHead,)),
+    (build.check_multi_head_attention, (S.MultiHeadAttention,)),
+    (build.check_mlp, (S.MLP,)),
+    (build.check_block, (S.Block,)),
+    (build.check_gpt, (S.GPT,)),
+    (build.check_init, (S.init_weights, S.GPT)),
+]
+
+
+@pytest.mark.parametrize("check, args", CORRECT, ids=[c.__name__ for c, _ in CORRECT])
+def test_every_reference_solution_passes_its_checker(check, args):
+    result = check(*args)
+    assert result.passed, result
+
+
+WRONG = [
+    (build.check_layer_norm_module, (UnbiasedLayerNorm,), "unbiased variance"),
+    (build.check_layer_norm_module, (WrongAxisLayerNorm,), "wrong axis (positions"),
+    (build.check_layer_norm_module, (EpsOutsideLayerNorm,), "eps sits outside the square root"),
+    (build.check_layer_norm_module, (nn.RMSNorm(16),), "two parameters of shape (16,)"),
+    (build.check_attention_head, (head_with(hide=0),), "hides the diagonal"),
+    (build.check_attention_head, (head_with(hide=2),), "off by one"),
+    (build.check_attention_head, (head_with(scale=1.0),), "scaling of the scores is missing"),
+    (build.check_attention_head, (head_with(scale=4.0),), "divided by sqrt(d), the model width"),
+    (build.check_attention_head, (head_with(softmax_dim=-2),), "softmax runs over the wrong axis"),
+    (build.check_multi_head_attention, (attention_joining(lambda C: C.permute(0, 2, 3, 1).flatten(2)),), "wrong order"),
+    (build.check_multi_head_attention, (attention_joining(lambda C: C.reshape(C.shape[0], C.shape[2], -1)),),
+     "without moving the head axis back"),
+    (build.check_multi_head_attention, (NoBiasAttention,), "b_O is not added"),
+    (build.check_mlp, (mlp_with(lambda t: F.gelu(t, approximate="tanh")),), "tanh approximation of GELU"),
+    (build.check_mlp, (mlp_with(torch.relu),), "you used ReLU"),
+    (build.check_mlp, (mlp_with(lambda t: t),), "no nonlinearity"),
+    (build.check_block, (PostNormBlock,), "post-norm block (Aside 3.5)"),
+    (build.check_block, (ParallelBlock,), "the MLP reads LN_2(X)"),
+    (build.check_block, (NoResidualBlock,), "residual connections are missing"),
+    (build.check_gpt, (gpt_with(embed=lambda m, idx: m.E[idx]),), "P is not added"),
+    (build.check_gpt, (gpt_with(final=False),), "final LayerNorm LN_f is missing"),
+    (build.check_gpt, (gpt_with(embed=lambda m, idx: m.E[idx] + m.P[-idx.shape[-1]:]),), "P is read from its last rows"),
+    (build.check_init, (init_scaling(lambda L: 1.0), S.GPT), "the init is not scaled"),
+    (build.check_init, (init_scaling(lambda L: 1 / math.sqrt(L)), S.GPT), "scaled by 1/sqrt(L)"),
+    (build.check_init, (init_scaling(lambda L: 1 / math.sqrt(2 * L), W_2=False), S.GPT), "only W_O is scaled"),
+]
+
+
+@pytest.mark.parametrize("check, args, mistake", WRONG, ids=[m for _, _, m in WRONG])
+def test_typical_wrong_versions_fail_with_their_mistake_named(check, args, mistake):
+    result = check(*args)
+    assert result.status == FAILED and mistake in result.message, result
+
+
+def test_a_mistake_inside_a_block_or_gpt_is_named_at_its_part():
+    class TanhMLPBlock(S.Block):
+        def __init__(self, d, H, d_ff):
+            super().__init__(d, H, d_ff)
+            self.mlp = mlp_with(lambda t: F.gelu(t, approximate="tanh"))(d, d_ff)
+
+    result = build.check_block(TanhMLPBlock)
+    assert result.status == FAILED and "mlp fails on its own" in result.message and "tanh" in result.message
+    causal_leak = build.check_gpt(ScratchGPT(mask_diagonal=2), V=17, T_max=16, d=32, H=4, L=2)
+    assert causal_leak.status == FAILED and "block 0's attn" in causal_leak.message and "off by one" in causal_leak.message
+
+
+def test_stubs_read_not_attempted_and_broken_code_is_reported_not_raised():
+    class Stub(nn.Module):
+        def __init__(self, *sizes):
+            super().__init__()
+
+        def forward(self, X):
+            raise NotImplementedError
+
+    class StubInit(nn.Module):
+        def __init__(self, *sizes):
+            raise NotImplementedError
+
+    assert build.check_layer_norm_module(StubInit).status == NOT_ATTEMPTED
+    for check in (build.check_attention_head, build.check_multi_head_attention, build.check_mlp):
+        assert check(Stub).status in (NOT_ATTEMPTED, FAILED)  # no parameters: named as missing, or not attempted
+    assert build.check_init(lambda m: (_ for _ in ()).throw(NotImplementedError), S.GPT).status == NOT_ATTEMPTED
+
+    class Broken(S.LayerNorm):
+        def forward(self, u):
+            return u @ torch.ones(3, 3)
+
+    result = build.check_layer_norm_module(Broken)
+    assert result.status == ERROR and "RuntimeError" in result.message
+
+
+def test_a_built_module_keeps_its_weights_and_mode():
+    model = S.GPT(13, 8, 16, 2, 2, 64).train()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    assert build.check_gpt(model, V=13, T_max=8, d=16, H=2, L=2).passed
+    assert model.training and all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+# ---- GPTs written in other styles ------------------------------------------------------------
+
+
+class LectureHead(nn.Module):
+    """Karpathy's lecture gpt.py style: key registered first, nn.Linear without bias, a tril buffer."""
+
+    def __init__(self, d, d_head, T_max):
+        super().__init__()
+        self.key, self.query, self.value = (nn.Linear(d, d_head, bias=False) for _ in range(3))
+        self.register_buffer("tril", torch.tril(torch.ones(T_max, T_max)))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        k, q = self.key(x), self.query(x)
+        wei = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5
+        wei = wei.masked_fill(self.tril[:T, :T] == 0, float("-inf")).softmax(dim=-1)
+        return wei @ self.value(x)
+
+
+class LectureMultiHead(nn.Module):
+    def __init__(self, d, H, T_max):
+        super().__init__()
+        self.heads = nn.ModuleList(LectureHead(d, d // H, T_max) for _ in range(H))
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        return self.proj(torch.cat([h(x) for h in self.heads], dim=-1))
+
+
+class LectureBlock(nn.Module):
+    def __init__(self, d, H, T_max):
+        super().__init__()
+        self.sa = LectureMultiHead(d, H, T_max)
+        self.ffwd = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+
+    def forward(self, x):
+        x = x + self.sa(self.ln1(x))
+        return x + self.ffwd(self.ln2(x))
+
+
+class LectureGPT(nn.Module):
+    def __init__(self, V, T_max, d, H, L):
+        super().__init__()
+        self.token_embedding_table = nn.Embedding(V, d)
+        self.position_embedding_table = nn.Embedding(T_max, d)
+        self.blocks = nn.Sequential(*[LectureBlock(d, H, T_max) for _ in range(L)])
+        self.ln_f = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, V)
+
+    def forward(self, idx):
+        x = self.token_embedding_table(idx) + self.position_embedding_table(torch.arange(idx.shape[1]))
+        return self.lm_head(self.ln_f(self.blocks(x)))
+
+
+SIZES = dict(V=17, T_max=16, d=32, H=4, L=2)
+
+
+def styles():
+    """(name, model, (ln, attention, mlp, block) of its first block) for three styles besides the reference's."""
+    torch.manual_seed(0)
+    scratch = ScratchGPT(**SIZES)  # nanoGPT-like: fused qkv nn.Linear, nn.LayerNorm, nn.Sequential MLP
+    lecture = LectureGPT(**SIZES)  # one module per head, key first, a bias on lm_head
+    config = GPTConfig(**SIZES)
+    gptlib_gpt = GPT(config)  # raw Parameters: per-head (H, d, d_head), W_1 as (d_ff, d), W_O acting on the right
+    return [
+        ("nanoGPT-like", scratch, scratch.blocks[0], scratch.blocks[0].ln_1, scratch.blocks[0].attn, scratch.blocks[0].mlp),
+        ("lecture gpt.py", lecture, lecture.blocks[0], lecture.blocks[0].ln1, lecture.blocks[0].sa, lecture.blocks[0].ffwd),
+        ("raw parameters", gptlib_gpt, gptlib_gpt.blocks[0], gptlib_gpt.blocks[0].ln_1, gptlib_gpt.blocks[0].attn,
+         gptlib_gpt.blocks[0].mlp),
+    ]
+
+
+@pytest.mark.parametrize("index", range(3), ids=["nanoGPT-like", "lecture gpt.py", "raw parameters"])
+def test_gpts_in_other_styles_pass_every_component_check(index):
+    name, model, block, ln, attention, mlp = styles()[index]
+    H = SIZES["H"]
+    results = [
+        build.check_layer_norm_module(ln),
+        build.check_multi_head_attention(attention, H=H),
+        build.check_mlp(mlp),
+        build.check_block(block, H=H),
+        build.check_gpt(model, **SIZES),
+    ]
+    assert all(r.passed for r in results), [r for r in results if not r.passed]
+
+
+def test_a_head_in_nn_linear_style_passes_and_extra_biases_are_named():
+    head = LectureHead(32, 8, 16)
+    assert build.check_attention_head(head, d=32, d_head=8).passed
+    biased = build.check_gpt(ScratchGPT(qkv_bias=True, **SIZES), **SIZES)
+    assert biased.passed and any("set to 0 for this comparison" in d for d in biased.details)
+
+
+def test_the_functional_reference_of_the_mistakes_is_gptlib_attention_when_switched_right():
+    config = GPTConfig(d=16, H=2, T_max=8)
+    attn = gptlib_model.MultiHeadAttention(config).double()
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in attn.parameters():
+            p.normal_()
+    X = torch.randn(2, 6, 16, dtype=torch.float64)
+    C = build.heads(X, attn.W_Q, attn.W_K, attn.W_V)
+    torch.testing.assert_close(build.concatenated(C) @ attn.W_O + attn.b_O, attn(X, explicit=True))
+
+
+def test_the_tanh_gap_is_the_known_maximum():
+    assert 4.6e-4 < build.tanh_gap() < 4.8e-4  # max |t Phi(t) - tanh form|, about 4.7e-4 near |t| = 2.3
