@@ -232,13 +232,18 @@ def head_mistakes(X, W_Q, W_K, W_V, combine) -> dict:
     }
 
 
-def judge_head(module: nn.Module, d: int, d_head: int, seed: int = 0) -> roles.Reading:
-    readings = roles.head_readings(module, d, d_head)
+def attention_run(module: nn.Module, readings: list, d: int, width: int, seed: int):
+    """(notes on zeroed extras, the learner's output (B, T, width) in float64, the input X (B, T, d) in float64)."""
     notes = zero_extra(module, readings[0].extra)
     X = inputs(B, T, d, seed=seed)
-    got = output(module, X, (B, T, d_head), "X")
+    got = output(module, X, (B, T, width), "X")
     refuse_nan_at_start(got)
-    X = X.double()
+    return notes, got, X.double()
+
+
+def judge_head(module: nn.Module, d: int, d_head: int, seed: int = 0) -> roles.Reading:
+    readings = roles.head_readings(module, d, d_head)
+    notes, got, X = attention_run(module, readings, d, d_head, seed)
 
     def per_head(r):
         return [r.weights[k].double()[None] for k in ("W_Q", "W_K", "W_V")]  # each (1, d, d_head)
@@ -271,24 +276,20 @@ def concatenated(C: torch.Tensor, how: str = "heads") -> torch.Tensor:
     return C.transpose(1, 2).reshape(Bc, Tc, H * d_head)
 
 
-def reference_attention(weights: dict, d: int, H: int) -> ReferenceAttention:
-    attn = ReferenceAttention(GPTConfig(d=d, H=H, T_max=max(T, 8))).double()
+def loaded(module: nn.Module, weights: dict) -> nn.Module:
+    """A gptlib component with the weights of a reading copied in (its parameters by their lecture names)."""
     with torch.no_grad():
         for name, value in weights.items():
-            getattr(attn, name).copy_(value)
-    return attn
+            getattr(module, name).copy_(value)
+    return module
 
 
 def judge_attention(module: nn.Module, d: int, H: int, seed: int = 0, where: str = "attention") -> roles.Reading:
     readings = roles.attention_readings(module, d, H)
-    notes = zero_extra(module, readings[0].extra)
-    X = inputs(B, T, d, seed=seed)
-    got = output(module, X, (B, T, d), "X")
-    refuse_nan_at_start(got)
-    X = X.double()
+    notes, got, X = attention_run(module, readings, d, d, seed)
 
     def reference(r):
-        return reference_attention(r.weights, d, H)(X, explicit=True)
+        return loaded(ReferenceAttention(GPTConfig(d=d, H=H, T_max=max(T, 8))).double(), r.weights)(X, explicit=True)
 
     def mistakes(r):
         w = {k: v.double() for k, v in r.weights.items()}
@@ -353,11 +354,7 @@ def judge_mlp(module: nn.Module, d: int, d_ff: int, seed: int = 0, where: str = 
     X = X.double()
 
     def reference(r):
-        mlp = ReferenceMLP(GPTConfig(d=d, H=1, d_ff=d_ff)).double()
-        with torch.no_grad():
-            for name, value in r.weights.items():
-                getattr(mlp, name).copy_(value)
-        return mlp(X)
+        return loaded(ReferenceMLP(GPTConfig(d=d, H=1, d_ff=d_ff)).double(), r.weights)(X)
 
     def mistakes(r):
         w = {k: v.double() for k, v in r.weights.items()}
@@ -445,11 +442,8 @@ def judge_parts(parts: dict, d: int, H: int, d_ff: int, where: str) -> dict[str,
 
 
 def load_block(block: ReferenceBlock, found: dict[str, roles.Reading]) -> None:
-    with torch.no_grad():
-        for key, reading in found.items():
-            part = getattr(block, key)
-            for name, value in reading.weights.items():
-                getattr(part, name).copy_(value)
+    for key, reading in found.items():
+        loaded(getattr(block, key), reading.weights)
 
 
 def block_mistakes(block: ReferenceBlock, X: torch.Tensor) -> dict:
@@ -570,18 +564,13 @@ def judge_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: i
     H = heads_of(block_parts(parts["blocks"][0], d, d_ff)["attn"][0][1], H)
     config = GPTConfig(V=V, T_max=T_max, d=d, H=H, L=L, d_ff=d_ff, tie_weights=parts["W_U"] is None)
     reference = ReferenceGPT(config).double()
-    with torch.no_grad():
-        reference.E.copy_(parts["E"])
-        reference.P.copy_(parts["P"])
-        if parts["W_U"] is not None:
-            reference.W_U.copy_(parts["W_U"])
-        for name, value in ln_f_reading.weights.items():
-            getattr(reference.ln_f, name).copy_(value)
+    loaded(reference, {"E": parts["E"], "P": parts["P"]} | ({} if parts["W_U"] is None else {"W_U": parts["W_U"]}))
+    loaded(reference.ln_f, ln_f_reading.weights)
     idx = torch.randint(0, V, (B, min(T, T_max)), generator=torch.Generator().manual_seed(seed))
     got = output(module, idx, (*idx.shape, V), "idx")
     options = [[block, {**block, "ln_1": block["ln_2"], "ln_2": block["ln_1"]}] for block in blocks]
 
-    def loaded(choice):
+    def with_blocks(choice):
         for block, option in zip(reference.blocks, choice):
             load_block(block, option)
         return reference
@@ -590,14 +579,14 @@ def judge_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: i
     choices = [first] + [[found[1] if i == l else found[0] for i, found in enumerate(options)] for l in range(L)]
 
     def logits(choice, X=None, final=True):
-        model = loaded(choice)
+        model = with_blocks(choice)
         X = model.embed(idx) if X is None else X
         for block in model.blocks:
             X = block(X, explicit=True)
         return (model.ln_f(X) if final else X) @ model.unembedding
 
     def mistakes(choice):
-        model = loaded(choice)
+        model = with_blocks(choice)
         E = F.embedding(idx, model.E)
         return {
             "P is not added: X^(0)_t = E[x_t] + P[t]": lambda: logits(choice, E),
