@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .model import GPT, record_key
+from . import checks
+from .model import BLOCK_RECORD_NAMES, GPT, record_key
 
 
 @dataclass(frozen=True)
@@ -29,10 +30,15 @@ class Cache:
     tensors: dict[str, torch.Tensor]
 
     def _get(self, name: str, l: int) -> torch.Tensor:
+        l = checks.integer("layer l", l)
         key = record_key(name, l)
-        if key not in self.tensors:
+        if key in self.tensors:
+            return self.tensors[key]
+        if not 0 <= l < self.n_layers:
             raise KeyError(f"no {name} for layer {l}: this model has layers 0..{self.n_layers - 1}")
-        return self.tensors[key]
+        recorded = [n for n in ("X",) + BLOCK_RECORD_NAMES if record_key(n, l) in self.tensors]
+        raise KeyError(f"no {name} in layer {l}: this run recorded only {', '.join(recorded)} there "
+                       "(an attention-only model has no ln_2 or mlp_write; A needs the explicit path, run_with_cache)")
 
     @property
     def n_layers(self) -> int:

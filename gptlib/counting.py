@@ -50,8 +50,10 @@ def component_table(model: nn.Module) -> list[Row]:
     """The lecture's parameter table, each count summed from the model's own parameters.
 
     Raises ValueError if a parameter fits no row or more than one, so a new parameter
-    cannot slip past the accounting.
+    cannot slip past the accounting, or if there is nothing to count (no shares without a total).
     """
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     counts = dict.fromkeys((component for component, _ in COMPONENTS), 0)
     for name, p in model.named_parameters():
         rows = [component for component, belongs in COMPONENTS if belongs(name)]
@@ -59,6 +61,8 @@ def component_table(model: nn.Module) -> list[Row]:
             raise ValueError(f"parameter {name!r} belongs to {len(rows)} rows of the table, not exactly one")
         counts[rows[0]] += p.numel()
     total = sum(counts.values())
+    if total == 0:
+        raise ValueError(f"model ({type(model).__name__}) has no parameters to count")
     rows = [Row(component, n, n / total) for component, n in counts.items()]
     return rows + [Row("total", total, 1.0)]
 
@@ -72,9 +76,12 @@ def measured_table(config: GPTConfig) -> tuple[int, ...]:
 
 
 def format_table(rows: list[Row]) -> str:
-    """The table as the lecture prints it: component, parameters with thousands separators, share."""
-    width = max(len(row.component) for row in rows)
-    digits = max(len("parameters"), *(len(f"{row.parameters:,}") for row in rows))  # aligned at any size
+    """The table as the lecture prints it: component, parameters with thousands separators, share.
+
+    Each column is as wide as its header or its widest entry; no rows print the header alone.
+    """
+    width = max([len("component")] + [len(row.component) for row in rows])
+    digits = max([len("parameters")] + [len(f"{row.parameters:,}") for row in rows])  # aligned at any size
     lines = [f"{'component':<{width}}  {'parameters':>{digits}}  {'share':>6}"]
     lines += [f"{row.component:<{width}}  {row.parameters:>{digits},}  {row.share:>6.1%}" for row in rows]
     return "\n".join(lines)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import torch
 
+from . import checks
 from .cache import run_with_cache
 from .circuits import W_OV, W_QK
 from .config import GPTConfig
@@ -63,6 +64,18 @@ def training_batch(B: int, T: int, V: int, generator: torch.Generator) -> tuple[
     return tokens[:, :-1], tokens[:, 1:]
 
 
+def _copy_length(model: GPT, tokens: torch.Tensor) -> int:
+    """n for token ids (B, 2n) whose rows are n >= 2 tokens said twice (repeated_random_tokens);
+    ValueError otherwise, since the induction measures read the second copy against the first."""
+    tokens = checks.token_ids(tokens, model.config.V, dims=(2,), name="tokens")  # the model checks T itself
+    B, T = tokens.shape
+    n = T // 2
+    if T % 2 or n < 2 or not torch.equal(tokens[:, :n], tokens[:, n:]):
+        raise ValueError(f"tokens must be (B, 2n) rows of n >= 2 tokens said twice (repeated_random_tokens), "
+                         f"got shape {(B, T)}" + ("" if T % 2 or n < 2 else " whose halves differ"))
+    return n
+
+
 @torch.no_grad()
 def half_losses(model: GPT, tokens: torch.Tensor) -> tuple[float, float]:
     """Mean next-token loss on the first and on the second copy of repeated sequences (B, 2n).
@@ -70,7 +83,7 @@ def half_losses(model: GPT, tokens: torch.Tensor) -> tuple[float, float]:
     The first copy is unpredictable (about ln V); position n-1 onward predicts tokens of the
     second copy. Loss at position t is for target x_{t+1}, so the first half is t < n-1.
     """
-    n = tokens.shape[1] // 2
+    n = _copy_length(model, tokens)
     logits = model(tokens[:, :-1])  # (B, 2n-1, V)
     losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), tokens[:, 1:], reduction="none")  # (B, 2n-1)
     return losses[:, : n - 1].mean().item(), losses[:, n - 1 :].mean().item()
@@ -92,7 +105,7 @@ def head_scores(model: GPT, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.T
     previous[l, h] = mean over t >= 1 of A^h[t, t-1]; induction[l, h] = mean over t in the
     second copy (t >= n) of A^h[t, t - n + 1].
     """
-    n = tokens.shape[1] // 2
+    n = _copy_length(model, tokens)
     _, cache = run_with_cache(model, tokens)
     previous, induction = [], []
     for l in range(model.config.L):

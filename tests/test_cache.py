@@ -51,6 +51,21 @@ def test_recording_on_the_fused_path_keeps_everything_but_A():
     assert sorted(fused) == sorted(k for k in explicit if k != record_key("A", 0))
 
 
+def test_a_missing_name_is_told_apart_from_a_missing_layer():
+    model = GPT(GPTConfig(L=2, attn_only=True)).eval()
+    _, cache = run_with_cache(model, torch.tensor([1, 2, 3]))
+    with pytest.raises(KeyError, match="no ln_2 in layer 0: this run recorded only X, ln_1, A, attn_write, Y there"):
+        cache.ln_2(0)
+    with pytest.raises(KeyError, match=r"no ln_1 for layer 2: this model has layers 0..1"):
+        cache.ln_1(2)
+    with pytest.raises(ValueError, match="layer l must be an integer, got True"):
+        cache.X(True)
+    fused = {}
+    model(torch.tensor([1, 2, 3]), record=fused)
+    with pytest.raises(KeyError, match="no A in layer 1: .* A needs the explicit path"):
+        Cache(fused).A(1)
+
+
 def test_shape_table_lines_up_symbol_shape_and_meaning():
     rows = [("x", torch.zeros(5, dtype=torch.long), "ids"), ("A^(0)", torch.zeros(1, 4, 5, 5), "one per head")]
     lines = shape_table(rows, width=8).splitlines()

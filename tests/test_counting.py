@@ -1,10 +1,12 @@
 """Theorem 5.2: the closed form, the measured table, and numel over many configs."""
 
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, component_table, format_table, measured_table, theorem_5_2
+from gptlib.counting import Row
 
 
 def numel(model):
@@ -75,3 +77,18 @@ def test_closed_form_equals_numel(config):
     with torch.device("meta"):  # shapes only: no memory, no init cost
         model = GPT(config)
     assert theorem_5_2(config) == numel(model) == component_table(model)[-1].parameters
+
+
+def test_the_table_refuses_what_has_nothing_to_count():
+    with pytest.raises(ValueError, match=r"model \(Module\) has no parameters to count"):
+        component_table(torch.nn.Module())
+    with pytest.raises(ValueError, match="model must be a torch.nn.Module, got GPTConfig"):
+        component_table(COURSE_CONFIG)
+
+
+def test_format_table_columns_fit_their_headers_and_no_rows_print_the_header():
+    assert format_table([]) == "component  parameters   share"
+    lines = format_table([Row("E", 3, 0.25), Row("total", 12, 1.0)]).splitlines()
+    assert lines == ["component  parameters   share",
+                     "E                   3   25.0%",
+                     "total              12  100.0%"]

@@ -70,6 +70,20 @@ def test_head_scores_match_an_explicit_loop(model):
             assert scores[l, h].item() == pytest.approx(ind, rel=1e-5)
 
 
+@pytest.mark.parametrize("tokens, rule", [
+    (torch.tensor([[1, 2, 3]]), r"rows of n >= 2 tokens said twice \(repeated_random_tokens\), got shape \(1, 3\)$"),
+    (torch.tensor([[1, 1]]), r"said twice \(repeated_random_tokens\), got shape \(1, 2\)$"),
+    (torch.tensor([[1, 2, 3, 1, 2, 4]]), r"got shape \(1, 6\) whose halves differ"),
+    (torch.tensor([1, 2, 1, 2]), r"tokens must be 2-D \(B, T\), got shape \(4,\)"),
+    (torch.tensor([[1, 2, 1, 2.0]]), r"tokens must have an integer dtype"),
+    (torch.tensor([[1, 99, 1, 99]]), r"tokens must lie in \[0, V\) = \[0, 65\), got 99, 99"),
+])
+def test_induction_measures_refuse_tokens_that_are_not_two_copies(model, tokens, rule):
+    for measure in (induction.head_scores, induction.half_losses):
+        with pytest.raises(ValueError, match=rule):
+            measure(model, tokens)
+
+
 def test_half_losses_match_per_position_cross_entropy(model):
     n = 8
     tokens = induction.repeated_random_tokens(2, n, 65, torch.Generator().manual_seed(2))
