@@ -4,7 +4,7 @@ A checkpoint is a plain dict that torch.load(weights_only=True) accepts (tensors
 strings, lists, dicts), so loading one never runs code stored in the file:
 
     format        CHECKPOINT_FORMAT
-    config        GPTConfig fields (without the derived d_head)
+    config        GPTConfig fields
     vocabulary    the characters behind token ids 0..V-1
     state_dict    the model's weights
     metadata      free-form training record (command, steps, losses, ...)
@@ -36,8 +36,8 @@ MAX_NESTING = 32  # containers within containers in metadata and resume state; t
 
 
 def config_to_dict(config: GPTConfig) -> dict:
-    """The constructor arguments of a GPTConfig (d_head is derived, so it is left out)."""
-    return {f.name: getattr(config, f.name) for f in fields(config) if f.init}
+    """The constructor arguments of a GPTConfig, its fields."""
+    return {f.name: getattr(config, f.name) for f in fields(config)}
 
 
 def save_checkpoint(path: Path | str, model: GPT, metadata: dict | None = None,

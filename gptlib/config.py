@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 
 from . import checks
 
@@ -25,7 +25,6 @@ class GPTConfig:
     causal: bool = True  # causal mask in every head; False only to show a broken model
     attn_only: bool = False  # blocks without LN_2 and MLP (the induction-head toy model)
     init_std: float = 0.02  # std of the normal init (Project aside 5.2)
-    d_head: int = field(init=False)  # d / H, derived
 
     def __post_init__(self) -> None:
         """Check every field (gptlib.checks) and store it in its plain form (object.__setattr__: the dataclass is frozen)."""
@@ -43,15 +42,19 @@ class GPTConfig:
                              "with no post-norm form")
         object.__setattr__(self, "ln_eps", checks.real("ln_eps", self.ln_eps, above=0))
         object.__setattr__(self, "init_std", checks.real("init_std", self.init_std, above=0))
-        object.__setattr__(self, "d_head", self.d // self.H)
+
+    @property
+    def d_head(self) -> int:
+        """d / H, the width of each head (Section 0): derived, so it can never disagree with d and H."""
+        return self.d // self.H
 
     def replace(self, **changes) -> "GPTConfig":
         """A copy with some fields changed (validated again)."""
-        fields = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "d_head"}
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
         if "d" in changes and "d_ff" not in changes and self.d_ff == 4 * self.d:
-            fields["d_ff"] = None  # keep the 4d default in step with a new d
-        fields.update(changes)
-        return GPTConfig(**fields)
+            values["d_ff"] = None  # keep the 4d default in step with a new d
+        values.update(changes)
+        return GPTConfig(**values)
 
 
 COURSE_CONFIG = GPTConfig(V=65, T_max=64, d=128, H=4, L=4)

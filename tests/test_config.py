@@ -1,3 +1,4 @@
+import dataclasses
 import re
 from fractions import Fraction
 
@@ -59,3 +60,10 @@ def test_replace_keeps_the_4d_default_in_step():
     assert COURSE_CONFIG.replace(d=64).d_ff == 256
     assert COURSE_CONFIG.replace(d=64, d_ff=100).d_ff == 100
     assert GPTConfig(d=64, d_ff=100).replace(d=32).d_ff == 100
+
+
+def test_d_head_is_derived_from_d_and_h_and_never_stored():
+    assert COURSE_CONFIG.replace(H=8).d_head == 16 and COURSE_CONFIG.replace(d=64).d_head == 16
+    assert "d_head" not in {f.name for f in dataclasses.fields(GPTConfig)}
+    with pytest.raises(TypeError, match="d_head"):
+        COURSE_CONFIG.replace(d_head=8)
