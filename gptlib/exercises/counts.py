@@ -11,12 +11,9 @@ from __future__ import annotations
 import random
 from itertools import combinations
 
-import numpy as np
-import torch
-
 from ..config import COURSE_CONFIG, GPTConfig
 from ..counting import COMPONENTS, measured_table
-from .result import Wrong, as_int, call, checker, recognise
+from .result import Wrong, as_int, as_numbers, call, checker, recognise
 
 EX1, EX5 = "Exercise 1 ★", "Exercise 5"
 
@@ -140,14 +137,11 @@ def check_parameter_count(count) -> tuple[str, list[str]]:
 
 
 def _five_rows(answer, names: list[str]) -> list[int]:
-    """A learner's table as five ints: a list, tuple, dict by row name, numpy array or tensor."""
+    """A learner's table as five ints: a list, tuple, dict by row name, 1-d numpy array or tensor."""
     if isinstance(answer, dict):
         answer = [answer.get(name) for name in names]
-    if isinstance(answer, (torch.Tensor, np.ndarray)) and answer.ndim == 1:
-        answer = answer.tolist()
-    if not isinstance(answer, (list, tuple)) or len(answer) != 5:
-        raise Wrong(f"expected the five rows {names} in that order, got {answer!r:.80}")
-    return [as_int(value, f"the row {name!r}") for value, name in zip(answer, names)]
+    rows = as_numbers(answer, tuple(names), "the five rows in the lecture's order")
+    return [as_int(value, f"the row {name!r}") for value, name in zip(rows, names)]
 
 
 @checker(EX1)
