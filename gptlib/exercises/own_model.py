@@ -136,7 +136,7 @@ def _initial_loss(model, V: int, T: int, seed: int) -> tuple[str, list[str]]:
     generator = torch.Generator().manual_seed(seed + 2)
     idx = torch.randint(0, V, (4, T + 1), generator=generator)
     with eval_mode(model):
-        Z = logits(model, idx[:, :-1], V)  # (4, T, V)
+        Z = logits(model, idx[:, :-1], V).double()  # (4, T, V)
     loss = F.cross_entropy(Z.reshape(-1, V), idx[:, 1:].reshape(-1)).item()
     verdict = f"initial loss {loss:.2f} vs ln V = {math.log(V):.2f}"
     if abs(loss - math.log(V)) > LOSS_RTOL * math.log(V):
