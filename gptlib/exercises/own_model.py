@@ -6,117 +6,226 @@
 is an nn.Module. Four checks, each its own verdict in one report:
 
     batch independence   a sequence's logits do not depend on the rest of its batch
-    causality            Exercise 2: Z_t moves with x_0..x_t only
-    parameter count      Theorem 5.2 for the model's own bias conventions: the weight matrices
-                         must add up exactly; biases the theorem leaves out (or adds) are named,
-                         row by row when the parameter names say which row they belong to
+    causality            Exercise 2: Z_t moves with x_0..x_t only, and not when tokens are appended
+    parameter count      Theorem 5.2 for the model's own bias conventions
     initial loss         near ln V, as for a freshly initialized model (Project aside 5.2)
+
+The parameter count never reads parameter names, which are the learner's own. It counts distinct
+tensors (a tensor shared by two modules, or a view of another one, once), and reads tying from the
+model itself: W_U = E^T when a single V x d tensor exists (it then serves as both), untied when two
+do. Where shapes cannot tell (V equal to T_max, d or d_ff), tying is whatever explains the total
+best, said as an assumption the learner can override with `tied=`. The total is then compared
+with Theorem 5.2 plus the bias conventions a learner may choose (biases on W_Q, W_K, W_V or W_U;
+none on W_O or in the MLP), and a difference they do not explain is matched with the structural
+mistakes below; when several explain it, all are listed as candidates.
 """
 
 from __future__ import annotations
 
 import math
-import re
+from collections import Counter
+from itertools import combinations
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .. import checks
-from ..model import eval_mode
-from .causal import batch_independence, causality_verdict, logits, tried_length
+from ..model import LayerNorm, eval_mode
+from .causal import batch_independence, causality_verdict, logits, refuse_a_length_too_long, tried_length
 from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, checker
 
 OWN = "Your own GPT"
 LOSS_RTOL = 0.1  # initial loss within 10% of ln V
-
-# Lecture rows recognised from parameter names: (row, pattern on one dotted name component).
-# LayerNorm first, so "blocks.0.ln_1.weight" is a LayerNorm although it sits in a block.
-ROW_PATTERNS = (
-    ("LayerNorms", re.compile(r"^(ln.*|.*norm.*|gamma|beta)$", re.I)),
-    ("attention", re.compile(r"^(.*attn.*|.*attention.*|[qkv]_?proj|W_[QKVO]|b_O|query|key|value|heads?|sa)$", re.I)),
-    ("MLPs", re.compile(r"^(mlp.*|ffn?|ffwd|.*feed_?forward.*|fc\d*|W_[12]|b_[12])$", re.I)),
-    ("embeddings", re.compile(r"^(E|P|wte|wpe|.*emb.*|tok.*|pos.*)$", re.I)),
-    ("unembedding", re.compile(r"^(W_U|lm_head|unembed.*|output|b_U)$", re.I)),
-)
+NORMS = (nn.LayerNorm, nn.RMSNorm, LayerNorm)  # norm layers recognised by type, as evidence about LayerNorm slips
 
 
-def _row(name: str) -> str | None:
-    for row, pattern in ROW_PATTERNS:
-        if any(pattern.match(part) for part in name.split(".")):
-            return row
-    return None
+BIASES, NORMS_GROUP, OTHER = "linear-layer biases", "norm layers", "other tensors"
+UNEXPLAINED = " (compare the shapes below with Theorem 5.2's)"
 
 
-def expected_rows(V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool) -> dict[str, tuple[int, int]]:
-    """Theorem 5.2 per row, split as (entries of weight matrices, entries of vectors)."""
+def theorem_5_2_count(V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool) -> int:
+    """Theorem 5.2: embeddings, L blocks (attention 4d^2 + d, MLP 2 d d_ff + d_ff + d, two
+    LayerNorms 4d), LN_f 2d, W_U dV unless tied."""
+    return (V + T_max) * d + L * (4 * d * d + d + 2 * d * d_ff + d_ff + d + 4 * d) + 2 * d + (0 if tied else d * V)
+
+
+def differences(V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool) -> dict[str, tuple[bool, str, int]]:
+    """What can make a model's count differ from Theorem 5.2: name -> (a bias convention the learner
+    may choose?, the group of tensors it shows in, the difference it makes)."""
+    unembedding = ("a separate W_U (d x V) besides E, though W_U = E^T (tied)", d * V) if tied else (
+        "no unembedding of its own (d x V): is W_U = E^T? then pass tied=True", -d * V)
     return {
-        "embeddings": ((V + T_max) * d, 0),
-        "attention": (L * 4 * d * d, L * d),  # W_Q, W_K, W_V, W_O; b_O
-        "MLPs": (L * 2 * d * d_ff, L * (d_ff + d)),  # W_1, W_2; b_1, b_2
-        "LayerNorms": (0, L * 4 * d + 2 * d),  # gamma, beta of LN_1, LN_2 per block and LN_f
-        "unembedding": (0 if tied else d * V, 0),  # W_U
+        "biases on W_Q, W_K, W_V (3d per block), which Theorem 5.2 leaves out": (True, BIASES, 3 * L * d),
+        "a bias on W_U (V numbers), which Theorem 5.2 leaves out": (True, BIASES, V),
+        "no output bias b_O, or no b_2 (one d-vector per block; the count cannot tell which)": (True, BIASES, -L * d),
+        "no MLP biases b_1, b_2 (d_ff + d per block)": (True, BIASES, -L * (d_ff + d)),
+        "no positional embedding P (T_max x d)": (False, OTHER, -T_max * d),
+        "no W_O (d x d per block)": (False, OTHER, -L * d * d),
+        unembedding[0]: (False, OTHER, unembedding[1]),
+        "no final LayerNorm LN_f (2d)": (False, NORMS_GROUP, -2 * d),
+        "one LayerNorm per block instead of two (2d per block fewer)": (False, NORMS_GROUP, -2 * L * d),
+        "LayerNorms without shifts beta, or without gains (d per LayerNorm fewer, as in RMSNorm)": (
+            False, NORMS_GROUP, -(2 * L + 1) * d),
     }
 
 
-def _bias_story(row: str, extra: int, V: int, d: int, L: int, d_ff: int) -> str:
-    """Name a difference in a row's vectors, as a bias convention where one fits."""
-    known = {
-        ("attention", 3 * L * d): "biases on W_Q, W_K, W_V (3d per block), which Theorem 5.2 leaves out",
-        ("attention", -L * d): "no output bias b_O",
-        ("attention", 2 * L * d): "biases on W_Q, W_K, W_V but no b_O",
-        ("MLPs", -L * (d_ff + d)): "no MLP biases b_1, b_2",
-        ("unembedding", V): "a bias on W_U (V numbers), which Theorem 5.2 leaves out",
-        ("LayerNorms", -(2 * L + 1) * d): "LayerNorms without shifts beta (or without gains)",
-    }
-    return known.get((row, extra), f"{extra:+,} vector entries")
+def _distinct(model: nn.Module) -> list[torch.Tensor]:
+    """The model's parameters, each storage counted once (E and W_U = E^T tied, or a view of another)."""
+    seen, distinct = set(), []
+    for p in model.parameters():
+        key = (p.untyped_storage().data_ptr(), p.storage_offset())
+        if key not in seen:
+            seen.add(key)
+            distinct.append(p)
+    return distinct
+
+
+def _inventory(params: list[torch.Tensor]) -> str:
+    shapes = Counter(tuple(p.shape) for p in params)
+    return ", ".join(f"{shape} x{n}" if n > 1 else f"{shape}" for shape, n in shapes.most_common())
+
+
+def _tying(params: list[torch.Tensor], V: int, T_max: int, d: int, d_ff: int) -> tuple[bool | None, str]:
+    """(tied, how it was told) from the V x d tensors; (None, why) where shapes cannot tell."""
+    if V in (T_max, d, d_ff):
+        return None, f"V = {V} equals another size, so shapes cannot tell E and W_U apart"
+    n = sum(tuple(p.shape) in ((V, d), (d, V)) for p in params)
+    if n == 1:
+        return True, "tied: one V x d tensor, which serves as both E and W_U"
+    if n == 2:
+        return False, "untied: two distinct V x d tensors, E and W_U"
+    return None, f"{n} tensors of shape V x d, so shapes cannot tell"
+
+
+def _groups(model: nn.Module) -> dict[str, int] | None:
+    """Entries per group when every parameter sits in an nn.Linear, an nn.Embedding or a norm layer
+    of a known type (read by type, never by name): the linear layers' biases, the norm layers'
+    gains and shifts, everything else. None when some parameter sits elsewhere (a raw Parameter)."""
+    groups, seen = dict.fromkeys((BIASES, NORMS_GROUP, OTHER), 0), set()
+    for module in model.modules():
+        for name, p in module.named_parameters(recurse=False):
+            if not isinstance(module, (nn.Linear, nn.Embedding, *NORMS)):
+                return None
+            key = (p.untyped_storage().data_ptr(), p.storage_offset())
+            if key not in seen:
+                seen.add(key)
+                group = NORMS_GROUP if isinstance(module, NORMS) else BIASES if p is getattr(module, "bias", None) else OTHER
+                groups[group] += p.numel()
+    return groups
+
+
+def _expected_groups(V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool) -> dict[str, int]:
+    biases, norms = L * (d + d_ff + d), L * 4 * d + 2 * d
+    return {BIASES: biases, NORMS_GROUP: norms, OTHER: theorem_5_2_count(V, T_max, d, L, d_ff, tied) - biases - norms}
+
+
+def explanations(delta: int, candidates: dict[str, tuple[bool, str, int]], least: int = 0) -> list[tuple[list[str], list[str]]]:
+    """Every (conventions, mistakes) among the candidates whose differences add up to delta, with as
+    few differences in all as any (at most four), and among those as few mistakes (at least `least`,
+    at most two): the simplest stories, all of them."""
+    allowed = [name for name, (ok, _, _) in candidates.items() if ok]
+    wrong = [name for name, (ok, _, _) in candidates.items() if not ok]
+    for n in range(least, 5):
+        for m in range(least, min(n, 2) + 1):
+            found = [
+                (list(chosen), list(slips))
+                for slips in combinations(wrong, m)
+                for chosen in combinations(allowed, n - m)
+                if sum(candidates[name][2] for name in chosen + slips) == delta
+            ]
+            if found:
+                return found
+    return []
+
+
+def _fewest_mistakes(total: int, V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool) -> int:
+    """How few mistakes explain the total for this tying (3: more than explanations tries)."""
+    found = explanations(total - theorem_5_2_count(V, T_max, d, L, d_ff, tied), differences(V, T_max, d, L, d_ff, tied))
+    return len(found[0][1]) if found else 3
+
+
+def _sizes_that_fit(delta: int, d: int, L: int, d_ff: int) -> list[str]:
+    """Other sizes the learner may have built: a d_ff or an L that make the difference exactly."""
+    k, rest = divmod(delta, 4 * d * d + d + 2 * d * d_ff + d_ff + d + 4 * d)
+    if k and not rest and L + k > 0:
+        return [f"there were L = {L + k} blocks (pass L={L + k} if there are)"]
+    fits = []
+    for bias in (1, 0):  # MLP width k: 2dk weights, plus k for b_1 when there is one
+        k, rest = divmod(delta, L * (2 * d + bias))
+        if k and not rest and d_ff + k > 0:
+            fits.append(f"the MLP width were d_ff = {d_ff + k} (pass d_ff={d_ff + k} if it is)")
+            break
+    return fits
+
+
+def _judge(group: str | None, delta: int, candidates: dict, d: int, L: int, d_ff: int) -> tuple[list[str], str | None]:
+    """(detail lines naming the bias conventions found, the mistake message or None) for one group's difference (None: the
+    whole count). A difference bias conventions explain passes; when the whole count is all there
+    is to go by, the mistakes that would explain it too are named as what it cannot rule out."""
+    where = "" if group is None else f"{group}: "
+    found = explanations(delta, candidates)
+    if found and not found[0][1]:
+        also = explanations(delta, candidates, least=1) if group is None else []
+        unsure = [f"(the total alone cannot rule out {' and '.join(slips + chosen)})" for chosen, slips in also[:2]]
+        return [f"your bias convention: {c}" for c in found[0][0]] + unsure, None
+    off = f"{where}{delta:+,} entries"
+    if len(found) == 1:
+        chosen, slips = found[0]
+        also = f" (with your bias convention: {'; '.join(chosen)})" if chosen else ""
+        return [], f"{off}, exactly what {' and '.join(slips)} make{also}"
+    if found:
+        options = "; or ".join(" and ".join(slips + chosen) for chosen, slips in found[:4])
+        return [], f"{off}, which several differences would make (the count cannot tell which): {options}"
+    return [], f"{off}, which no bias convention or listed mistake explains{UNEXPLAINED}"
 
 
 @checker("parameter count")
 def _count(model, V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool | None) -> tuple[str, list[str]]:
     if not isinstance(model, nn.Module):
         raise Wrong("not an nn.Module, so its parameters cannot be counted (the other checks still apply).")
-    params = list(model.named_parameters())  # shared tensors (tied E and W_U) appear once
-    total = sum(p.numel() for _, p in params)
-    if tied is None:
-        tied = not any(p.shape in ((V, d), (d, V)) for name, p in params if _row(name) == "unembedding")
-    expected = expected_rows(V, T_max, d, L, d_ff, tied)
-    theorem = sum(m + v for m, v in expected.values())
-    measured = {row: [0, 0] for row in expected}
-    unplaced = []
-    for name, p in params:
-        row = _row(name)
-        if row is None:
-            unplaced.append(name)
-        else:
-            measured[row][p.dim() < 2] += p.numel()
-    header = f"numel() = {total:,}; Theorem 5.2 ({'tied' if tied else 'untied'}, d_ff = {d_ff}) = {theorem:,}"
-    if unplaced:  # names do not say the rows: compare totals of matrices and vectors
-        matrices = sum(p.numel() for _, p in params if p.dim() >= 2)
-        expected_matrices = sum(m for m, _ in expected.values())
-        details = [header, f"rows not reported: names such as {unplaced[0]!r} do not say which row they belong to"]
-        if matrices != expected_matrices:
-            raise Wrong(f"the weight matrices hold {matrices:,} entries, Theorem 5.2's {expected_matrices:,}.", details)
-        vector_gap = total - theorem
-        vectors = f"the weight matrices match; vectors (biases, LayerNorms) differ by {vector_gap:+,}"
-        note = "exactly Theorem 5.2" if not vector_gap else vectors
-        return note + ".", details
-    details, problems, conventions = [header], [], []
-    for row, (m_exp, v_exp) in expected.items():
-        m_got, v_got = measured[row]
-        details.append(f"{row:<12} matrices {m_got:>10,} (theorem {m_exp:>10,})   vectors {v_got:>8,} (theorem {v_exp:>8,})")
-        if m_got != m_exp:
-            problems.append(f"{row}: weight matrices {m_got - m_exp:+,} entries")
-        if v_got != v_exp:
-            story = _bias_story(row, v_got - v_exp, V, d, L, d_ff)
-            (problems if row == "LayerNorms" else conventions).append(f"{row}: {story}")
-    details += [f"your bias convention: {c}" for c in conventions]
+    params = _distinct(model)
+    total = sum(p.numel() for p in params)
+    if tied is not None:
+        told = f"{'tied' if tied else 'untied'}, as you said (tied={tied})"
+    else:
+        tied, told = _tying(params, V, T_max, d, d_ff)
+    if tied is None:  # shapes cannot tell: whichever needs fewer mistakes, untied on a draw
+        tied = _fewest_mistakes(total, V, T_max, d, L, d_ff, True) < _fewest_mistakes(total, V, T_max, d, L, d_ff, False)
+        told += f"; assumed {'tied' if tied else 'untied'}, which explains the count best (pass tied= if not)"
+    theorem = theorem_5_2_count(V, T_max, d, L, d_ff, tied)
+    details = [f"numel() = {total:,} (each shared tensor once); Theorem 5.2 = {theorem:,} (d_ff = {d_ff}, {told})",
+               f"parameter shapes: {_inventory(params)}"]
+    if total == theorem:
+        return "numel() equals Theorem 5.2 exactly.", details
+    candidates = differences(V, T_max, d, L, d_ff, tied)
+    shapes = {tuple(p.shape) for p in params}
+    if shapes & {(T_max, d), (d, T_max)} and T_max not in (V, d, d_ff):
+        del candidates["no positional embedding P (T_max x d)"]  # a T_max x d tensor is there
+    if shapes & {(d_ff,), (L, d_ff)} and d_ff not in (V, d):
+        del candidates["no MLP biases b_1, b_2 (d_ff + d per block)"]  # a b_1 (or L of them) is there
+    if (V,) not in shapes:
+        del candidates["a bias on W_U (V numbers), which Theorem 5.2 leaves out"]  # no V-vector to be one
+    groups = _groups(model)
+    if groups is None:  # raw Parameters: only the total can be compared
+        deltas = {None: (total - theorem, candidates)}
+    else:  # nn.Linear, nn.Embedding and norm layers: each group compared on its own
+        expected = _expected_groups(V, T_max, d, L, d_ff, tied)
+        details.append("by group (found by layer type): " + ", ".join(
+            f"{group} {groups[group]:,} (theorem {expected[group]:,})" for group in groups))
+        deltas = {group: (groups[group] - expected[group], {name: c for name, c in candidates.items() if c[1] == group})
+                  for group in groups if groups[group] != expected[group]}
+    problems = []
+    for group, (delta, group_candidates) in deltas.items():
+        lines, problem = _judge(group, delta, group_candidates, d, L, d_ff)
+        details += lines if not problem else []
+        problems += [problem] if problem else []
+    fits = _sizes_that_fit(total - theorem, d, L, d_ff)
+    if fits and any(problem.endswith(UNEXPLAINED) for problem in problems):  # the sizes given may be what is wrong
+        raise Wrong(f"numel() is {total - theorem:+,} off Theorem 5.2: exact if {' or if '.join(fits)}.", details)
     if problems:
         raise Wrong("; ".join(problems) + ".", details)
-    if conventions:
-        return (f"the weight matrices and LayerNorms match Theorem 5.2; "
-                f"your biases differ ({len(conventions)} row(s), named below)."), details
-    return "every row equals Theorem 5.2.", details
+    return f"numel() is {total - theorem:+,} off Theorem 5.2, exactly your bias convention (named below).", details
 
 
 @checker("batch independence")
@@ -124,8 +233,8 @@ def _batch(model, V: int, T: int, seed: int) -> tuple[str, list[str]]:
     with eval_mode(model):
         mixed = batch_independence(model, V, T, seed)
     if mixed:
-        raise Wrong(mixed + " (BatchNorm, or a mean or softmax over the batch dimension, mixes examples).")
-    return "each sequence's logits are the same alone as in a batch of three.", []
+        raise Wrong(mixed + ": something mixes examples (e.g. BatchNorm, or a mean or softmax over the batch dimension).")
+    return "each sequence's logits are the same beside other sequences and alone (up to rounding).", []
 
 
 _causal = checker("causality")(causality_verdict)
@@ -147,21 +256,36 @@ def _initial_loss(model, V: int, T: int, seed: int) -> tuple[str, list[str]]:
     return f"{verdict}: within {LOSS_RTOL:.0%}, nearly uniform predictions as expected at initialization.", []
 
 
+@checker(OWN)
+def _runs_on(model, T: int) -> tuple[str, list[str]]:
+    refuse_a_length_too_long(model, T)
+    return f"runs on {T} tokens.", []
+
+
 def check_own_model(
-    model, *, V: int, T_max: int, d: int, L: int, d_ff: int | None = None, tied: bool | None = None, T: int = 8, seed: int = 0
+    model, *, V: int, T_max: int, d: int, L: int, d_ff: int | None = None, H: int | None = None,
+    tied: bool | None = None, T: int = 8, seed: int = 0,
 ) -> Result:
     """Check your own GPT (any module mapping ids (B, T) to logits (B, T, V)) against Lecture 5.
 
-    Give its sizes: V, T_max, d, L, and d_ff if it is not 4d; `tied` says whether W_U = E^T
-    (None: guessed from the parameters). T (default min(8, T_max)) is the length tried.
+    Give its sizes: V, T_max, d, L, d_ff if it is not 4d, and H if you like (checked to divide d;
+    the count does not depend on it). `tied` says whether W_U = E^T (None: read from the model,
+    see the module docstring). T (default min(8, T_max)) is the length tried.
     Returns a report whose parts are the four verdicts; it passes when all four pass.
     """
     for name, value in (("V", V), ("T_max", T_max), ("d", d), ("L", L), ("d_ff", d_ff if d_ff is not None else 1)):
         checks.integer(name, value, at_least=1)
+    if H is not None and d % checks.integer("H", H, at_least=1):
+        raise ValueError(f"H must divide d, got H = {H}, d = {d}")
+    if tied not in (None, True, False):
+        raise ValueError(f"tied must be True, False or None (read from the model), got {tied!r}")
     T = tried_length(T, T_max)
+    runs = _runs_on(model, T)
+    if runs.status == FAILED:
+        return runs
     parts = (
         _batch(model, V, T, seed),
-        _causal(model, V, T, seed),
+        _causal(model, V, T, seed, L),
         _count(model, V, T_max, d, L, d_ff or 4 * d, tied),
         _initial_loss(model, V, T, seed),
     )

@@ -97,7 +97,7 @@ class EinsumGPT(nn.Module):
     raw Parameters everywhere, einsum, a LayerNorm written out; W_U (d, V), or E^T when tied."""
 
     def __init__(self, V=17, T_max=16, d=32, H=4, L=2, *, d_ff=None, tied=False, qkv_bias=False, positions=True,
-                 dtype=torch.float32, seed=0):
+                 output_bias=True, dtype=torch.float32, seed=0):
         super().__init__()
         d_ff, d_head = d_ff or 4 * d, d // H
         generator = torch.Generator().manual_seed(seed)
@@ -112,7 +112,7 @@ class EinsumGPT(nn.Module):
         self.E, self.P = normal(V, d), (normal(T_max, d) if positions else None)
         self.W_Q, self.W_K, self.W_V = normal(L, H, d, d_head), normal(L, H, d, d_head), normal(L, H, d, d_head)
         self.b_QKV = const(0.0, L, 3, H, d_head) if qkv_bias else None
-        self.W_O, self.b_O = normal(L, H, d_head, d), const(0.0, L, d)
+        self.W_O, self.b_O = normal(L, H, d_head, d), (const(0.0, L, d) if output_bias else None)
         self.W_in, self.b_in = normal(L, d, d_ff), const(0.0, L, d_ff)
         self.W_out, self.b_out = normal(L, d_ff, d), const(0.0, L, d)
         self.gains, self.shifts = const(1.0, 2 * L + 1, d), const(0.0, 2 * L + 1, d)  # LN_1, LN_2 per block, then LN_f
@@ -133,7 +133,7 @@ class EinsumGPT(nn.Module):
                 q, k, v = (t + b[:, None, :] for t, b in zip((q, k, v), self.b_QKV[l]))
             S = torch.einsum("bhte,bhse->bhts", q, k) / math.sqrt(q.shape[-1])  # (B, H, T, T)
             A = S.masked_fill(~causal, float("-inf")).softmax(-1)
-            x = x + torch.einsum("bhts,bhse,hed->btd", A, v, self.W_O[l]) + self.b_O[l]
+            x = x + torch.einsum("bhts,bhse,hed->btd", A, v, self.W_O[l]) + (self.b_O[l] if self.b_O is not None else 0)
             h = self.norm(x, 2 * l + 1)
             x = x + F.gelu(h @ self.W_in[l] + self.b_in[l]) @ self.W_out[l] + self.b_out[l]
         h = self.norm(x, -1)
