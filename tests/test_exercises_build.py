@@ -13,7 +13,7 @@ from gptlib import model as gptlib_model
 from gptlib.exercises import build
 from gptlib.exercises import build_solutions as S
 from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
-from tests.scratch_gpt import ScratchGPT
+from tests.support.scratch_gpt import ScratchGPT
 
 # ---- wrong versions of each reference solution, one typical mistake each -------------------
 

@@ -8,7 +8,7 @@ import pytest
 from gptlib import exercises
 from gptlib.exercises import concepts
 from gptlib.exercises.result import FAILED, NOT_ATTEMPTED, PASSED
-from tests import notebook_files
+from tests.support import notebook_files
 
 CHOICES = [(q, spec) for q, spec in concepts.QUESTIONS.items() if isinstance(spec, concepts.Choice)]
 NUMBERS = [(q, spec) for q, spec in concepts.QUESTIONS.items() if isinstance(spec, concepts.Number)]
