@@ -22,7 +22,7 @@ def perturbation_map(model: GPT, idx: torch.Tensor, shift: int = 1) -> torch.Ten
     Token x_s is replaced by (x_s + shift) mod V. The original sequence and its T perturbed
     copies run as one batch, so every row goes through the same kernels.
     """
-    idx = checks.check_token_sequence(model, idx)  # int64: x_s + shift must not wrap around in a small dtype
+    idx = checks.token_sequence(model, idx)  # int64: x_s + shift must not wrap around in a small dtype
     V = model.config.V
     shift = checks.integer("shift", shift, at_least=1, at_most=V - 1)  # in [1, V): the token really changes
     return change_map(model(perturbed_batch(idx, shift, V)))
@@ -53,7 +53,7 @@ def gradient_map(model: GPT, idx: torch.Tensor) -> torch.Tensor:
     torch.autograd.grad asks for X's gradient alone, so no weight gradient is computed (or left
     in the parameters' .grad).
     """
-    idx = checks.check_token_sequence(model, idx)  # int64 ids
+    idx = checks.token_sequence(model, idx)  # int64 ids
     T, V = idx.shape[0], model.config.V
     with torch.no_grad():
         X0 = model.embed(idx)  # X^(0), (T, d)

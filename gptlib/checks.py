@@ -1,11 +1,12 @@
 """The rules an input must meet, one function per kind of input, each raising one ValueError
 that names the input and the rule it breaks.
 
-Numbers and token ids (integer, real, boolean, token_ids, check_token_sequence) come back in a
-plain form: a Python int, float or bool, token ids as an int64 tensor; GPTConfig, TrainSettings,
-GPT.check_tokens, sampling, encode/decode and the analysis modules call them, so every rule is
-written once. Tensors for the analysis modules (check_shape, check_rows, check_batch,
-check_sequence) are checked in place.
+One scheme: each function is named after the kind of input it takes (integer, real, boolean,
+token_ids, token_sequence, tensor_of_shape, rows, batch, sequence) and returns that input in its
+checked form, so every call reads `value = checks.kind(...)`. Numbers come back as a plain Python
+int, float or bool, token ids as an int64 tensor, other tensors as they were. GPTConfig,
+TrainSettings, GPT, sampling, encode/decode and the analysis modules call them, so every rule is
+written once.
 """
 
 from __future__ import annotations
@@ -103,33 +104,37 @@ def _shape(x) -> object:
     return tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
 
 
-def check_shape(x, shape: tuple[int, ...], name: str, symbols: str, what: str = "a tensor") -> None:
+def tensor_of_shape(x, shape: tuple[int, ...], name: str, symbols: str, what: str = "a tensor") -> torch.Tensor:
     """x: a torch.Tensor of exactly `shape`, which `symbols` spells in the lecture's letters."""
     if not isinstance(x, torch.Tensor) or tuple(x.shape) != shape:
         raise ValueError(f"{name} must be {what} of shape {symbols} = {shape}, got {_shape(x)}")
+    return x
 
 
-def check_rows(u: torch.Tensor, name: str = "u") -> None:
+def rows(u: torch.Tensor, name: str = "u") -> torch.Tensor:
     """u: floating-point rows (..., d) with d >= 1, e.g. LayerNorm inputs."""
     if not isinstance(u, torch.Tensor) or not u.dtype.is_floating_point:
         raise ValueError(f"{name} must be a floating-point torch.Tensor")
     if u.dim() == 0 or u.shape[-1] < 1:
         raise ValueError(f"{name} must have a last (feature) dimension d >= 1, got shape {tuple(u.shape)}")
+    return u
 
 
-def check_batch(X: torch.Tensor, d: int | None = None) -> None:
+def batch(X: torch.Tensor, d: int | None = None) -> torch.Tensor:
     """X: a batch of residual-stream sequences (B, T, d), of width d when d is given."""
     if not isinstance(X, torch.Tensor) or X.dim() != 3 or (d is not None and X.shape[-1] != d):
         width = "" if d is None else f" with d={d}"
         raise ValueError(f"X must be a (B, T, d) tensor{width}, got {_shape(X)}")
+    return X
 
 
-def check_sequence(X: torch.Tensor, d: int) -> None:
+def sequence(X: torch.Tensor, d: int) -> torch.Tensor:
     """X: one residual-stream sequence (T, d) of width d."""
     if not isinstance(X, torch.Tensor) or X.dim() != 2 or X.shape[1] != d:
         raise ValueError(f"X must be one sequence of shape (T, d) with d = {d}, got {_shape(X)}")
+    return X
 
 
-def check_token_sequence(model, idx: torch.Tensor) -> torch.Tensor:
+def token_sequence(model, idx: torch.Tensor) -> torch.Tensor:
     """idx as int64 ids: one sequence of token ids (T,) that `model` accepts (token_ids with dims=(1,))."""
     return token_ids(idx, model.config.V, T_max=model.config.T_max, dims=(1,), name="idx (one sequence of token ids)")

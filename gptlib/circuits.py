@@ -57,19 +57,19 @@ def head_contributions(attn: MultiHeadAttention, X: torch.Tensor, A: torch.Tenso
     (cache.A(l) for X = attention_input(model, cache, l)), to reuse it; without A it is
     computed from X.
     """
-    checks.check_batch(X, attn.W_O.shape[0])
+    X = checks.batch(X, attn.W_O.shape[0])
     if A is None:
         q, k, _ = attn.qkv(X)  # each (B, H, T, d_head)
         A = attn.attention_matrices(q, k)  # (B, H, T, T)
     B, T = X.shape[:2]
-    checks.check_shape(A, (B, attn.H, T, T), "A", "(B, H, T, T)", "the attention of this X")
+    A = checks.tensor_of_shape(A, (B, attn.H, T, T), "A", "(B, H, T, T)", "the attention of this X")
     W_OV_all = torch.stack([W_OV(attn, h) for h in range(attn.H)])  # (H, d, d)
     return torch.einsum("bhts,bsd,hde->bhte", A, X, W_OV_all)  # (B, H, T, d)
 
 
 def scores(attn: MultiHeadAttention, X: torch.Tensor) -> torch.Tensor:
     """S^h = X W_QK^h X^T / sqrt(d_head) for every head, before the causal mask: (B, H, T, T)."""
-    checks.check_batch(X, attn.W_O.shape[0])
+    X = checks.batch(X, attn.W_O.shape[0])
     W_QK_all = torch.stack([W_QK(attn, h) for h in range(attn.H)])  # (H, d, d)
     return torch.einsum("btd,hde,bse->bhts", X, W_QK_all, X) / math.sqrt(attn.d_head)
 
@@ -149,7 +149,7 @@ def random_invertible(n: int, generator: torch.Generator | None = None) -> torch
 
 
 def _inverse(R: torch.Tensor, d_head: int, name: str) -> torch.Tensor:
-    checks.check_shape(R, (d_head, d_head), name, "(d_head, d_head)", "a matrix")
+    R = checks.tensor_of_shape(R, (d_head, d_head), name, "(d_head, d_head)", "a matrix")
     if numerical_rank(R.double()).rank < d_head:
         raise ValueError(f"{name} must be invertible (Remark 1.3 needs R in GL(d_head)); it is singular")
     return torch.linalg.inv(R.double()).to(R.dtype)

@@ -65,7 +65,7 @@ def projector_facts(d: int) -> ProjectorFacts:
 
 def center(u: torch.Tensor) -> torch.Tensor:
     """Step 1 of Proposition 4.2: u - mean(u) 1, the orthogonal projection onto 1-perp. (..., d) -> (..., d)."""
-    checks.check_rows(u)
+    u = checks.rows(u)
     s = _overflow_safe_scale(u)  # (..., 1): mean(u) = s mean(u / s), whose sum cannot overflow
     return u - s * (u / s).mean(dim=-1, keepdim=True)
 
@@ -90,7 +90,7 @@ def radial_rescale(v: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
     With eps = 0 this is sqrt(d) v / ||v||: radial projection onto the sphere of radius sqrt(d)
     (step 2 of Proposition 4.2). A zero row with eps = 0 maps to zero instead of 0/0.
     """
-    checks.check_rows(v, "v")
+    v = checks.rows(v, "v")
     eps = checks.real("eps", eps, at_least=0)  # Definition 4.1 asks eps >= 0
     s = _overflow_safe_scale(v, eps)  # (..., 1)
     return _rescale(v / s, eps / s / s)  # the same quotient, where squares cannot overflow
@@ -120,7 +120,7 @@ def layer_norm(
     mean(center(u)^2) is sigma(u)^2 (the biased variance, dividing by d), so this is
     gamma * (u - mean(u)) / sqrt(sigma(u)^2 + eps) + beta. (..., d) -> (..., d).
     """
-    checks.check_rows(u)
+    u = checks.rows(u)
     eps = checks.real("eps", eps, at_least=0)  # Definition 4.1 asks eps >= 0
     s = _overflow_safe_scale(u, eps)  # (..., 1): LN(u) with eps is LN(u / s) with eps / s^2, where nothing over- or underflows
     return _affine(_rescale(center(u / s), eps / s / s), gamma, beta)  # gamma * radial_rescale(center(u), eps) + beta
@@ -134,7 +134,7 @@ def layer_norm_jacobian(u: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
     kernel being spanned by 1 (centering) and by u itself (scale invariance, Remark 4.3).
     With eps > 0 the radial direction is damped by eps / (sigma^2 + eps), not removed: rank d - 1.
     """
-    checks.check_rows(u)
+    u = checks.rows(u)
     if u.dim() != 1:
         raise ValueError(f"u must be one row of shape (d,), got shape {tuple(u.shape)}")
     return torch.func.jacrev(lambda row: layer_norm(row, eps=eps))(u)
@@ -152,7 +152,7 @@ def batch_norm(U: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
     statistics (biased variance), as torch.nn.functional.batch_norm(training=True) uses.
     A batch of one has no spread to measure, so it is refused (torch refuses it too).
     """
-    checks.check_rows(U, "U")
+    U = checks.rows(U, "U")
     if U.dim() != 2:
         raise ValueError(f"U must be a batch of shape (B, d), got shape {tuple(U.shape)}")
     if U.shape[0] < 2:

@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch.func import jacrev
 
+from . import checks
 from .cache import run_with_cache
-from .checks import check_sequence
 from .config import GPTConfig
 from .data import encode
 from .model import GPT, Block
@@ -48,7 +48,7 @@ def _block_map(block: Block):
 
 def block_jacobian(block: Block, X: torch.Tensor) -> torch.Tensor:
     """d vec(block(X)) / d vec(X) at one sequence X (T, d): a (T d, T d) matrix."""
-    check_sequence(X, block.ln_1.gamma.shape[0])
+    X = checks.sequence(X, block.ln_1.gamma.shape[0])
     return jacobian_of(_block_map(block), X)
 
 
@@ -66,7 +66,7 @@ def residual_branch(block: Block, X: torch.Tensor) -> torch.Tensor:
 
 def branch_jacobian(block: Block, X: torch.Tensor) -> torch.Tensor:
     """DF at X (T, d) for a pre-norm block, (T d, T d); Definition 3.1 says block_jacobian = I + DF."""
-    check_sequence(X, block.ln_1.gamma.shape[0])
+    X = checks.sequence(X, block.ln_1.gamma.shape[0])
     return jacobian_of(lambda Z: residual_branch(block, Z), X)
 
 
@@ -84,7 +84,7 @@ def stack_jacobians(blocks, X0: torch.Tensor, residual: bool = True) -> list[tor
     residual=False stacks without_residual(block) instead: X^(l+1) = MLP(LN_2(MHA(LN_1(X^(l))))).
     Every step keeps the shape (T, d), so X0 is the one input checked.
     """
-    check_sequence(X0, blocks[0].ln_1.gamma.shape[0])
+    X0 = checks.sequence(X0, blocks[0].ln_1.gamma.shape[0])
     jacobians, X = [], X0
     for block in blocks:
         step = _block_map(block) if residual else without_residual(block)

@@ -90,7 +90,7 @@ class MultiHeadAttention(nn.Module):
         Attn^h(X) = softmax(X W_Q^h (X W_K^h)^T / sqrt(d_head) + M) X W_V^h,
         MHA(X) = [Attn^1(X) | ... | Attn^H(X)] W_O + b_O.
         """
-        checks.check_batch(X, self.W_O.shape[0])
+        X = checks.batch(X, self.W_O.shape[0])
         M = self.mask(X.shape[1], X.dtype, X.device)  # (T, T)
         heads = []
         for h in range(self.H):
@@ -247,10 +247,10 @@ class GPT(nn.Module):
 
     def check_embeddings(self, X: torch.Tensor) -> None:
         """Raise ValueError unless X is a residual stream X^(0) (B, T, d) this model can run:
-        the model's width d (checks.check_batch), B >= 1, 1 <= T <= T_max, and the dtype and
+        the model's width d (checks.batch), B >= 1, 1 <= T <= T_max, and the dtype and
         device of the model's weights.
         """
-        checks.check_batch(X, self.config.d)
+        X = checks.batch(X, self.config.d)
         T_max = self.config.T_max
         if X.shape[0] < 1 or not 1 <= X.shape[1] <= T_max:
             raise ValueError(f"X must have B >= 1 and 1 <= T <= T_max={T_max}, got shape {tuple(X.shape)}")
@@ -276,7 +276,7 @@ class GPT(nn.Module):
         `explicit` and `record` are those of GPT.forward.
         """
         self.check_embeddings(X)
-        checks.boolean("explicit", explicit)
+        explicit = checks.boolean("explicit", explicit)
         if record is not None and not isinstance(record, dict):
             raise ValueError(f"record must be a dict or None, got {type(record).__name__}")
         if record is not None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .checks import check_batch
+from . import checks
 
 
 def gelu_exact(t: torch.Tensor) -> torch.Tensor:
@@ -30,7 +30,7 @@ def gelu_tanh(t: torch.Tensor) -> torch.Tensor:
 
 def permutation_error(f: Callable[[torch.Tensor], torch.Tensor], X: torch.Tensor, perm: torch.Tensor) -> float:
     """max |f(X[:, perm]) - f(X)[:, perm]|: zero for a map applied to every row alike (Definition 2.1)."""
-    check_batch(X)
+    X = checks.batch(X)
     T = X.shape[1]
     if sorted(perm.tolist()) != list(range(T)):
         raise ValueError(f"perm must be a permutation of 0..{T - 1}")
@@ -41,7 +41,7 @@ def row_isolation_error(
     f: Callable[[torch.Tensor], torch.Tensor], X: torch.Tensor, t: int, generator: torch.Generator | None = None
 ) -> float:
     """max |f(X')_t - f(X)_t| where X' redraws every row except t: zero when row t ignores the others."""
-    check_batch(X)
+    X = checks.batch(X)
     if not 0 <= t < X.shape[1]:
         raise ValueError(f"position t must lie in [0, T) = [0, {X.shape[1]}), got {t}")
     X_other = torch.randn(X.shape, generator=generator, dtype=X.dtype) * X.std()  # (B, T, d)

@@ -1,6 +1,7 @@
 """gptlib.checks: each input kind accepted in its shape, refused with the rule's message otherwise,
 including the values a careless or hostile caller passes."""
 
+import inspect
 import re
 from fractions import Fraction
 
@@ -85,46 +86,59 @@ def test_token_ids_name_the_rule(ids, kwargs, rule):
 
 
 def test_shape_wants_a_tensor_of_exactly_that_shape():
-    checks.check_shape(torch.zeros(2, 3), (2, 3), "R", "(m, n)")
+    R = torch.zeros(2, 3)
+    assert checks.tensor_of_shape(R, (2, 3), "R", "(m, n)") is R
     with pytest.raises(ValueError, match=re.escape("R must be a matrix of shape (m, n) = (2, 3), got (3, 2)")):
-        checks.check_shape(torch.zeros(3, 2), (2, 3), "R", "(m, n)", "a matrix")
+        checks.tensor_of_shape(torch.zeros(3, 2), (2, 3), "R", "(m, n)", "a matrix")
     with pytest.raises(ValueError, match=re.escape("R must be a tensor of shape (m, n) = (2, 3), got (2, 3, 1)")):
-        checks.check_shape(torch.zeros(2, 3, 1), (2, 3), "R", "(m, n)")
+        checks.tensor_of_shape(torch.zeros(2, 3, 1), (2, 3), "R", "(m, n)")
     with pytest.raises(ValueError, match=re.escape("R must be a tensor of shape (m, n) = (2, 3), got list")):
-        checks.check_shape([[0.0] * 3] * 2, (2, 3), "R", "(m, n)")
+        checks.tensor_of_shape([[0.0] * 3] * 2, (2, 3), "R", "(m, n)")
 
 
 def test_rows_accepts_any_leading_shape_and_refuses_integers_and_scalars():
-    checks.check_rows(torch.randn(3))
-    checks.check_rows(torch.randn(2, 4, 3))
+    for u in (torch.randn(3), torch.randn(2, 4, 3)):
+        assert checks.rows(u) is u
     with pytest.raises(ValueError, match="floating-point"):
-        checks.check_rows(torch.ones(3, dtype=torch.long))
+        checks.rows(torch.ones(3, dtype=torch.long))
     with pytest.raises(ValueError, match="last \\(feature\\) dimension"):
-        checks.check_rows(torch.tensor(1.0), name="v")
+        checks.rows(torch.tensor(1.0), name="v")
 
 
 def test_batch_wants_three_dimensions_and_the_given_width():
-    checks.check_batch(torch.randn(2, 5, 8))
-    checks.check_batch(torch.randn(2, 5, 8), d=8)
+    X = torch.randn(2, 5, 8)
+    assert checks.batch(X) is X and checks.batch(X, d=8) is X
     with pytest.raises(ValueError, match=r"\(B, T, d\) tensor, got \(5, 8\)"):
-        checks.check_batch(torch.randn(5, 8))
+        checks.batch(torch.randn(5, 8))
     with pytest.raises(ValueError, match="with d=4, got"):
-        checks.check_batch(torch.randn(2, 5, 8), d=4)
+        checks.batch(torch.randn(2, 5, 8), d=4)
     with pytest.raises(ValueError, match="got list"):
-        checks.check_batch([1.0])
+        checks.batch([1.0])
 
 
 def test_sequence_wants_one_sequence_of_the_given_width():
-    checks.check_sequence(torch.randn(5, 8), d=8)
+    X = torch.randn(5, 8)
+    assert checks.sequence(X, d=8) is X
     for bad in (torch.randn(1, 5, 8), torch.randn(5, 4)):
         with pytest.raises(ValueError, match="one sequence of shape"):
-            checks.check_sequence(bad, d=8)
+            checks.sequence(bad, d=8)
 
 
 def test_token_sequence_wants_one_valid_sequence():
     model = GPT(COURSE_CONFIG.replace(L=1))
-    checks.check_token_sequence(model, torch.tensor([1, 2, 3]))
+    ids = checks.token_sequence(model, torch.tensor([1, 2, 3], dtype=torch.uint8))
+    assert ids.dtype == torch.int64 and ids.tolist() == [1, 2, 3]
     with pytest.raises(ValueError, match=r"idx \(one sequence of token ids\) must be 1-D \(T,\), got shape \(1, 3\)"):
-        checks.check_token_sequence(model, torch.tensor([[1, 2, 3]]))
+        checks.token_sequence(model, torch.tensor([[1, 2, 3]]))
     with pytest.raises(ValueError, match=r"\[0, V\)"):
-        checks.check_token_sequence(model, torch.tensor([1, 65]))
+        checks.token_sequence(model, torch.tensor([1, 65]))
+
+
+def test_every_check_is_named_after_its_input_and_returns_it():
+    """The one naming scheme of gptlib.checks: a public function per kind of input, no check_ prefix,
+    each returning the checked value (so a call reads `value = checks.kind(...)`)."""
+    public = {name for name, f in vars(checks).items() if inspect.isfunction(f) and f.__module__ == checks.__name__
+              and not name.startswith("_")}
+    assert public == {"integer", "real", "boolean", "token_ids", "token_sequence", "tensor_of_shape", "rows",
+                      "batch", "sequence"}
+    assert all(inspect.signature(getattr(checks, name)).return_annotation not in (None, "None") for name in public)
