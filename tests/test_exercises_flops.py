@@ -64,7 +64,8 @@ def test_the_6n_rule_with_and_without_embeddings_is_named():
         (lambda c: 2 * c.d, "left out the MLP"),
         (lambda c: 2 * (2 * c.d + c.d_ff), "one attention product"),
         (lambda c: c.d, "T = d"),
-        (lambda c: 2 * c.d + c.d_ff + 1, "times the rest"),
+        (lambda c: 2 * c.d + c.d_ff + 1, "beyond the crossing: there attention's products are 1.001 times the rest"),
+        (lambda c: 2 * c.d + c.d_ff - 1, "below the crossing"),
     ],
 )
 def test_typical_takeover_answers_are_named(answer, message):
@@ -109,6 +110,7 @@ def test_flops_in_other_styles_pass(flops_per_token):
         (lambda c, T: learner_flops(c, T) - 3 * 4 * c.L * T * (c.d - c.d_head), "for one head"),
         (lambda c, T: learner_flops(c, T) + 12 * c.L * (c.T_max - T) * c.d, "config.T_max"),
         (lambda c, T: 2 * learner_flops(c, T) / 3, "twice the forward, not once"),
+        (lambda c, T: learner_flops(c, 1), "the same for T = 64 and T = 1024"),
     ],
 )
 def test_more_flop_slips_are_named(slip, message):

@@ -199,6 +199,8 @@ def test_rank_bounds_in_other_containers_and_styles_pass(bounds):
         (lambda d, H, T: (d // H, d // H, min(T, d)), "min(T, d) forgets"),
         (lambda d, H, T: (d // H, d // H, max(T, d // H)), "SMALLER of the two bounds"),
         (lambda d, H, T: (d // H, d, min(T, d // H)), "rank W_OV^h holds but is not tight"),
+        (lambda d, H, T: (d // H + 1, d // H - 1, min(T, d // H)),
+         "rank W_QK^h holds but is not tight: random heads reach only 4; your bound on rank W_OV^h is violated"),
     ],
 )
 def test_more_rank_bound_mistakes_are_named(bounds, message):

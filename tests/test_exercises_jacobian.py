@@ -159,6 +159,7 @@ def _each_position_alone(block, X):
         (jacobian_of(attention_half), "stopped after the attention half"),
         (jacobian_of(ln_1_twice), "LN_1 in both places"),
         (_each_position_alone, "each position's dependence on itself"),
+        (lambda block, X: 0.5 * solutions.post_norm_jacobian(block, X), "the right one times 0.5"),
     ],
 )
 def test_more_jacobian_mistakes_are_named(learner, message):

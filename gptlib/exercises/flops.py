@@ -104,6 +104,9 @@ def check_training_flops(flops_per_token) -> tuple[str, list[str]]:
         details = [f"(d, d_ff, L, V) = ({c.d}, {c.d_ff}, {c.L}, {c.V}), T = {T}: "
                    f"yours {answers[(c, T)]:,.0f}, FlopCounterMode {truth:,}"]
         named = name_mistake(answers, FLOP_MISTAKES, _close)
+        if not named and _close(answers[FLOP_POINTS[0]], answers[FLOP_POINTS[1]]):
+            Ts = (FLOP_POINTS[0][1], FLOP_POINTS[1][1])  # one config, two lengths
+            named = f"your count is the same for T = {Ts[0]} and T = {Ts[1]}: attention's work per token grows with T"
         raise Wrong((named or "your count differs from FlopCounterMode's") + ".", details)
     return f"equal to FlopCounterMode's count on all {len(FLOP_POINTS)} (config, T) points.", [
         f"course config: T = 64 -> {measured_per_token(COURSE_CONFIG, 64):,} per token, "
@@ -163,7 +166,9 @@ def check_attention_takeover(takeover_T) -> tuple[str, list[str]]:
             raise Wrong(named + ".", details)
         if T is None or T < 1:
             raise Wrong(f"T must be a positive whole length, got {answers[c]:g}", details)
-        raise Wrong(f"at your T attention's products are {attention / rest:.2f} times the rest, not equal.", details)
+        side = "below" if attention < rest else "beyond"
+        raise Wrong(f"your T is {side} the crossing: there attention's products are {attention / rest:.4g} times the rest.",
+                    details)
     return (
         f"at your T the two are equal on all {len(TAKEOVER_CONFIGS)} configs (FlopCounterMode): "
         "for longer sequences attention dominates and 6N misses more than half of the work.",

@@ -22,7 +22,7 @@ import torch
 from .. import circuits
 from ..config import GPTConfig
 from ..model import MultiHeadAttention
-from .result import Wrong, as_int, as_matrix, as_numbers, call, checker, close, name_mistake
+from .result import Wrong, as_int, as_matrix, as_numbers, call, checker, close, name_mistake, scale_of
 
 EX3, EX6 = "Exercise 3", "Exercise 6"
 RTOL = 1e-5  # loose enough for an answer computed in float32
@@ -115,12 +115,6 @@ def _as_circuit_pair(answer, d: int, h: int) -> tuple[torch.Tensor, torch.Tensor
     return tuple(as_matrix(M, (d, d), f"your {name} for head {h}") for M, name in zip(answer, ("W_QK", "W_OV")))
 
 
-def _scale_of(got: torch.Tensor, truth: torch.Tensor) -> float | None:
-    """s when got = s * truth (within RTOL), else None: the measured trace of a stray scale factor."""
-    s = (got * truth).sum() / (truth * truth).sum()
-    return s.item() if close(got, s * truth, RTOL, RTOL) else None
-
-
 def _name_circuit_mistake(name: str, answers: dict, truths: dict, mistakes: dict, attn: MultiHeadAttention) -> str:
     """What is wrong with one circuit (W_QK or W_OV) over all heads: a typical mistake it fits,
     else a scale factor measured on the first wrong head, else where it differs."""
@@ -128,7 +122,7 @@ def _name_circuit_mistake(name: str, answers: dict, truths: dict, mistakes: dict
     if named:
         return named
     h = next(h for h in truths if not close(answers[(attn, h)], truths[h], RTOL, RTOL))
-    s = _scale_of(answers[(attn, h)], truths[h])
+    s = scale_of(answers[(attn, h)], truths[h], RTOL, RTOL)
     if s is not None:
         return (f"your {name} for head {h} is the right product times {s:.4g}: W_QK^h and W_OV^h carry no scale factor "
                 f"(1/sqrt(d_head) = {1 / math.sqrt(attn.d_head):.4g} belongs to the scores S^h)")
@@ -220,11 +214,10 @@ def check_rank_bounds(rank_bounds) -> tuple[str, list[str]]:
         named = name_mistake(answers, RANK_MISTAKES)
         if named:
             raise Wrong(named + ".", details)
-        for n, g, t in zip(names, got, truth):
-            if g < t:
-                raise Wrong(f"your bound on rank {n} is violated: a random head has rank {t} > {g}.", details)
-            if g > t:
-                raise Wrong(f"your bound on rank {n} holds but is not tight: random heads reach only {t}.", details)
+        problems = [f"your bound on rank {n} is violated: a random head has rank {t} > {g}" if g < t else
+                    f"your bound on rank {n} holds but is not tight: random heads reach only {t}"
+                    for n, g, t in zip(names, got, truth) if g != t]
+        raise Wrong("; ".join(problems) + ".", details)
     return f"valid and tight on all {len(RANK_SHAPES)} shapes (d, H, T): random heads reach each bound exactly.", [
         "rank W_QK^h, W_OV^h <= d_head; rank S^h <= min(T, d_head)"
     ]

@@ -19,7 +19,7 @@ import torch
 from .. import jacobians
 from ..config import GPTConfig
 from ..model import Block
-from .result import Wrong, as_matrix, call, checker, close, name_mistake, not_attempted
+from .result import Wrong, as_matrix, call, checker, close, name_mistake, not_attempted, scale_of
 
 EX7 = "Exercise 7"
 _CONFIG = GPTConfig(V=11, T_max=4, d=8, H=2, L=1)
@@ -109,6 +109,9 @@ def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
 
     if not same(got, truth):
         named = name_mistake({(block, X, truth): got}, JACOBIAN_MISTAKES, same)
+        s = scale_of(got, truth, rtol=1e-5, atol=1e-6)
+        if not named and s is not None:
+            named = f"your Jacobian is the right one times {s:.4g}: no constant factor belongs in it"
         gap = (got - truth).abs().max().item()
         raise Wrong(
             (named or "your Jacobian differs from autograd's on gptlib's post-norm block") + ".",

@@ -275,6 +275,12 @@ def name_mistake(answers: dict, mistakes: dict, same=close, pairs: bool = False)
     return names[0] if names else None
 
 
+def scale_of(got: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> float | None:
+    """s when got = s * expected within the tolerances (close), else None: a stray scale factor, measured."""
+    s = ((got * expected).sum() / (expected * expected).sum()).item()
+    return s if close(got, s * expected, rtol, atol) else None
+
+
 _CANDIDATES = 4  # candidates listed by name_mistake before it only counts the rest
 
 
