@@ -245,10 +245,10 @@ class GPT(nn.Module):
         """
         return checks.token_ids(idx, self.config.V, T_max=self.config.T_max, name=name)
 
-    def check_embeddings(self, X: torch.Tensor) -> None:
-        """Raise ValueError unless X is a residual stream X^(0) (B, T, d) this model can run:
+    def check_embeddings(self, X: torch.Tensor) -> torch.Tensor:
+        """X itself, if it is a residual stream X^(0) (B, T, d) this model can run (ValueError otherwise):
         the model's width d (checks.batch), B >= 1, 1 <= T <= T_max, and the dtype and
-        device of the model's weights.
+        device of the model's weights. Like check_tokens, it returns what it checked.
         """
         X = checks.batch(X, self.config.d)
         T_max = self.config.T_max
@@ -257,6 +257,7 @@ class GPT(nn.Module):
         if X.dtype != self.E.dtype or X.device != self.E.device:
             raise ValueError(f"X must have the model's dtype {self.E.dtype} on {self.E.device}, "
                              f"got {X.dtype} on {X.device}")
+        return X
 
     def embed(self, idx: torch.Tensor) -> torch.Tensor:
         """X^(0)_t = E[x_t] + P[t]: token ids (..., T) -> the residual stream's start (..., T, d).
@@ -275,7 +276,7 @@ class GPT(nn.Module):
         with respect to X^(0) (gptlib.causality) or run on the meta device (gptlib.cost).
         `explicit` and `record` are those of GPT.forward.
         """
-        self.check_embeddings(X)
+        X = self.check_embeddings(X)
         explicit = checks.boolean("explicit", explicit)
         if record is not None and not isinstance(record, dict):
             raise ValueError(f"record must be a dict or None, got {type(record).__name__}")

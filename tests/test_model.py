@@ -252,6 +252,12 @@ def test_forward_from_embeddings_checks_its_input(course_model, X, rule):
         course_model.forward_from_embeddings(X)
 
 
+def test_the_models_checks_return_what_they_checked(course_model):
+    X = torch.zeros(1, 5, 128)
+    assert course_model.check_embeddings(X) is X
+    assert course_model.check_tokens(torch.tensor([1, 2], dtype=torch.uint8)).dtype == torch.int64
+
+
 def test_the_switches_of_forward_are_checked(course_model):
     idx = torch.zeros(1, 3, dtype=torch.long)
     with pytest.raises(ValueError, match="explicit must be True or False, got 'yes'"):
