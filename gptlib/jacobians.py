@@ -41,6 +41,32 @@ def jacobian_of(fn, X: torch.Tensor) -> torch.Tensor:
     return jacrev(_as_flat_map(fn, T, d))(X.reshape(-1))
 
 
+def finite_difference_jacobian(fn, X: torch.Tensor, h: float = 1e-6) -> torch.Tensor:
+    """Jacobian of a map (B, T, d) -> (B, T, d) at X (T, d) by central differences, without autograd.
+
+    Column j is (fn(X + h e_j) - fn(X - h e_j)) / 2h, all 2 T d shifted copies in one batch; a
+    (T d, T d) matrix, vec row by row. In float64 its error is far below 1e-6 for gptlib's blocks.
+    """
+    T, d = X.shape
+    shifts = h * torch.eye(T * d, dtype=X.dtype).reshape(T * d, T, d)  # (T d, T, d): h e_j as a sequence
+    with torch.no_grad():
+        difference = fn(X + shifts) - fn(X - shifts)  # (T d, T, d): column j in row j
+    return (difference / (2 * h)).reshape(T * d, T * d).T
+
+
+def branch_by_definition(block: Block):
+    """F of Definition 3.1 composed from a pre-norm block's own sublayers, not from its forward:
+    X -> MHA(LN_1(X)) + MLP(LN_2(X + MHA(LN_1(X)))), (B, T, d) -> (B, T, d)."""
+    if block.norm != "pre" or block.attn_only:
+        raise ValueError("branch_by_definition needs a pre-norm block with an MLP: Definition 3.1")
+
+    def F(X):
+        attn_write = block.attn(block.ln_1(X), explicit=True)
+        return attn_write + block.mlp(block.ln_2(X + attn_write))
+
+    return F
+
+
 def _block_map(block: Block):
     """X -> block(X) on the explicit path, (B, T, d) -> (B, T, d)."""
     return lambda Z: block(Z, explicit=True)

@@ -69,10 +69,11 @@ def test_feature_major_flattening_is_named():
 
 
 def test_wrong_statements_are_answered_and_junk_refused():
-    for letter, message in (("a", "multiplies the whole of I + DF"), ("c", "still there"), ("d", "not a constant")):
+    for letter, message in (("a", "multiplies the whole of I + DF"), ("c", "still there"), ("d", "not a constant"),
+                            ("e", "how a pre-norm block factors")):
         r = check_post_norm_statement(letter)
         assert r.status == FAILED and message in r.message
-    for junk in ("e", "(b) but also (c)", 2):
+    for junk in ("f", "(b) but also (c)", 2):
         r = check_post_norm_statement(junk)
         assert r.status == FAILED and "one letter" in r.message
 

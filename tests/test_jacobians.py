@@ -5,20 +5,30 @@ import torch
 
 from benchmarks.peers import stacked_heads
 from gptlib import encode, jacobians
+from gptlib.jacobians import finite_difference_jacobian
 from tests.support.scratch_gpt import ScratchBlock
 
 
-def finite_difference_jacobian(fn, X, h=1e-6):
-    """Central differences, column by column: (f(x + h e_j) - f(x - h e_j)) / 2h."""
-    x = X.reshape(-1)
-    columns = []
-    for j in range(x.numel()):
-        e = torch.zeros_like(x)
-        e[j] = h
-        plus = fn((x + e).reshape(1, *X.shape)).reshape(-1)
-        minus = fn((x - e).reshape(1, *X.shape)).reshape(-1)
-        columns.append((plus - minus) / (2 * h))
-    return torch.stack(columns, dim=1)
+def test_finite_differences_match_closed_forms():
+    torch.manual_seed(0)
+    X, M = torch.randn(3, 4, dtype=torch.float64), torch.randn(4, 4, dtype=torch.float64)
+    linear = finite_difference_jacobian(lambda Z: Z @ M, X)  # rows times M: kron(I_T, M^T), vec row by row
+    torch.testing.assert_close(linear, torch.kron(torch.eye(3, dtype=torch.float64), M.T.contiguous()), rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(finite_difference_jacobian(lambda Z: Z**3, X), torch.diag(3 * X.reshape(-1) ** 2))
+
+
+def test_branch_by_definition_is_the_recorded_branch_and_only_a_residual_block_has_j_equal_i_plus_df(sharp_model):
+    model, X = sharp_model("pre")
+    block = model.blocks[1]
+    F = jacobians.branch_by_definition(block)
+    with torch.no_grad():
+        torch.testing.assert_close(F(X.unsqueeze(0)), jacobians.residual_branch(block, X.unsqueeze(0)))
+    identity_plus_DF = torch.eye(X.numel(), dtype=X.dtype) + jacobians.jacobian_of(F, X)
+    torch.testing.assert_close(finite_difference_jacobian(block, X), identity_plus_DF, rtol=1e-6, atol=1e-7)
+    half_skip = finite_difference_jacobian(lambda Z: 0.5 * Z + F(Z), X)  # not of the form X + F(X)
+    torch.testing.assert_close((identity_plus_DF - half_skip).diagonal(), torch.full((X.numel(),), 0.5, dtype=X.dtype))
+    with pytest.raises(ValueError, match="pre-norm block with an MLP"):
+        jacobians.branch_by_definition(sharp_model("post")[0].blocks[0])
 
 
 @pytest.mark.parametrize("norm", ["pre", "post"])

@@ -16,8 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .. import cost
+import torch
+
+from .. import cost, jacobians
 from ..config import GPTConfig
+from ..model import GPT
+from ..reproducibility import seeded
 from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, as_int
 
 
@@ -47,7 +51,46 @@ def _width(d: int) -> GPTConfig:
     return GPTConfig(V=65, T_max=64, d=d, H=4, L=4)
 
 
+def _post_norm_zero_singular_values(T: int = 8, d: int = 16) -> int:
+    """Singular values of a random float64 post-norm block's Jacobian (eps = 0) that are zero to rounding."""
+    with seeded(0):
+        block = GPT(GPTConfig(V=5, T_max=T, d=d, H=2, L=1, norm="post", ln_eps=0.0, init_std=0.3)).double().blocks[0]
+        X = torch.randn(T, d, dtype=torch.float64)
+    s = torch.linalg.svdvals(jacobians.block_jacobian(block, X).detach())  # (T d,), largest first
+    return int((s < 1e-9 * s[0]).sum())
+
+
 QUESTIONS: dict[str, Choice | Number] = {
+    "3.1": Choice(
+        "b",
+        "the skip contributes its own coefficient times I and the branch its Jacobian: 1/2 I + DF, which part 1's "
+        "check tells apart from I + DF.",
+        {
+            "a": "the identity comes from the skip's coefficient: a skip scaled by 1/2 contributes (1/2) I",
+            "c": "only the skip is scaled, not the branch: DF keeps its factor 1",
+        },
+    ),
+    "3.2": Choice(
+        "a",
+        "in pre-norm the vector rides the identity path; the LayerNorms only see copies of the stream on the branches.",
+        {
+            "b": "the LayerNorm renormalizes X + w as a whole and shrinks w with it: about 1/sqrt(2) of it survives "
+            "the first post-norm block",
+            "c": "the additions are there in both, but in post-norm each one is followed by a LayerNorm that rescales "
+            "what was added",
+        },
+    ),
+    "3.3": Number(
+        _post_norm_zero_singular_values,
+        "the last LayerNorm's Jacobian kills two directions per position when eps = 0, the all-ones one and the "
+        "row's own radial one: 2 T = 16 (generic weights add no more).",
+        {
+            "you counted only the all-ones direction per position: with eps = 0 LayerNorm also kills the radial one": lambda: 8,
+            "you added both LayerNorms' losses: the first one's directions are not lost again at the output; only the "
+            "last LayerNorm's 2 per position remain, for generic weights": lambda: 32,
+            "no identity term survives a post-norm block to keep every direction": lambda: 0,
+        },
+    ),
     "7.1": Choice(
         "b",
         "per token the projections and the MLP cost the same at every T, while each token's query meets T keys "

@@ -49,8 +49,8 @@ HINTS = {
         "Flatten X row by row (X.reshape(-1)) and let torch.autograd.functional.jacobian (or torch.func.jacrev) "
         "differentiate the flattened map; the result is (T d, T d). Use reverse mode: block.attn runs torch's fused "
         "attention kernel, which forward mode (torch.func.jacfwd) cannot differentiate.",
-        "For the statement: by the chain rule, J = DLN_2 (I + DMLP) DLN_1 (I + DMHA). Is there an I left "
-        "standing on its own?",
+        "For the statement: apply the chain rule to X' = LN_2(Y + MLP(Y)) from the outside in, then to "
+        "Y = LN_1(X + MHA(X)). Which factors does the straight path from X to X' (through both additions) pass through?",
     ),
     8: (
         "A weight used once per token is one multiply-add (2 FLOPs) forward; the backward pass needs two "

@@ -124,17 +124,20 @@ def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
     )
 
 
-STATEMENTS = {
-    "a": "Nothing changes: the Jacobian is still I + DF with F the two branches, so the identity path survives.",
-    "b": "The additions still carry an identity, but the LayerNorm after each one multiplies it by its own "
-    "Jacobian: J = DLN_2 (I + DMLP) DLN_1 (I + DMHA), and no bare I is left.",
-    "c": "Post-norm drops the residual additions, so the Jacobian is DF alone, the Jacobian of the branches.",
-    "d": "Only a constant factor changes: J = gamma (I + DF), with gamma the LayerNorm gain.",
+STATEMENTS = {  # every choice is a formula, so the learner has to derive J to choose
+    "a": "J = I + DF, with F the two branches: the LayerNorms only change what F is, so the identity path survives.",
+    "b": "J = DLN_2 (I + DMLP) DLN_1 (I + DMHA): even the straight path through the block passes through both "
+    "LayerNorms' Jacobians.",
+    "c": "J = DF: post-norm drops the residual additions, so only the branches' Jacobians remain.",
+    "d": "J = gamma (I + DF), with gamma the last LayerNorm's gain: the identity survives, rescaled.",
+    "e": "J = (I + DLN_2 DMLP)(I + DLN_1 DMHA): each LayerNorm sits on its branch, so an identity survives in every factor.",
 }
 _VERDICTS = {
     "a": "no: the LayerNorm after the addition multiplies the whole of I + DF by its own Jacobian",
     "c": "no: the residual additions are still there, inside the LayerNorms; only the order changed",
     "d": "no: LayerNorm's Jacobian is not a constant: it projects out the all-ones direction and divides by sigma at each row",
+    "e": "no: that is how a pre-norm block factors, with each LayerNorm on its branch; in post-norm the LayerNorm "
+    "comes after the addition, so it multiplies the identity path too",
 }
 
 
