@@ -35,9 +35,9 @@ class Cache:
         if key in self.tensors:
             return self.tensors[key]
         if not 0 <= l < self.n_layers:
-            raise KeyError(f"no {name} for layer {l}: this model has layers 0..{self.n_layers - 1}")
+            raise ValueError(f"no {name} for layer {l}: this model has layers 0..{self.n_layers - 1}")
         recorded = [n for n in ("X",) + BLOCK_RECORD_NAMES if record_key(n, l) in self.tensors]
-        raise KeyError(f"no {name} in layer {l}: this run recorded only {', '.join(recorded)} there "
+        raise ValueError(f"no {name} in layer {l}: this run recorded only {', '.join(recorded)} there "
                        "(an attention-only model has no ln_2 or mlp_write; A needs the explicit path, run_with_cache)")
 
     @property
