@@ -9,11 +9,10 @@ function of the configuration; a mistake is named when it explains every configu
 from __future__ import annotations
 
 import random
-from itertools import combinations
 
 from ..config import COURSE_CONFIG, GPTConfig
 from ..counting import COMPONENTS, measured_table
-from .result import Wrong, as_int, as_numbers, call, checker, recognise
+from .result import Wrong, as_int, as_numbers, call, checker, name_mistake
 
 EX1, EX5 = "Exercise 1 ★", "Exercise 5"
 
@@ -72,25 +71,10 @@ def random_configs(n: int, tied: bool | None, seed: int = 0) -> list[GPTConfig]:
     return configs
 
 
-def explain(deltas: dict[GPTConfig, int], row: int | None = None) -> str | None:
-    """What the differences (learner - truth) on these configs are, as typical mistakes: one mistake
-    that makes exactly them on every config, else a pair; several candidates are all named, as
-    candidates. row: only the mistakes of that table row. None if nothing explains them."""
-    mistakes = {name: delta for name, where, delta in COUNT_MISTAKES if row is None or where in (row, None)}
-    single = recognise(deltas, mistakes)
-    if len(single) == 1:
-        return single[0]
-    if single:
-        return "the difference is what each of these would make (the configurations tried cannot tell which): " + (
-            "; or ".join(single))
-    pairs = {(a, b): lambda c, da=da, db=db: da(c) + db(c) for (a, da), (b, db) in combinations(mistakes.items(), 2)}
-    found = recognise(deltas, pairs)
-    if len(found) == 1:
-        return "the difference is exactly what two slips together make: " + " and ".join(found[0])
-    if found:
-        return "the difference is what any of these pairs of slips would make: " + "; or ".join(
-            f"({a} and {b})" for a, b in found[:3])
-    return None
+def count_mistakes(row: int | None = None) -> dict:
+    """The typical mistakes as {name: (learner - truth) it makes, a function of the config}; row:
+    only those of that table row. result.name_mistake(deltas, count_mistakes(), pairs=True) names them."""
+    return {name: delta for name, where, delta in COUNT_MISTAKES if row is None or where in (row, None)}
 
 
 def _describe(c: GPTConfig) -> str:
@@ -103,7 +87,7 @@ def _compare_counts(count, configs: list[GPTConfig], name: str) -> tuple[str, li
     if not callable(count):  # a plain number: the course configuration only
         got, truth = as_int(count, "your count"), numel(configs[0])
         if got != truth:
-            named = explain({configs[0]: got - truth}) or "recount row by row"
+            named = name_mistake({configs[0]: got - truth}, count_mistakes(), pairs=True) or "recount row by row"
             raise Wrong(f"{got:,} is not the number of parameters (off by {got - truth:+,}: {named}).")
         return f"{got:,} is right for the course configuration (a number; pass a function to check it for any config).", []
     answers = {c: as_int(call(count, c, what="config"), f"{name}({_describe(c)})") for c in configs}
@@ -121,7 +105,7 @@ def _compare_counts(count, configs: list[GPTConfig], name: str) -> tuple[str, li
         raise Wrong(f"your function returns {answers[configs[0]]:,} whatever the config: compute it from config.V, config.d, ...")
     details = [f"for {_describe(c)}: yours {answers[c]:,}, numel() {truths[c]:,} (off by {answers[c] - truths[c]:+,})"
                for c in wrong[:3]]
-    named = explain({c: answers[c] - truths[c] for c in configs})
+    named = name_mistake({c: answers[c] - truths[c] for c in configs}, count_mistakes(), pairs=True)
     if named:
         raise Wrong(named + ".", details)
     right = len(configs) - len(wrong)
@@ -157,7 +141,7 @@ def check_parameter_table(rows) -> tuple[str, list[str]]:
         wrong = [c for c in configs if deltas[c]]
         if wrong:
             c = wrong[0]
-            named = explain(deltas, row=i)
+            named = name_mistake(deltas, count_mistakes(row=i), pairs=True)
             hint = f": {named}" if named else ""
             details = [f"for {_describe(c)}: yours {got[c][i]:,}, measured {measured_table(c)[i]:,}"]
             raise Wrong(f"the row {name!r} is off by {deltas[c]:+,}{hint}.", details)

@@ -21,6 +21,7 @@ from ..cost import ATTENTION, UNEMBEDDING
 from .result import Wrong, as_float, call, checker, close, name_mistake
 
 EX8 = "Exercise 8"
+RTOL = 1e-9  # FLOP counts are whole numbers: the tolerance only spares a float's rounding
 
 FLOP_POINTS = (
     (COURSE_CONFIG, 64),
@@ -84,10 +85,6 @@ FLOP_MISTAKES = {
 }
 
 
-def _close(got: float, expected: float) -> bool:
-    return close(got, expected, rtol=1e-9)  # FLOP counts are whole numbers; rtol spares a float's rounding
-
-
 @checker(EX8)
 def check_training_flops(flops_per_token) -> tuple[str, list[str]]:
     """Exercise 8: flops_per_token(config, T) -> FLOPs per token of a training step (forward and
@@ -99,12 +96,12 @@ def check_training_flops(flops_per_token) -> tuple[str, list[str]]:
     }
     for c, T in FLOP_POINTS:
         truth = measured_per_token(c, T)
-        if _close(answers[(c, T)], truth):
+        if close(answers[(c, T)], truth, rtol=RTOL):
             continue
         details = [f"(d, d_ff, L, V) = ({c.d}, {c.d_ff}, {c.L}, {c.V}), T = {T}: "
                    f"yours {answers[(c, T)]:,.0f}, FlopCounterMode {truth:,}"]
-        named = name_mistake(answers, FLOP_MISTAKES, _close)
-        if not named and _close(answers[FLOP_POINTS[0]], answers[FLOP_POINTS[1]]):
+        named = name_mistake(answers, FLOP_MISTAKES, functools.partial(close, rtol=RTOL))
+        if not named and close(answers[FLOP_POINTS[0]], answers[FLOP_POINTS[1]], rtol=RTOL):
             Ts = (FLOP_POINTS[0][1], FLOP_POINTS[1][1])  # one config, two lengths
             named = f"your count is the same for T = {Ts[0]} and T = {Ts[1]}: attention's work per token grows with T"
         raise Wrong((named or "your count differs from FlopCounterMode's") + ".", details)
@@ -141,7 +138,7 @@ def measured_split(config: GPTConfig, T: int) -> tuple[int, int]:
 
 def _whole(T: float) -> int | None:
     """T as an int when it is a whole number (up to a float's rounding, as np.roots gives), else None."""
-    return round(T) if close(T, round(T), rtol=1e-9) else None
+    return round(T) if close(T, round(T), rtol=RTOL) else None
 
 
 @checker(EX8)
@@ -161,7 +158,7 @@ def check_attention_takeover(takeover_T) -> tuple[str, list[str]]:
                        f"FlopCounterMode counts attention {attention:,}, the rest {rest:,}"]
         else:
             details = [f"(d, d_ff) = ({c.d}, {c.d_ff}): your T = {answers[c]:g}"]
-        named = name_mistake(answers, TAKEOVER_MISTAKES, lambda got, predicted: close(got, predicted, rtol=1e-9))
+        named = name_mistake(answers, TAKEOVER_MISTAKES, functools.partial(close, rtol=RTOL))
         if named:
             raise Wrong(named + ".", details)
         if T is None or T < 1:

@@ -13,6 +13,8 @@ with rows indexing the output X' and columns the input X.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -22,6 +24,7 @@ from ..model import Block
 from .result import Wrong, as_matrix, call, checker, close, name_mistake, not_attempted, scale_of
 
 EX7 = "Exercise 7"
+RTOL, ATOL = 1e-5, 1e-6  # entries are O(1): loose enough for a Jacobian computed in float32
 _CONFIG = GPTConfig(V=11, T_max=4, d=8, H=2, L=1)
 T = 3
 
@@ -104,12 +107,10 @@ def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
     truth = jacobians.block_jacobian(post_norm_twin(block), X).detach()
     got = _as_jacobian(call(post_norm_jacobian, block, X, what="block, X"), T, d)
 
-    def same(a, b):
-        return close(a, b, rtol=1e-5, atol=1e-6)  # loose enough for float32 work
-
+    same = functools.partial(close, rtol=RTOL, atol=ATOL)  # loose enough for float32 work
     if not same(got, truth):
         named = name_mistake({(block, X, truth): got}, JACOBIAN_MISTAKES, same)
-        s = scale_of(got, truth, rtol=1e-5, atol=1e-6)
+        s = scale_of(got, truth, RTOL, ATOL)
         if not named and s is not None:
             named = f"your Jacobian is the right one times {s:.4g}: no constant factor belongs in it"
         gap = (got - truth).abs().max().item()
@@ -119,7 +120,7 @@ def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
         )
     identity_gap = (truth - torch.eye(T * d, dtype=truth.dtype)).abs().max().item()
     return (
-        "equal to autograd's Jacobian of gptlib's post-norm block (rtol 1e-5, atol 1e-6).",
+        f"equal to autograd's Jacobian of gptlib's post-norm block (rtol {RTOL:g}, atol {ATOL:g}).",
         [f"J - I has entries as large as {identity_gap:.2f}: no identity term survives the final LayerNorm"],
     )
 

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 
@@ -70,18 +72,14 @@ RESCALE_MISTAKES = {
 }
 
 
-def _same(got: torch.Tensor, expected: torch.Tensor) -> bool:
-    return close(got, expected, atol=ATOL)
-
-
 def _rescales_rows(got: torch.Tensor, centred: torch.Tensor) -> bool:
     """Whether each row of got is a positive multiple of the centred row (right direction, other length)."""
     factor = (got * centred).sum(-1, keepdim=True) / centred.pow(2).sum(-1, keepdim=True)  # (..., 1)
-    return bool((factor > 0).all()) and _same(got, factor * centred)
+    return bool((factor > 0).all()) and close(got, factor * centred, atol=ATOL)
 
 
 def _project_mistake(u: torch.Tensor, got: torch.Tensor) -> str:
-    named = name_mistake({u: got}, PROJECT_MISTAKES, _same)
+    named = name_mistake({u: got}, PROJECT_MISTAKES, functools.partial(close, atol=ATOL))
     if named:
         return named
     if _rescales_rows(got, geometry.center(u)):
@@ -90,7 +88,7 @@ def _project_mistake(u: torch.Tensor, got: torch.Tensor) -> str:
 
 
 def _rescale_mistake(v: torch.Tensor, eps: float, got: torch.Tensor) -> str:
-    named = name_mistake({(v, eps): got}, RESCALE_MISTAKES, _same)
+    named = name_mistake({(v, eps): got}, RESCALE_MISTAKES, functools.partial(close, atol=ATOL))
     if named:
         return named
     if close(torch.linalg.vector_norm(got, dim=-1), torch.ones(got.shape[:-1]), atol=0.05):
@@ -107,13 +105,13 @@ def check_layer_norm(project, rescale) -> tuple[str, list[str]]:
     inputs = _inputs()
     for u in inputs:
         got = as_matrix(call(project, u, what="u"), u.shape, "project(u)")
-        if not _same(got, geometry.center(u)):
+        if not close(got, geometry.center(u), atol=ATOL):
             raise Wrong(_project_mistake(u, got) + ".", [f"u of shape {tuple(u.shape)}"])
     for u in inputs:
         v = geometry.center(u)
         for eps in EPSILONS:
             got = as_matrix(call(rescale, v, eps, what="v, eps"), v.shape, "rescale(v, eps)")
-            if not _same(got, geometry.radial_rescale(v, eps)):
+            if not close(got, geometry.radial_rescale(v, eps), atol=ATOL):
                 raise Wrong(_rescale_mistake(v, eps, got) + ".", [f"v of shape {tuple(v.shape)}, eps = {eps}"])
     generator = torch.Generator().manual_seed(1)
     for u in inputs:
@@ -121,7 +119,7 @@ def check_layer_norm(project, rescale) -> tuple[str, list[str]]:
         gamma, beta = torch.randn(2, d, generator=generator, dtype=torch.float64)
         centred = as_matrix(call(project, u), u.shape, "project(u)")
         ours = gamma * as_matrix(call(rescale, centred, 1e-5), u.shape, "rescale(v, eps)") + beta
-        if not _same(ours, F.layer_norm(u, (d,), gamma, beta, 1e-5)):
+        if not close(ours, F.layer_norm(u, (d,), gamma, beta, 1e-5), atol=ATOL):
             raise Wrong("each step is right alone, but gamma * rescale(project(u)) + beta differs from F.layer_norm.")
     return f"gamma * rescale(project(u), eps) + beta equals F.layer_norm on {len(inputs)} shapes (to within {ATOL:g}).", [
         f"each step checked alone for eps in {EPSILONS}"
@@ -166,9 +164,7 @@ def check_weight_decay(predict) -> tuple[str, list[str]]:
         answers[c] = tuple(as_float(a, f"your {n}") for a, n in zip(answer, names))
     measured = {c: measured_decay_factors(c) for c in SCALES}
 
-    def same(a, b):
-        return close(a, b, rtol=DECAY_RTOL)
-
+    same = functools.partial(close, rtol=DECAY_RTOL)
     for c in SCALES:
         if not same(answers[c], measured[c]):
             details = [f"c = {c}: yours ({answers[c][0]:.4g}, {answers[c][1]:.4g}), "

@@ -29,7 +29,6 @@ import functools
 import html
 import itertools
 import numbers
-import operator
 import os
 import sysconfig
 import traceback
@@ -266,9 +265,11 @@ def name_mistake(answers: dict, mistakes: dict, same=close, pairs: bool = False)
 
     names = [name for name, mistake in mistakes.items() if explains(mistake)]
     if not names and pairs:
-        names = [f"{a} and {b}" for (a, da), (b, db) in itertools.combinations(mistakes.items(), 2)
+        found = [f"{a} and {b}" for (a, da), (b, db) in itertools.combinations(mistakes.items(), 2)
                  if explains(lambda *args, da=da, db=db: da(*args) + db(*args))]
-        names = names if len(names) == 1 else [f"({name})" for name in names]
+        if len(found) == 1:
+            return f"exactly what two mistakes together give: {found[0]}"
+        names = [f"({pair})" for pair in found]
     if len(names) > 1:
         shown = "; or ".join(names[:_CANDIDATES]) + (f"; or {len(names) - _CANDIDATES} more" if len(names) > _CANDIDATES else "")
         return f"your answer is what each of {len(names)} typical mistakes gives, and the points tried cannot tell which: {shown}"
@@ -282,14 +283,3 @@ def scale_of(got: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float
 
 
 _CANDIDATES = 4  # candidates listed by name_mistake before it only counts the rest
-
-
-def recognise(answers: dict, mistakes: dict, same=operator.eq) -> list:
-    """Names of the typical mistakes that explain the learner's answer at EVERY point, in the order of `mistakes`.
-
-    answers: {point: the learner's answer there}, a point being what the learner's function was
-    called with: one argument, or a tuple of several. mistakes: {name: a function of the same
-    argument(s) giving the answer that mistake produces}. same(answer, predicted): the tolerance.
-    """
-    calls = [(point if isinstance(point, tuple) else (point,), answer) for point, answer in answers.items()]
-    return [name for name, mistake in mistakes.items() if all(same(answer, mistake(*args)) for args, answer in calls)]
