@@ -81,12 +81,13 @@ def _check_after_vandal(fn):
     return "ran.", [repr(seen)]
 
 
-@pytest.mark.parametrize("grad", [True, False])
-def test_learner_code_gets_copies_and_the_global_state_it_changes_is_restored(grad):
+@pytest.mark.parametrize("mode", [torch.enable_grad, torch.no_grad, torch.inference_mode])
+def test_learner_code_gets_copies_and_the_global_state_it_changes_is_restored(mode):
     before = torch.get_rng_state()
     torch.set_default_dtype(torch.float64)  # a notebook's own settings, which the checker must not depend on
     try:
-        with torch.set_grad_enabled(grad):
+        with mode():
+            grad = torch.is_grad_enabled()
             r = _check_after_vandal(_vandal)
             assert (torch.get_default_dtype(), torch.is_grad_enabled()) == (torch.float64, grad)
     finally:
