@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .. import cost, jacobians
+from .. import circuits, cost, jacobians
 from ..config import GPTConfig
 from ..model import GPT
 from ..reproducibility import seeded
@@ -52,15 +52,78 @@ def _width(d: int) -> GPTConfig:
 
 
 def _post_norm_zero_singular_values(T: int = 8, d: int = 16) -> int:
-    """Singular values of a random float64 post-norm block's Jacobian (eps = 0) that are zero to rounding."""
+    """Singular values of a random float64 post-norm block's Jacobian (eps = 1e-5) that are zero to rounding."""
     with seeded(0):
-        block = GPT(GPTConfig(V=5, T_max=T, d=d, H=2, L=1, norm="post", ln_eps=0.0, init_std=0.3)).double().blocks[0]
+        block = GPT(GPTConfig(V=5, T_max=T, d=d, H=2, L=1, norm="post")).double().blocks[0]
         X = torch.randn(T, d, dtype=torch.float64)
     s = torch.linalg.svdvals(jacobians.block_jacobian(block, X).detach())  # (T d,), largest first
-    return int((s < 1e-9 * s[0]).sum())
+    return int((s < 1e-13 * s[0]).sum())  # the damped radial ones sit near 1e-10 x largest
+
+
+def _score_rank(d: int = 128, H: int = 8, T: int = 64) -> int:
+    """Numerical rank of one random head's T x T score matrix S^h."""
+    with seeded(0):
+        attn = GPT(GPTConfig(V=5, T_max=T, d=d, H=H, L=1)).blocks[0].attn
+        X = torch.randn(1, T, d)
+    return circuits.numerical_rank(circuits.scores(attn, X)[0, 0].detach()).rank
 
 
 QUESTIONS: dict[str, Choice | Number] = {
+    "1.1": Choice(
+        "a",
+        "W_OV^h = W_V^h W_O^h maps R^d into R^d_head and back: every output is a combination of the d_head rows of "
+        "W_O^h, and the rank of a product is at most its inner dimension.",
+        {
+            "b": "W_V^h has d rows, so that alone would allow rank up to d; what limits the rank is the inner "
+            "dimension d_head that the product passes through",
+            "c": "the softmax acts on the scores, not on W_OV^h: the bound is a property of the weights alone",
+        },
+    ),
+    "1.2": Choice(
+        "b",
+        "W_Q R (W_K R^-T)^T = W_Q R R^-1 W_K^T = W_QK: the inverse transpose undoes R exactly.",
+        {
+            "a": "W_Q R (W_K R)^T = W_Q R R^T W_K^T, which equals W_QK only when R is orthogonal",
+            "c": "W_Q R (W_K R^-1)^T = W_Q R R^-T W_K^T, which equals W_QK only when R R^-T = I, i.e. R symmetric",
+            "d": "R W_Q is not even defined for R of size d_head x d_head: W_Q has d rows",
+        },
+    ),
+    "1.3": Choice(
+        "a",
+        "when W_Q' W_K'^T = W_Q W_K^T has rank d_head, both W_Q and W_Q' have that matrix's column space, so "
+        "W_Q' = W_Q R with R invertible, and then W_K' = W_K R^-T: the R-family is all there is.",
+        {
+            "b": "W_Q' must have the column space of W_QK (rank d_head), so it is tied to W_Q by an invertible R",
+            "c": "orthogonality plays no part: any invertible R works, and only those do",
+        },
+    ),
+    "1.4": Choice(
+        "b",
+        "each row of A^h X W_OV^h is a combination of rows of W_OV^h, so it lies in W_OV^h's row space, of "
+        "dimension at most d_head = 32.",
+        {
+            "a": "the write is X W_OV^h averaged over positions, and W_OV^h has rank at most 32: its outputs fill "
+            "only a 32-dimensional subspace",
+            "c": "the write is built from the values of the positions the head attends to, not from the query's row",
+        },
+    ),
+    "1.5": Number(
+        _score_rank,
+        "S^h = X W_QK^h X^T / sqrt(d_head) passes through d_head = d/H = 16 dimensions: rank min(T, d_head) = 16.",
+        {
+            "that is T: a T x T matrix could have rank T, but S^h factors through d_head dimensions": lambda: 64,
+            "that is d: the score matrix passes through W_QK^h, of rank d_head = d/H": lambda: 128,
+            "that is d_head for H = 4; here H = 8": lambda: 32,
+        },
+    ),
+    "1.6": Choice(
+        "a",
+        "3 H d (d/H) + d^2 + d = 4 d^2 + d for every H that divides d: the budget is the same, its structure changes.",
+        {
+            "b": "each head is narrower, but there are H of them: H d (d/H) = d^2 per projection, as for one wide head",
+            "c": "more heads do not mean more parameters: the width of each shrinks by the same factor H",
+        },
+    ),
     "3.1": Choice(
         "b",
         "the skip contributes its own coefficient times I and the branch its Jacobian: 1/2 I + DF, which part 1's "
@@ -82,12 +145,12 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "3.3": Number(
         _post_norm_zero_singular_values,
-        "the last LayerNorm's Jacobian kills two directions per position when eps = 0, the all-ones one and the "
-        "row's own radial one: 2 T = 16 (generic weights add no more).",
+        "the last LayerNorm's Jacobian removes the all-ones direction at each position exactly: T = 8 zeros. The "
+        "row's own radial direction is only damped, by eps / (sigma^2 + eps), so it leaves a tiny singular value, not a zero.",
         {
-            "you counted only the all-ones direction per position: with eps = 0 LayerNorm also kills the radial one": lambda: 8,
+            "you counted the radial direction too: with eps > 0 LayerNorm damps it but does not remove it": lambda: 16,
             "you added both LayerNorms' losses: the first one's directions are not lost again at the output; only the "
-            "last LayerNorm's 2 per position remain, for generic weights": lambda: 32,
+            "last LayerNorm's one per position remains, for generic weights": lambda: 32,
             "no identity term survives a post-norm block to keep every direction": lambda: 0,
         },
     ),
