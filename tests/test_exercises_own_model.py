@@ -12,6 +12,7 @@ from gptlib.exercises import check_own_model
 from gptlib.exercises.counts import random_configs
 from gptlib.exercises.own_model import theorem_5_2_count
 from gptlib.exercises.result import FAILED, NOT_ATTEMPTED, PASSED
+from tests.support.learner_gpts import HFGPT2, EncoderGPT, KarpathyGPT, NanoGPT, TorchMHAGPT
 from tests.support.scratch_gpt import EinsumGPT, ScratchGPT
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -116,11 +117,14 @@ def test_missing_or_incomplete_layer_norms_are_named():
     no_final.ln_f = nn.Identity()  # -2d = -Ld for L = 2: the total alone would read as 'no b_O'
     count = count_of(check_own_model(no_final, **SIZES))
     assert count.status == FAILED and "no final LayerNorm LN_f" in count.message and "b_O" not in count.message
-    no_shifts = _without(ScratchGPT(), "ln_1", lambda block: nn.LayerNorm(32, bias=False))
-    no_shifts = _without(no_shifts, "ln_2", lambda block: nn.LayerNorm(32, bias=False))
-    no_shifts.ln_f = nn.LayerNorm(32, bias=False)
-    count = count_of(check_own_model(no_shifts, **SIZES))
-    assert count.status == FAILED and "LayerNorms without shifts beta" in count.message
+
+
+def test_layer_norms_without_shifts_and_linear_layers_without_biases_are_a_named_convention():
+    no_biases = ScratchGPT(linear_bias=False)  # nanoGPT's bias=False: no bias in any Linear or LayerNorm
+    count = count_of(check_own_model(no_biases, **SIZES))
+    assert count.status == PASSED and "exactly your bias convention" in count.message, count
+    assert "your bias convention: no biases in any linear layer (no b_O, b_1, b_2)" in count.details
+    assert any(line.startswith("your bias convention: LayerNorms without shifts beta") for line in count.details)
 
 
 def test_a_separate_unembedding_when_told_tied_and_a_wrong_size_are_named():
@@ -208,3 +212,33 @@ def test_a_stub_model_is_not_attempted_and_bad_sizes_are_refused():
     for T in ("8", 8.0, 32.0):  # checked before it is cut to T_max = 16, not read by min()
         with pytest.raises(ValueError, match=re.escape(f"T must be an integer, got {T!r}")):
             check_own_model(ScratchGPT(), **SIZES, T=T)
+
+
+@pytest.mark.parametrize(
+    "build, convention",
+    [
+        (KarpathyGPT, "a bias on W_U"),
+        (HFGPT2, "biases on W_Q, W_K, W_V"),
+        (NanoGPT, "biases on W_Q, W_K, W_V"),
+        (lambda *sizes: NanoGPT(*sizes, bias=False), "LayerNorms without shifts beta"),
+        (TorchMHAGPT, None),
+        (EncoderGPT, "biases on W_Q, W_K, W_V"),
+    ],
+)
+def test_gpts_copied_from_well_known_code_pass_with_their_conventions_named(build, convention):
+    torch.manual_seed(0)
+    report = check_own_model(build(17, 16, 32, 4, 2), **SIZES)
+    assert report.passed, report
+    details = count_of(report).details
+    if convention is None:
+        assert count_of(report).message == "numel() equals Theorem 5.2 exactly."
+    else:
+        assert any(line.startswith(f"your bias convention: {convention}") for line in details), details
+
+
+def test_an_unmasked_head_in_a_karpathy_style_gpt_is_caught():
+    torch.manual_seed(0)
+    model = KarpathyGPT(17, 16, 32, 4, 2)
+    model.blocks[0].heads[1].tril.fill_(1)  # one head of the first layer sees everything
+    causality = parts(check_own_model(model, **SIZES))["causality"]
+    assert causality.status == FAILED and "every later token leaks into every row" in causality.message

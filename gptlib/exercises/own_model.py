@@ -16,8 +16,9 @@ model itself: W_U = E^T when a single V x d tensor exists (it then serves as bot
 do. Where shapes cannot tell (V equal to T_max, d or d_ff), tying is whatever explains the total
 best, said as an assumption the learner can override with `tied=`. The total is then compared
 with Theorem 5.2 plus the bias conventions a learner may choose (biases on W_Q, W_K, W_V or W_U;
-none on W_O or in the MLP), and a difference they do not explain is matched with the structural
-mistakes below; when several explain it, all are listed as candidates.
+none on W_O, in the MLP or as LayerNorm shifts), and a difference they do not explain is matched
+with the structural mistakes below (no P, no LN_f, ...); when several explain it, all are listed as
+candidates.
 """
 
 from __future__ import annotations
@@ -60,13 +61,14 @@ def differences(V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool) -> di
         "a bias on W_U (V numbers), which Theorem 5.2 leaves out": (True, BIASES, V),
         "no output bias b_O, or no b_2 (one d-vector per block; the count cannot tell which)": (True, BIASES, -L * d),
         "no MLP biases b_1, b_2 (d_ff + d per block)": (True, BIASES, -L * (d_ff + d)),
+        "no biases in any linear layer (no b_O, b_1, b_2)": (True, BIASES, -L * (2 * d + d_ff)),
+        "LayerNorms without shifts beta (nanoGPT's bias=False) or without gains, d per LayerNorm fewer": (
+            True, NORMS_GROUP, -(2 * L + 1) * d),
         "no positional embedding P (T_max x d)": (False, OTHER, -T_max * d),
         "no W_O (d x d per block)": (False, OTHER, -L * d * d),
         unembedding[0]: (False, OTHER, unembedding[1]),
         "no final LayerNorm LN_f (2d)": (False, NORMS_GROUP, -2 * d),
         "one LayerNorm per block instead of two (2d per block fewer)": (False, NORMS_GROUP, -2 * L * d),
-        "LayerNorms without shifts beta, or without gains (d per LayerNorm fewer, as in RMSNorm)": (
-            False, NORMS_GROUP, -(2 * L + 1) * d),
     }
 
 
@@ -202,8 +204,9 @@ def _count(model, V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool | No
     shapes = {tuple(p.shape) for p in params}
     if shapes & {(T_max, d), (d, T_max)} and T_max not in (V, d, d_ff):
         del candidates["no positional embedding P (T_max x d)"]  # a T_max x d tensor is there
-    if shapes & {(d_ff,), (L, d_ff)} and d_ff not in (V, d):
-        del candidates["no MLP biases b_1, b_2 (d_ff + d per block)"]  # a b_1 (or L of them) is there
+    if shapes & {(d_ff,), (L, d_ff)} and d_ff not in (V, d):  # a b_1 (or L of them) is there
+        del candidates["no MLP biases b_1, b_2 (d_ff + d per block)"]
+        del candidates["no biases in any linear layer (no b_O, b_1, b_2)"]
     if (V,) not in shapes:
         del candidates["a bias on W_U (V numbers), which Theorem 5.2 leaves out"]  # no V-vector to be one
     groups = _groups(model)

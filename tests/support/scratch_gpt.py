@@ -4,7 +4,8 @@ exercise checkers' tests.
 ScratchGPT: nn.Module style (nanoGPT-, minGPT- or Karpathy-like, by its switches). Switches also
 build the typical broken models: a mask off by one, one unmasked head, biases on the query/key/value
 projection, no positional embedding, positions read from the end of P, positions mixed by a mean or a
-LayerNorm over the T axis, large initial weights, examples that mix across the batch.
+LayerNorm over the T axis, large initial weights, examples that mix across the batch; and
+nanoGPT's bias=False (no bias in any Linear or LayerNorm).
 EinsumGPT: TransformerLens-like, raw nn.Parameters in per-head tensors, einsum, its own LayerNorm.
 """
 
@@ -16,14 +17,14 @@ from torch import nn
 
 
 class ScratchAttention(nn.Module):
-    def __init__(self, d, H, mask_diagonal, unmasked_heads, qkv_bias, fill, fused=True, sdpa=False):
+    def __init__(self, d, H, mask_diagonal, unmasked_heads, qkv_bias, fill, fused=True, sdpa=False, bias=True):
         super().__init__()
         self.H, self.mask_diagonal, self.unmasked_heads, self.fill, self.sdpa = H, mask_diagonal, unmasked_heads, fill, sdpa
         if fused:  # nanoGPT / minGPT: one (3d x d) projection
             self.qkv = nn.Linear(d, 3 * d, bias=qkv_bias)
         else:  # one projection each, Karpathy-like names
             self.query, self.key, self.value = (nn.Linear(d, d, bias=qkv_bias) for _ in range(3))
-        self.proj = nn.Linear(d, d)
+        self.proj = nn.Linear(d, d, bias=bias)
 
     def forward(self, x):  # (B, T, d)
         B, T, d = x.shape
@@ -40,11 +41,11 @@ class ScratchAttention(nn.Module):
 
 
 class ScratchBlock(nn.Module):
-    def __init__(self, d, H, d_ff=None, **attention):
+    def __init__(self, d, H, d_ff=None, bias=True, **attention):
         super().__init__()
-        self.ln_1, self.ln_2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.attn = ScratchAttention(d, H, **attention)
-        self.mlp = nn.Sequential(nn.Linear(d, d_ff or 4 * d), nn.GELU(), nn.Linear(d_ff or 4 * d, d))
+        self.ln_1, self.ln_2 = nn.LayerNorm(d, bias=bias), nn.LayerNorm(d, bias=bias)
+        self.attn = ScratchAttention(d, H, bias=bias, **attention)
+        self.mlp = nn.Sequential(nn.Linear(d, d_ff or 4 * d, bias=bias), nn.GELU(), nn.Linear(d_ff or 4 * d, d, bias=bias))
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
@@ -55,7 +56,7 @@ class ScratchGPT(nn.Module):
     def __init__(
         self, V=17, T_max=16, d=32, H=4, L=2, *, d_ff=None, mask_diagonal=1, leak=None, qkv_bias=False, positions=True,
         tied=False, init_std=0.02, mix_batch=False, mix_positions=None, fill=float("-inf"), unembedding="lm_head",
-        fused=True, sdpa=False,
+        fused=True, sdpa=False, linear_bias=True,
     ):
         super().__init__()
         self.mix_batch, self.mix_positions, self.unembedding = mix_batch, mix_positions, unembedding
@@ -63,12 +64,12 @@ class ScratchGPT(nn.Module):
         self.pos = nn.Embedding(T_max, d) if positions else None
         self.positions_from_end = positions == "end"  # P[-T:]: the last T rows of P, wrongly
         self.blocks = nn.ModuleList(
-            ScratchBlock(d, H, d_ff, mask_diagonal=mask_diagonal,
+            ScratchBlock(d, H, d_ff, linear_bias, mask_diagonal=mask_diagonal,
                          unmasked_heads=leak[1:] if leak and leak[0] == l else (), qkv_bias=qkv_bias, fill=fill,
                          fused=fused, sdpa=sdpa)
             for l in range(L)
         )  # leak = (layer, head, ...): those heads of that layer are unmasked
-        self.ln_f = nn.LayerNorm(d)
+        self.ln_f = nn.LayerNorm(d, bias=linear_bias)
         setattr(self, unembedding, nn.Linear(d, V, bias=False))  # lm_head (nanoGPT), head (minGPT), U, ...
         if tied:
             getattr(self, unembedding).weight = self.tok.weight

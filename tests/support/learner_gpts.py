@@ -1,0 +1,188 @@
+"""GPTs as learners copy them from well-known code, for the own-model checker's tests: Karpathy's
+lecture gpt.py (a Head module per head, a bias on W_U), Hugging Face's GPT-2 (Conv1D: raw (d_in,
+d_out) Parameters with biases, tied wte), nanoGPT (its own LayerNorm class, fused c_attn, torch's
+causal kernel, tied, bias=True or False), and two built from torch's own layers
+(nn.MultiheadAttention, nn.TransformerEncoder). Plain torch, no gptlib; each takes (V, T_max, d, H, L)."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class KarpathyHead(nn.Module):
+    def __init__(self, d, head_size, block_size):
+        super().__init__()
+        self.key, self.query, self.value = (nn.Linear(d, head_size, bias=False) for _ in range(3))
+        self.register_buffer("tril", torch.tril(torch.ones(block_size, block_size)))
+        self.dropout = nn.Dropout(0.2)
+
+    def forward(self, x):  # (B, T, d) -> (B, T, head_size)
+        T = x.shape[1]
+        wei = self.query(x) @ self.key(x).transpose(-2, -1) * self.key.out_features**-0.5  # (B, T, T)
+        wei = self.dropout(wei.masked_fill(self.tril[:T, :T] == 0, float("-inf")).softmax(dim=-1))
+        return wei @ self.value(x)
+
+
+class KarpathyBlock(nn.Module):
+    def __init__(self, d, H, block_size):
+        super().__init__()
+        self.heads = nn.ModuleList(KarpathyHead(d, d // H, block_size) for _ in range(H))
+        self.proj = nn.Linear(d, d)
+        self.ffwd = nn.Sequential(nn.Linear(d, 4 * d), nn.ReLU(), nn.Linear(4 * d, d), nn.Dropout(0.2))
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+
+    def forward(self, x):
+        h = self.ln1(x)
+        x = x + self.proj(torch.cat([head(h) for head in self.heads], dim=-1))
+        return x + self.ffwd(self.ln2(x))
+
+
+class KarpathyGPT(nn.Module):
+    def __init__(self, V, T_max, d, H, L):
+        super().__init__()
+        self.token_embedding_table, self.position_embedding_table = nn.Embedding(V, d), nn.Embedding(T_max, d)
+        self.blocks = nn.Sequential(*(KarpathyBlock(d, H, T_max) for _ in range(L)))
+        self.ln_f, self.lm_head = nn.LayerNorm(d), nn.Linear(d, V)  # nn.Linear's default: a bias on W_U
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, std=0.02)
+
+    def forward(self, idx, targets=None):  # (B, T) -> (logits (B, T, V), loss)
+        x = self.token_embedding_table(idx) + self.position_embedding_table(torch.arange(idx.shape[1]))
+        logits = self.lm_head(self.ln_f(self.blocks(x)))
+        loss = None if targets is None else F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        return logits, loss
+
+
+class Conv1D(nn.Module):
+    """Hugging Face's GPT-2 layer: x W + b with W stored (d_in, d_out), raw Parameters."""
+
+    def __init__(self, d_out, d_in):
+        super().__init__()
+        self.weight, self.bias = nn.Parameter(0.02 * torch.randn(d_in, d_out)), nn.Parameter(torch.zeros(d_out))
+
+    def forward(self, x):
+        return torch.addmm(self.bias, x.reshape(-1, x.shape[-1]), self.weight).reshape(*x.shape[:-1], -1)
+
+
+class HFBlock(nn.Module):
+    def __init__(self, d, H, T_max):
+        super().__init__()
+        self.H, self.ln_1, self.ln_2 = H, nn.LayerNorm(d), nn.LayerNorm(d)
+        self.c_attn, self.c_proj = Conv1D(3 * d, d), Conv1D(d, d)
+        self.c_fc, self.mlp_proj = Conv1D(4 * d, d), Conv1D(d, 4 * d)
+        self.register_buffer("bias", torch.ones(T_max, T_max, dtype=torch.bool).tril(), persistent=False)
+
+    def forward(self, x):  # (B, T, d)
+        B, T, d = x.shape
+        q, k, v = (t.view(B, T, self.H, d // self.H).transpose(1, 2) for t in self.c_attn(self.ln_1(x)).split(d, dim=2))
+        w = q @ k.transpose(-1, -2) / math.sqrt(d // self.H)  # (B, H, T, T)
+        w = torch.where(self.bias[:T, :T], w, torch.finfo(w.dtype).min)  # GPT-2's mask: the dtype's minimum
+        x = x + self.c_proj((w.softmax(-1) @ v).transpose(1, 2).reshape(B, T, d))
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class HFGPT2(nn.Module):
+    def __init__(self, V, T_max, d, H, L):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(V, d), nn.Embedding(T_max, d)
+        self.h = nn.ModuleList(HFBlock(d, H, T_max) for _ in range(L))
+        self.ln_f, self.lm_head = nn.LayerNorm(d), nn.Linear(d, V, bias=False)
+        for embedding in (self.wte, self.wpe):
+            nn.init.normal_(embedding.weight, std=0.02)
+        self.lm_head.weight = self.wte.weight  # tied
+
+    def forward(self, input_ids):  # (B, T) -> a tuple whose first item is the logits (B, T, V)
+        x = self.wte(input_ids) + self.wpe(torch.arange(input_ids.shape[1]))
+        for block in self.h:
+            x = block(x)
+        return (self.lm_head(self.ln_f(x)),)
+
+
+class NanoLayerNorm(nn.Module):
+    def __init__(self, d, bias):
+        super().__init__()
+        self.weight, self.bias = nn.Parameter(torch.ones(d)), (nn.Parameter(torch.zeros(d)) if bias else None)
+
+    def forward(self, x):
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+
+
+class NanoBlock(nn.Module):
+    def __init__(self, d, H, bias):
+        super().__init__()
+        self.H, self.ln_1, self.ln_2 = H, NanoLayerNorm(d, bias), NanoLayerNorm(d, bias)
+        self.c_attn, self.c_proj = nn.Linear(d, 3 * d, bias=bias), nn.Linear(d, d, bias=bias)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d, bias=bias), nn.GELU(), nn.Linear(4 * d, d, bias=bias))
+
+    def forward(self, x):  # (B, T, d)
+        B, T, d = x.shape
+        q, k, v = (t.view(B, T, self.H, d // self.H).transpose(1, 2) for t in self.c_attn(self.ln_1(x)).split(d, dim=2))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, d_head)
+        x = x + self.c_proj(y.transpose(1, 2).reshape(B, T, d))
+        return x + self.mlp(self.ln_2(x))
+
+
+class NanoGPT(nn.Module):
+    def __init__(self, V, T_max, d, H, L, bias=True):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(V, d), wpe=nn.Embedding(T_max, d), h=nn.ModuleList(NanoBlock(d, H, bias) for _ in range(L)),
+            ln_f=NanoLayerNorm(d, bias),
+        ))
+        self.lm_head = nn.Linear(d, V, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight  # tied, nanoGPT's way round
+        for p in self.parameters():
+            if p.dim() == 2:
+                nn.init.normal_(p, std=0.02)
+
+    def forward(self, idx, targets=None):
+        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(idx.shape[1]))
+        for block in self.transformer.h:
+            x = block(x)
+        return self.lm_head(self.transformer.ln_f(x)), None
+
+
+class TorchMHAGPT(nn.Module):
+    """nn.MultiheadAttention (in_proj_weight (3d, d) a raw Parameter) with a float causal mask, P a raw Parameter."""
+
+    def __init__(self, V, T_max, d, H, L):
+        super().__init__()
+        self.emb, self.pos = nn.Embedding(V, d), nn.Parameter(torch.randn(T_max, d))
+        self.attn = nn.ModuleList(nn.MultiheadAttention(d, H, batch_first=True, bias=False) for _ in range(L))
+        for attention in self.attn:
+            attention.out_proj.bias = nn.Parameter(torch.zeros(d))  # b_O only, as in Theorem 5.2
+        self.norms = nn.ModuleList(nn.LayerNorm(d) for _ in range(2 * L + 1))
+        self.mlps = nn.ModuleList(nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d)) for _ in range(L))
+        self.out = nn.Linear(d, V, bias=False)
+        for p in self.parameters():
+            if p.dim() == 2:
+                nn.init.normal_(p, std=0.02)
+
+    def forward(self, idx):
+        T = idx.shape[1]
+        x, mask = self.emb(idx) + self.pos[:T], nn.Transformer.generate_square_subsequent_mask(T)
+        for l, (attention, mlp) in enumerate(zip(self.attn, self.mlps)):
+            h = self.norms[2 * l](x)
+            x = x + attention(h, h, h, attn_mask=mask, need_weights=False)[0]
+            x = x + mlp(self.norms[2 * l + 1](x))
+        return self.out(self.norms[-1](x))
+
+
+class EncoderGPT(nn.Module):
+    """nn.TransformerEncoder with norm_first=True and a causal mask: biases on W_Q, W_K, W_V included."""
+
+    def __init__(self, V, T_max, d, H, L):
+        super().__init__()
+        self.emb, self.pos = nn.Embedding(V, d), nn.Embedding(T_max, d)
+        layer = nn.TransformerEncoderLayer(d, H, 4 * d, dropout=0.1, activation="gelu", batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, L, enable_nested_tensor=False)
+        self.ln_f, self.head = nn.LayerNorm(d), nn.Linear(d, V, bias=False)
+
+    def forward(self, idx):
+        T = idx.shape[1]
+        x = self.emb(idx) + self.pos(torch.arange(T))
+        mask = nn.Transformer.generate_square_subsequent_mask(T)
+        return self.head(self.ln_f(self.encoder(x, mask=mask, is_causal=True)))
