@@ -7,7 +7,7 @@ BENCH_READY := $(VENV)/.bench-ready
 APP_PORT ?= 8866
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: lab app book test unit portability notebooks env train-shakespeare train-induction bench bench-explorers chromium
+.PHONY: lab app book test unit portability notebooks env train-shakespeare train-induction bench bench-explorers chromium assignments grade bench-grading
 
 $(READY): pyproject.toml tools/ensure_env.py
 	$(PYTHON) tools/ensure_env.py --venv $(VENV)
@@ -38,6 +38,19 @@ portability: $(READY)  ## nbval over every notebook under 15 simulated CPUs / th
 
 notebooks: $(READY)  ## re-execute every notebook in place (after a change that alters outputs)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False notebooks/[0-9]*.ipynb
+
+# The course kit (docs/teaching.md): SUBMISSIONS=folder of <student>/<NN_name>.ipynb
+COURSE ?= build/course
+SUBMISSIONS ?= submissions
+
+assignments: $(READY)  ## build $(COURSE)/student (release) and $(COURSE)/autograder (hidden tests) from notebooks/
+	$(BIN)/python -m gptlib.course assign --out $(COURSE)
+
+grade: $(READY)  ## grade $(SUBMISSIONS)/<student>/<NN_name>.ipynb in parallel: $(COURSE)/grades/grades.csv and feedback/<student>.html
+	$(BIN)/python -m gptlib.course grade $(SUBMISSIONS) --out $(COURSE)
+
+bench-grading: $(READY)  ## the course kit's grading throughput on a synthetic class (every notebook, 10 students)
+	$(BIN)/python -m benchmarks.course_grading
 
 # `make train-shakespeare DEVICE=cuda` (or mps) trains on a GPU when torch has one
 DEVICE ?= cpu

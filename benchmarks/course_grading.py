@@ -1,0 +1,78 @@
+"""Grading throughput of the course kit: a synthetic class of N students, every exercise notebook.
+
+    python -m benchmarks.course_grading [--students 10] [--workers 2]   notebooks graded per minute
+    python -m benchmarks.course_grading --variants                      which hidden variants draw other points
+
+Half the class answers with gptlib's reference solutions, half with the typical mistakes of
+tests/support/course_class.py; every notebook of every student goes through the full sandbox
+and judge (gptlib/course). Prints the CPU, the load average before and after, and the rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+from gptlib.course import assign
+from gptlib.course.grade import grade_class, load_tests, throughput
+from tests.support import course_class
+from tests.support.notebook_files import NOTEBOOKS
+
+
+def cpu_name() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown CPU"
+
+
+def grade_synthetic_class(students: int, workers: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        build, subs = Path(folder) / "build", Path(folder) / "submissions"
+        names = assign.build(NOTEBOOKS, build)
+        codes = [course_class.correct(), course_class.typical()]
+        for s in range(students):
+            for name in names:
+                released = json.loads((build / "student" / name / f"{name}.ipynb").read_text())
+                path = subs / f"student{s:03d}" / f"{name}.ipynb"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(course_class.submission(released, codes[s % 2][name])))
+        load = os.getloadavg()[0]
+        start = time.monotonic()
+        grades = grade_class(subs, build / "autograder", build / "grades", workers=workers)
+        seconds = time.monotonic() - start
+        notebooks = sum(len(v) for v in grades.values())
+        print(f"{cpu_name()}, {os.cpu_count()} cores, {workers} workers; load average {load:.1f} before, "
+              f"{os.getloadavg()[0]:.1f} after")
+        print(f"{students} students x {len(names)} notebooks: {throughput(notebooks, seconds)}; "
+              f"{60 * students / seconds:.2f} students (all {len(names)} notebooks) per minute")
+
+
+def list_variants() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        build = Path(folder)
+        names = assign.build(NOTEBOOKS, build)
+        correct = course_class.correct()
+        for name in names:
+            for test in load_tests(str(build / "autograder" / name)):
+                if any(c.hidden for c in test.cases):
+                    moves = course_class.hidden_variant_moves(build, correct, name, test.name)
+                    print(f"{name}:{test.name}: hidden variant {'draws other points' if moves else 'same points as public'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--variants", action="store_true")
+    args = parser.parse_args()
+    list_variants() if args.variants else grade_synthetic_class(args.students, args.workers)
+
+
+if __name__ == "__main__":
+    main()

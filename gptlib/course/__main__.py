@@ -1,0 +1,50 @@
+"""python -m gptlib.course assign | grade: see gptlib/course/__init__.py and docs/teaching.md."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import assign
+from .grade import throughput, timed_grade_class
+from .judge import Limits
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gptlib.course")
+    commands = parser.add_subparsers(dest="command", required=True)
+    build = commands.add_parser("assign", help="build student notebooks, public and hidden tests from the exercise notebooks")
+    build.add_argument("notebooks", nargs="*", type=Path, help="default: notebooks/[0-9]*.ipynb")
+    build.add_argument("--out", type=Path, default=Path("build/course"))
+    build.add_argument("--no-hints", dest="hints", action="store_false", help="drop the hint / show_solution cells")
+    build.add_argument("--no-worked", dest="worked", action="store_false",
+                       help="end each notebook after its last question (the sections that work it out are not released)")
+    grade = commands.add_parser("grade", help="grade SUBMISSIONS/<student>/<NN_name>.ipynb")
+    grade.add_argument("submissions", type=Path)
+    grade.add_argument("--out", type=Path, default=Path("build/course"), help="the folder `assign` wrote")
+    grade.add_argument("--workers", type=int, default=None, help="judges in parallel (default: one per core)")
+    grade.add_argument("--cells-s", type=float, default=Limits.cells_s, help="seconds for a notebook's cells")
+    grade.add_argument("--call-s", type=float, default=Limits.call_s, help="seconds for one call of a student's function")
+    grade.add_argument("--memory-gb", type=float, default=Limits.memory / 2**30, help="address space of a submission")
+    args = parser.parse_args(argv)
+    if args.command == "assign":
+        notebooks = args.notebooks or sorted(Path("notebooks").glob("[0-9]*.ipynb"))
+        built = assign.build(notebooks, args.out, hints=args.hints, worked=args.worked)
+        print(f"{len(built)} assignments in {args.out}: {', '.join(built)}")
+        return 0
+    if not (args.out / "autograder").is_dir():
+        parser.error(f"{args.out / 'autograder'} does not exist: run `python -m gptlib.course assign --out {args.out}` first")
+    if not args.submissions.is_dir():
+        parser.error(f"{args.submissions} is not a folder of <student>/<NN_name>.ipynb")
+    limits = Limits(cells_s=args.cells_s, call_s=args.call_s, memory=int(args.memory_gb * 2**30))
+    grades, seconds = timed_grade_class(args.submissions, args.out / "autograder", args.out / "grades",
+                                        workers=args.workers, limits=limits)
+    notebooks = sum(len(v) for v in grades.values())
+    print(f"{len(grades)} students, {throughput(notebooks, seconds)}; "
+          f"{args.out / 'grades' / 'grades.csv'}, feedback in {args.out / 'grades' / 'feedback'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

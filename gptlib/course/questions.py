@@ -1,0 +1,178 @@
+"""The questions of an exercise notebook, read from the checker calls it already makes, and the
+student's version of that notebook.
+
+A question is one top-level statement `exercises.check_NAME(args)` in a code cell. Its name is
+NAME plus its constant string arguments ("parameter_count", "concept_7_1"); its check is the
+call's own source; its answers are the names the call reads from the learner's namespace. A
+literal None among the arguments is the answer slot of a value question (check_concept("7.1",
+None)): it becomes a variable the student assigns, `answer_concept_7_1 = None`.
+
+Student notebook: the checker calls are taken out of their cells and each is replaced by a cell
+`grader.check("NAME")`; every cell is tagged with its role in cell.metadata["gptlib_course"]:
+    setup    the first code cell (imports, make_deterministic): run at grading
+    answer   a cell that defines an answer (the stubs): run at grading
+    check    grader.check("NAME"): skipped at grading (the tests run in the judge)
+    grader   the cell that makes `grader`: skipped at grading
+    given    the notebook's own demonstrations: skipped at grading (they cannot be wrong, and are slow)
+A cell the student adds has no tag and runs at grading, in order.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import dataclasses
+import re
+
+ROLE_KEY = "gptlib_course"
+RUN_AT_GRADING = ("setup", "answer", None)  # None: a cell the student added
+GRADER_CELL = (
+    "from gptlib.course.grader import Notebook\n\n"
+    'grader = Notebook("tests")  # grader.check("NAME") runs a question\'s public tests; hidden tests run at grading'
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Question:
+    name: str  # "parameter_count"
+    check: str  # "exercises.check_parameter_count(count)": the notebook's own call
+    answers: tuple[str, ...]  # the learner's names the call reads
+    functions: bool  # some answer is a function (or class) the notebook defines: a hidden variant makes sense
+    gradable: bool  # every argument is a name or a constant, so the judge can ask the sandbox for it
+
+
+def _checker_calls(tree: ast.Module) -> list[ast.Expr]:
+    """The top-level statements `exercises.check_*(...)` of a cell."""
+    return [
+        node for node in tree.body
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Attribute) and isinstance(node.value.func.value, ast.Name)
+        and node.value.func.value.id == "exercises" and node.value.func.attr.startswith("check_")
+    ]
+
+
+def _parse(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except SyntaxError:  # IPython magics and shell lines: no checker call is looked for there
+        return None
+
+
+def _defined(tree: ast.Module) -> set[str]:
+    """Names a cell binds at top level: functions, classes, assignments."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return names
+
+
+def _functions(tree: ast.Module) -> set[str]:
+    return {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+
+
+def _question_name(call: ast.Call) -> str:
+    words = [call.func.attr.removeprefix("check_")]
+    words += [arg.value for arg in call.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+    return re.sub(r"\W+", "_", "_".join(words)).strip("_")
+
+
+def code_cells(notebook: dict) -> list[tuple[int, str]]:
+    return [(i, "".join(cell["source"])) for i, cell in enumerate(notebook["cells"]) if cell["cell_type"] == "code"]
+
+
+def _split_cell(source: str, defined_functions: set[str]) -> tuple[str, list[tuple[Question, str]]]:
+    """(the cell without its checker calls, [(question, the line that assigns its slot or '')])."""
+    tree = _parse(source)
+    calls = _checker_calls(tree) if tree else []
+    lines = source.split("\n")
+    found = []
+    for node in calls:
+        call = node.value
+        name = _question_name(call)
+        slot, slot_line = f"answer_{name}", ""
+        for i, arg in enumerate(call.args):
+            if isinstance(arg, ast.Constant) and arg.value is None:
+                call.args[i] = ast.Name(slot)
+                tail = lines[node.end_lineno - 1][node.end_col_offset:].strip()
+                slot_line = f"{slot} = None" + (f"  {tail}" if tail.startswith("#") else "")
+        arguments = [*call.args, *(k.value for k in call.keywords)]
+        answers = tuple(dict.fromkeys(a.id for a in arguments if isinstance(a, ast.Name)))
+        gradable = all(isinstance(a, (ast.Name, ast.Constant)) for a in arguments)
+        question = Question(name, ast.unparse(call), answers, bool(set(answers) & defined_functions), gradable)
+        found.append((question, slot_line))
+    for node in reversed(calls):
+        del lines[node.lineno - 1:node.end_lineno]
+    return "\n".join(lines).strip("\n"), found
+
+
+def questions(notebook: dict) -> list[Question]:
+    """The notebook's questions, in order (names made unique by a suffix where a checker repeats)."""
+    functions = set().union(*(_functions(t) for _, s in code_cells(notebook) if (t := _parse(s))))
+    found = [q for _, source in code_cells(notebook) for q, _ in _split_cell(source, functions)[1]]
+    seen: dict[str, int] = {}
+    unique = []
+    for q in found:
+        seen[q.name] = seen.get(q.name, 0) + 1
+        unique.append(q if seen[q.name] == 1 else dataclasses.replace(q, name=f"{q.name}_{seen[q.name]}"))
+    return unique
+
+
+def _is_hint_cell(source: str) -> bool:
+    """A cell of commented-out hint and solution calls only."""
+    lines = [line.strip() for line in source.splitlines() if line.strip()]
+    hinted = "exercises.hint" in source or "show_solution" in source
+    return bool(lines) and all(line.startswith("#") for line in lines) and hinted
+
+
+def _cell(source: str, role: str) -> dict:
+    return {"cell_type": "code", "execution_count": None, "metadata": {ROLE_KEY: {"role": role}}, "outputs": [],
+            "source": source}
+
+
+def student_notebook(notebook: dict, hints: bool = True, worked: bool = True) -> dict:
+    """The notebook as released: checker calls replaced by grader.check cells, every cell tagged.
+    hints=False drops the commented hint / show_solution cells; worked=False ends the notebook after
+    its last question (the sections that work the exercises out are not released)."""
+    names = iter(q.name for q in questions(notebook))
+    functions = set().union(*(_functions(t) for _, s in code_cells(notebook) if (t := _parse(s))))
+    answer_names = {a for q in questions(notebook) for a in q.answers}
+    cells, first_code, last_check = [], True, 0
+    for cell in notebook["cells"]:
+        cell = copy.deepcopy(cell)
+        if cell["cell_type"] != "code":
+            cell.setdefault("metadata", {})[ROLE_KEY] = {"role": "given"}
+            cells.append(cell)
+            continue
+        source = "".join(cell["source"])
+        if not hints and _is_hint_cell(source):
+            continue
+        rest, found = _split_cell(source, functions)
+        rest = "\n".join([rest, *(line for _, line in found if line)]).strip("\n")
+        tree = _parse(rest)
+        defines_answer = bool(tree and _defined(tree) & (answer_names | {f"answer_{q.name}" for q, _ in found}))
+        role = "setup" if first_code else "answer" if found and rest or defines_answer else "given"
+        if rest:
+            cell["metadata"][ROLE_KEY] = {"role": role}
+            if role == "answer":
+                cell["outputs"], cell["execution_count"] = [], None
+            cell["source"] = rest
+            cells.append(cell)
+        if first_code:
+            cells.append(_cell(GRADER_CELL, "grader"))
+            first_code = False
+        for _ in found:
+            cells.append(_cell(f'grader.check("{next(names)}")', "check"))
+            last_check = len(cells)
+    if not worked:
+        cells = cells[:last_check]
+    return {**notebook, "cells": cells}
+
+
+def cells_to_run(notebook: dict) -> list[tuple[int, str]]:
+    """The code cells grading runs, as (index in the notebook, source): setup, answers, the student's own."""
+    return [(i, source) for i, source in code_cells(notebook)
+            if notebook["cells"][i].get("metadata", {}).get(ROLE_KEY, {}).get("role") in RUN_AT_GRADING]

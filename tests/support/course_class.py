@@ -1,0 +1,197 @@
+"""A synthetic class for the course kit's tests: submissions made from the released student notebooks.
+
+A submission puts one block of code in place of the notebook's answer cells (the first answer
+cell gets the code, the others are emptied, as a student who wrote everything in one place).
+CORRECT answers with gptlib's reference solutions, TYPICAL with one typical mistake per answer;
+the hostile submissions (for notebook 05 only, whose checkers are fast) crash, loop, delete their
+cells, flood the output, import what is missing, snoop on the grader, forge the checker, or
+answer from a table of the public test's points. What each deserves is not written here: the
+tests ask gptlib's checker in this process (expected_result) and compare.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+import re
+
+import torch
+
+from gptlib import exercises
+from gptlib.course import cases
+from gptlib.course.questions import ROLE_KEY
+from gptlib.course.variants import shifted_seeds
+
+
+def right_letter(check, letters: str = "abcdef") -> str:
+    """The choice a checker accepts, found by asking it (no answer typed here)."""
+    return next(letter for letter in letters if check(letter))
+
+
+def concept_answer(question: str):
+    """A concept question's answer, read from exercises.concept_answer: '(b)' -> 'b', '12,345' -> 12345."""
+    answer = re.match(r"Question [\d.]+: \(?([\w,]+)\)?\.", exercises.concept_answer(question)).group(1)
+    return int(answer.replace(",", "")) if answer.replace(",", "").isdigit() else answer
+
+
+def _concepts(wrong: bool) -> str:
+    lines = []
+    for q in ("7.1", "7.2", "7.3"):
+        answer = concept_answer(q)
+        if wrong:
+            answer = answer + 1 if isinstance(answer, int) else right_letter(lambda x, q=q: not exercises.check_concept(q, x))
+        lines.append(f"answer_concept_{q.replace('.', '_')} = {answer!r}")
+    return "\n".join(lines)
+
+
+def correct() -> dict[str, str]:
+    statement = right_letter(exercises.check_post_norm_statement)
+    return {
+        "01_multi_head_attention": "from gptlib.exercises.solutions import factor_pair_dimension, head_circuits, rank_bounds",
+        "03_residual_stream_and_prenorm": (
+            f"from gptlib.exercises.solutions import post_norm_jacobian\npost_norm_statement = {statement!r}"),
+        "04_layernorm_geometry": "from gptlib.exercises.solutions import project, rescale, weight_decay_prediction as predict",
+        "05_gpt_and_parameter_count": "from gptlib.exercises.solutions import count, rows as table, tied_count",
+        "06_causality": "from gptlib.exercises.solutions import dependency_map",
+        "07_computational_cost": "from gptlib.exercises.solutions import flops_per_token, takeover_T\n" + _concepts(False),
+    }
+
+
+def typical() -> dict[str, str]:
+    """Each answer wrong the way learners get it wrong (which mistake the checker names is its business)."""
+    statement = right_letter(lambda x: not exercises.check_post_norm_statement(x))
+    return {
+        "01_multi_head_attention": (
+            "from gptlib.exercises import solutions\n"
+            "def head_circuits(attn, h):\n    W_QK, W_OV = solutions.head_circuits(attn, h)\n    return W_QK, W_OV.T\n"
+            "def rank_bounds(d, H, T):\n    return d, d, T\n"
+            "def factor_pair_dimension(d, d_head):\n    return d * d_head"),
+        "03_residual_stream_and_prenorm": (
+            "from gptlib.exercises import solutions\n"
+            "def post_norm_jacobian(block, X):\n    return solutions.post_norm_jacobian(block, X).T\n"
+            f"post_norm_statement = {statement!r}"),
+        "04_layernorm_geometry": (
+            "import torch\n"
+            "def project(u):\n    return u - u.mean()\n"
+            "def rescale(v, eps):\n    return v / torch.sqrt(v.pow(2).sum(-1, keepdim=True) / (v.shape[-1] - 1) + eps)\n"
+            "def predict(c):\n    return 1 / c, 1 / c"),
+        "05_gpt_and_parameter_count": (
+            "from gptlib.exercises import solutions\n"
+            "def count(c):\n    return solutions.count(c) + 3 * c.d * c.L\n"
+            "def table(c):\n    rows = solutions.rows(c)\n    return rows[:4] + [rows[4] - 2 * c.d]\n"
+            "def tied_count(c):\n    return solutions.count(c.replace(tie_weights=False))"),
+        "06_causality": (
+            "from gptlib.exercises import solutions\n"
+            "def dependency_map(model, idx):\n    return solutions.dependency_map(model, idx).T"),
+        "07_computational_cost": (
+            "from gptlib.exercises import solutions\n"
+            "def flops_per_token(config, T):\n    return solutions.flops_per_token(config, T) // 3\n"
+            "def takeover_T(config):\n    return 6 * config.d\n" + _concepts(True)),
+    }
+
+
+CORRECT_05 = "from gptlib.exercises.solutions import count, rows as table, tied_count"
+
+
+def hostile(hidden_test: str, other_student: str, port: int, memorised: dict[str, int]) -> dict[str, str | None]:
+    """Code of the hostile submissions of notebook 05 (None: keep the released stubs). The snoop's
+    count is right only if it can read neither the hidden test nor another student's notebook,
+    reach no socket on 127.0.0.1 and write no file of gptlib."""
+    return {
+        "stub": None,
+        "crash": CORRECT_05 + "\nimport ctypes\nctypes.string_at(0)  # segmentation fault",
+        "loop": CORRECT_05 + "\ndef tied_count(c):\n    while True:\n        pass",
+        "flood": CORRECT_05 + "\nfrom gptlib.exercises import solutions\n"
+                              "def count(c):\n    print('x' * 3_000_000)\n    return solutions.count(c)",
+        "noimport": "import a_module_nobody_has\n" + CORRECT_05,
+        "snoop": (
+            "import socket\nimport gptlib\nfrom gptlib.exercises import solutions\n"
+            "def _isolated():\n"
+            f"    for path in ({hidden_test!r}, {other_student!r}):\n"
+            "        try:\n            open(path).read()\n            return False\n        except OSError:\n            pass\n"
+            f"    try:\n        socket.create_connection(('127.0.0.1', {port}), timeout=2)\n        return False\n"
+            "    except OSError:\n        pass\n"
+            "    try:\n        open(gptlib.__file__, 'a').close()\n        return False\n"
+            "    except OSError:\n        return True\n"
+            "ISOLATED = _isolated()\n"
+            "def count(c):\n    return solutions.count(c) if ISOLATED else -1\n"
+            "from gptlib.exercises.solutions import rows as table, tied_count"),
+        "forger": (
+            "from gptlib import exercises\nfrom gptlib.exercises import result\n"
+            "from gptlib.exercises.solutions import rows as table\n"
+            "result.Result.__bool__ = lambda self: True\n"
+            "result.Result.passed = property(lambda self: True)\n"
+            "exercises.check_parameter_count = lambda *args, **kwargs: True\n"
+            "def count(c):\n    return 0\n"
+            "def tied_count(c):\n    return 0"),
+        "memoriser": (
+            f"TABLE = {memorised!r}\n"
+            "from gptlib.exercises.solutions import rows as table, tied_count\n"
+            "def count(c):\n    return TABLE.get(repr(c), 0)"),
+    }
+
+
+def submission(released: dict, code: str | None, drop_answers: bool = False) -> dict:
+    """The released notebook with `code` in its first answer cell and the other answer cells emptied
+    (code None: the stubs kept). drop_answers: the answer cells deleted, `code` added as a new cell."""
+    notebook = copy.deepcopy(released)
+    answers = [c for c in notebook["cells"] if c.get("metadata", {}).get(ROLE_KEY, {}).get("role") == "answer"]
+    if code is None:
+        return notebook
+    if drop_answers:
+        notebook["cells"] = [c for c in notebook["cells"] if c not in answers]
+        notebook["cells"].append({"cell_type": "code", "metadata": {}, "source": code, "outputs": [], "execution_count": None})
+        return notebook
+    for i, cell in enumerate(answers):
+        cell["source"] = code if i == 0 else ""
+    return notebook
+
+
+def expected_result(code: str, check: str, seed_offset: int = 0):
+    """What gptlib's checker says, in this process, for the answers `code` defines."""
+    namespace: dict = {}
+    exec(compile(code, "<submission>", "exec"), namespace)
+    namespace["exercises"] = exercises
+    with shifted_seeds(seed_offset):
+        return eval(check, namespace)
+
+
+def calls(check: str, code: str, name: str, offset: int) -> list[tuple]:
+    """The arguments with which the checker calls the answer `name` that `code` defines, under a seed offset."""
+    namespace = {}
+    exec(code, namespace)
+    answer, seen = namespace[name], []
+
+    def recording(*args):
+        seen.append(args)
+        return answer(*args)
+
+    recording.__name__ = answer.__name__
+    with shifted_seeds(offset):
+        eval(check, {**namespace, name: recording, "exercises": exercises})
+    return seen
+
+
+def fingerprint(value) -> str:
+    """What an argument holds: a tensor's values, a module's weights (repr shows neither)."""
+    if isinstance(value, torch.Tensor):
+        return hashlib.sha256(value.detach().contiguous().numpy().tobytes()).hexdigest()
+    if isinstance(value, torch.nn.Module):
+        return repr([fingerprint(t) for t in value.state_dict().values()])
+    if isinstance(value, (tuple, list)):
+        return repr([fingerprint(v) for v in value])
+    return repr(value)
+
+
+def hidden_offset(test: cases.TestFile) -> int:
+    return next(c for c in test.cases if c.hidden)(lambda check, seed_offset=0: seed_offset)
+
+
+def hidden_variant_moves(out, correct: dict, notebook: str, question: str) -> bool:
+    """Whether the hidden offset changes what the checker calls the answers with (values, weights)."""
+    test = cases.load(out / "autograder" / notebook / "tests" / f"{question}.py")
+    answers = [a.id for a in ast.walk(ast.parse(test.check)) if isinstance(a, ast.Name) and a.id != "exercises"]
+    offset = hidden_offset(test)
+    code = correct[notebook]
+    return all(fingerprint(calls(test.check, code, a, 0)) != fingerprint(calls(test.check, code, a, offset)) for a in answers)

@@ -1,0 +1,132 @@
+"""gptlib.course assign: the assignments come from the notebooks' own checker calls, in step with them.
+
+In process, no sandbox: the questions found, the student notebook, public and hidden test files,
+grader.check on the reference solutions, and whether each hidden variant moves the checker's points.
+"""
+
+import ast
+import json
+import os
+import re
+
+import pytest
+
+from gptlib import exercises
+from gptlib.course import assign, cases
+from gptlib.course.grader import Notebook
+from gptlib.course.questions import ROLE_KEY, cells_to_run, questions
+from tests.support import course_class
+from tests.support.notebook_files import NOTEBOOKS
+
+
+def _checker_calls(notebook: dict) -> list[str]:
+    """Every `exercises.check_*(` call written in the notebook's code cells (read independently, by text)."""
+    return [call for cell in notebook["cells"] if cell["cell_type"] == "code"
+            for call in re.findall(r"exercises\.(check_\w+)\(", "".join(cell["source"]))]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("course")
+    names = assign.build(NOTEBOOKS, out)
+    return out, names
+
+
+def _load(path):
+    return json.loads(path.read_text())
+
+
+def test_every_checker_call_is_a_question(built):
+    out, names = built
+    for path in NOTEBOOKS:
+        notebook = _load(path)
+        asked = questions(notebook)
+        assert [q.check.split("(")[0].removeprefix("exercises.") for q in asked] == _checker_calls(notebook), path.name
+        assert (path.stem in names) == bool(asked)
+        for q in asked:
+            assert (out / "student" / path.stem / "tests" / f"{q.name}.py").exists()
+            assert (out / "autograder" / path.stem / "tests" / f"{q.name}.py").exists() == q.gradable
+
+
+def test_student_notebook_keeps_the_answers_and_asks_the_grader(built):
+    out, names = built
+    for name in names:
+        released = _load(out / "student" / name / f"{name}.ipynb")
+        asked = questions(_load(next(p for p in NOTEBOOKS if p.stem == name)))
+        assert _checker_calls(released) == [], "a checker call left in the student notebook"
+        sources = ["".join(c["source"]) for c in released["cells"]]
+        assert [s for s in sources if s.startswith("grader.check(")] == [f'grader.check("{q.name}")' for q in asked]
+        assert all(ROLE_KEY in c["metadata"] for c in released["cells"])
+        answers = {a for q in asked for a in q.answers}
+        defined = set()
+        for _, source in cells_to_run(released):
+            tree = ast.parse(source)
+            defined |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        assert answers <= defined, f"{name}: answers defined in no cell graded: {answers - defined}"
+
+
+def test_hints_and_worked_sections_are_stripped_when_asked(tmp_path):
+    path = next(p for p in NOTEBOOKS if p.stem.startswith("05_"))
+    assign.build([path], tmp_path, hints=False, worked=False)
+    released = _load(tmp_path / "student" / path.stem / path.name)
+    text = json.dumps([c["source"] for c in released["cells"]])
+    assert "exercises.hint(" not in text and "show_solution(" not in text
+    assert "".join(released["cells"][-1]["source"]).startswith("grader.check(")
+    assert len(released["cells"]) < len(_load(path)["cells"])
+
+
+def test_hidden_cases_only_in_the_autograder(built):
+    out, names = built
+    assert os.stat(out / "autograder").st_mode & 0o077 == 0, "the autograder folder must be the instructor's only"
+    for name in names:
+        for test_file in (out / "student" / name / "tests").glob("*.py"):
+            student = cases.load(test_file)
+            assert not any(c.hidden for c in student.cases)
+            graded = out / "autograder" / name / "tests" / test_file.name
+            if graded.exists():
+                full = cases.load(graded)
+                assert full.check == student.check
+                question = next(q for q in questions(_load(next(p for p in NOTEBOOKS if p.stem == name))) if q.name == full.name)
+                assert any(c.hidden for c in full.cases) == question.functions
+
+
+def test_grader_check_runs_the_public_cases_in_the_students_namespace(built):
+    out, _ = built
+    tests = out / "student" / "05_gpt_and_parameter_count" / "tests"
+    namespace = {}
+    exec(course_class.CORRECT_05, namespace)
+    report = Notebook(tests, namespace).check("parameter_count")
+    assert report and report.results[0] == exercises.check_parameter_count(namespace["count"])
+    assert "Hidden tests" in repr(report) and "all tests passed" not in repr(report).lower()
+    typical = {}
+    exec(course_class.typical()["05_gpt_and_parameter_count"], typical)
+    report = Notebook(tests, typical).check("parameter_count")
+    assert not report and report.results[0] == exercises.check_parameter_count(typical["count"])
+
+
+def test_hidden_variant_catches_an_answer_that_replays_the_public_points(built):
+    out, _ = built
+    test = cases.load(out / "autograder" / "05_gpt_and_parameter_count" / "tests" / "parameter_count.py")
+    offset = course_class.hidden_offset(test)
+    public = course_class.calls(test.check, course_class.CORRECT_05, "count", 0)
+    hidden = course_class.calls(test.check, course_class.CORRECT_05, "count", offset)
+    assert repr(public[0]) == repr(hidden[0]), "the course configuration is a fixed point"
+    assert {repr(a) for a in public[1:]}.isdisjoint(repr(a) for a in hidden[1:]), "the random configurations all move"
+    namespace = {}
+    exec(course_class.CORRECT_05, namespace)
+    memorised = {repr(args[0]): namespace["count"](*args) for args in public}
+    replay = f"TABLE = {memorised!r}\ndef count(c):\n    return TABLE.get(repr(c), 0)"
+    assert course_class.expected_result(replay, test.check, 0)
+    assert not course_class.expected_result(replay, test.check, offset)
+
+
+# benchmarks/course_grading.py --variants lists every question (about a minute); these must move.
+MUST_MOVE = {"05_gpt_and_parameter_count": ["parameter_count", "parameter_table", "tied_count"],
+             "01_multi_head_attention": ["head_circuits"]}
+
+
+@pytest.mark.parametrize("notebook, question", [(n, q) for n, qs in MUST_MOVE.items() for q in qs])
+def test_hidden_variant_draws_other_points(built, notebook, question):
+    """The checkers that draw random configurations, inputs or weights draw others under the hidden offset."""
+    assert course_class.hidden_variant_moves(built[0], course_class.correct(), notebook, question)

@@ -1,0 +1,201 @@
+"""gptlib.course grade on a synthetic class: builds the assignments, grades the set in parallel,
+and checks the CSV and the feedback against what each submission deserves, which is what gptlib's
+checker says for the same code in this process (tests/support/course_class.py).
+
+Notebooks 01, 04 and 05 here (their checkers take about a second); benchmarks/course_grading.py
+grades all six and measures the throughput.
+"""
+
+import csv
+import html
+import json
+import os
+import re
+import socket
+
+import pytest
+
+from gptlib import exercises
+from gptlib.course import assign
+from gptlib.course.grade import grade_class, load_tests
+from gptlib.course.judge import Limits
+from gptlib.course.questions import cells_to_run
+from tests.support import course_class
+from tests.support.notebook_files import NOTEBOOKS
+
+GRADED = ("01_multi_head_attention", "04_layernorm_geometry", "05_gpt_and_parameter_count")
+NB05 = "05_gpt_and_parameter_count"
+LIMITS = Limits(cells_s=90, call_s=5)  # a loop costs call_s per case; the checkers of 01, 04, 05 call for milliseconds
+
+
+def _read(path):
+    return json.loads(path.read_text())
+
+
+def _write(path, notebook):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(notebook))
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("class")
+    build, subs = root / "build", root / "submissions"
+    assign.build([p for p in NOTEBOOKS if p.stem in GRADED], build)
+    released = {name: _read(build / "student" / name / f"{name}.ipynb") for name in GRADED}
+    codes = {"correct": course_class.correct(), "typical": course_class.typical()}
+    for student, answers in codes.items():
+        for name in GRADED:
+            _write(subs / student / f"{name}.ipynb", course_class.submission(released[name], answers[name]))
+    listener = socket.create_server(("127.0.0.1", 0))
+    hidden_test = str(build / "autograder" / NB05 / "tests" / "parameter_count.py")
+    other = str(subs / "correct" / f"{NB05}.ipynb")
+    memorised, namespace = {}, {}
+    exec(course_class.CORRECT_05, namespace)
+
+    def recording(c):
+        memorised[repr(c)] = namespace["count"](c)
+        return memorised[repr(c)]
+
+    exercises.check_parameter_count(recording)  # the public points and their values: the memoriser's table
+    hostile = course_class.hostile(hidden_test, other, listener.getsockname()[1], memorised)
+    for student, code in hostile.items():
+        _write(subs / student / f"{NB05}.ipynb", course_class.submission(released[NB05], code))
+    _write(subs / "deleted" / f"{NB05}.ipynb",
+           course_class.submission(released[NB05], "from gptlib.exercises.solutions import rows as table", drop_answers=True))
+    (subs / "broken").mkdir()
+    (subs / "broken" / f"{NB05}.ipynb").write_text("{ this is not json")
+    try:
+        grades = grade_class(subs, build / "autograder", build / "grades", workers=2, limits=LIMITS)
+    finally:
+        listener.close()
+    return {"build": build, "grades": grades, "codes": codes, "released": released, "hostile": hostile}
+
+
+def _outcomes(graded, student, notebook):
+    return next(g for g in graded["grades"][student] if g.notebook == notebook).outcomes
+
+
+def _offset(case) -> int:
+    return case(lambda check, seed_offset=0: seed_offset)
+
+
+@pytest.mark.parametrize("student", ["correct", "typical"])
+def test_feedback_is_what_the_checker_says(graded, student):
+    """Every case of every question: the verdict, message and (public) details are the checker's own
+    for that code; the correct class earns every point, the typical mistakes none."""
+    for name in GRADED:
+        tests = load_tests(str(graded["build"] / "autograder" / name))
+        outcomes = iter(_outcomes(graded, student, name))
+        for test in tests:
+            for case in test.cases:
+                outcome = next(outcomes)
+                expected = course_class.expected_result(graded["codes"][student][name], test.check, _offset(case))
+                assert (outcome.question, outcome.status, outcome.message) == (test.name, expected.status, expected.message)
+                assert outcome.details == (() if case.hidden else expected.details)
+                assert outcome.earned == (case.points if student == "correct" else 0)
+                assert bool(expected) == (student == "correct")
+
+
+def test_grades_csv_has_a_row_per_student_and_a_column_per_question(graded):
+    with open(graded["build"] / "grades" / "grades.csv") as file:
+        rows = {row["student"]: row for row in csv.DictReader(file)}
+    assert set(rows) == set(graded["grades"])
+    questions = [f"{name}:{t.name}" for name in GRADED for t in load_tests(str(graded["build"] / "autograder" / name))]
+    assert list(rows["correct"])[1:-1] == questions
+    full = {f"{name}:{t.name}": t.points for name in GRADED for t in load_tests(str(graded["build"] / "autograder" / name))}
+    assert {q: float(rows["correct"][q]) for q in questions} == full
+    assert float(rows["correct"]["total"]) == sum(full.values())
+    assert float(rows["typical"]["total"]) == 0
+    for student, notebooks in graded["grades"].items():
+        assert float(rows[student]["total"]) == sum(o.earned for g in notebooks for o in g.outcomes)
+
+
+def _by_question(graded, student):
+    found = {}
+    for o in _outcomes(graded, student, NB05):
+        found.setdefault(o.question, []).append(o)
+    return found
+
+
+def test_untouched_stubs_are_not_attempted(graded):
+    check = {t.name: t.check for t in load_tests(str(graded["build"] / "autograder" / NB05))}
+    stubs = "\n".join(source for _, source in cells_to_run(graded["released"][NB05]))
+    for question, outcomes in _by_question(graded, "stub").items():
+        expected = course_class.expected_result(stubs, check[question])
+        assert expected.status == "not attempted yet"
+        assert all((o.status, o.message, o.earned) == (expected.status, expected.message, 0) for o in outcomes)
+
+
+def test_a_crash_zeroes_its_notebook_with_the_reason(graded):
+    for outcomes in _by_question(graded, "crash").values():
+        assert all(o.earned == 0 and "segmentation fault" in o.message for o in outcomes)
+
+
+def test_a_loop_costs_only_its_own_question(graded):
+    found = _by_question(graded, "loop")
+    assert all(o.earned == 0 and f"longer than {LIMITS.call_s:g} s" in o.message for o in found["tied_count"])
+    assert all(o.earned == o.points for q in ("parameter_count", "parameter_table") for o in found[q])
+
+
+def test_a_flood_of_output_costs_only_the_part_that_printed_it(graded):
+    found = _by_question(graded, "flood")
+    assert all(o.earned == 0 and "output limit" in o.message for o in found["parameter_count"])
+    assert all(o.earned == o.points for q in ("parameter_table", "tied_count") for o in found[q])
+
+
+def test_a_missing_import_is_named(graded):
+    for outcomes in _by_question(graded, "noimport").values():
+        assert all(o.earned == 0 and "ModuleNotFoundError" in o.message and "a_module_nobody_has" in o.message for o in outcomes)
+
+
+def test_deleted_answer_cells_are_named(graded):
+    found = _by_question(graded, "deleted")
+    for question in ("parameter_count", "tied_count"):
+        assert all(o.earned == 0 and "is not defined in your notebook" in o.message for o in found[question])
+    assert all(o.earned == o.points for o in found["parameter_table"])
+
+
+def test_an_unreadable_notebook_scores_zero_with_the_reason(graded):
+    assert all(o.earned == 0 and "not a readable notebook" in o.message for os_ in _by_question(graded, "broken").values()
+               for o in os_)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox isolates files and network only when grading runs as root")
+def test_a_submission_cannot_read_tests_or_classmates_reach_the_network_or_write_gptlib(graded):
+    """The snoop's count is right only if all four attempts failed inside the sandbox."""
+    for outcomes in _by_question(graded, "snoop").values():
+        assert all(o.earned == o.points for o in outcomes), [o.message for o in outcomes]
+    assert all(g.confinement == {"network": True, "hidden": True, "read_only": True, "capabilities_dropped": True}
+               for g in graded["grades"]["snoop"] if g.notebook == NB05)
+
+
+def test_patching_the_checker_in_the_notebook_changes_nothing(graded):
+    found = _by_question(graded, "forger")
+    assert all(o.earned == 0 and o.status == "failed" for q in ("parameter_count", "tied_count") for o in found[q])
+
+
+def test_a_table_of_the_public_points_fails_the_hidden_variant(graded):
+    public, hidden = sorted(_by_question(graded, "memoriser")["parameter_count"], key=lambda o: o.hidden)
+    assert public.earned == public.points and hidden.earned == 0 and hidden.status == "failed"
+
+
+def test_not_submitted_notebooks_score_zero(graded):
+    assert all(o.earned == 0 and o.message == "not submitted" for o in _outcomes(graded, "stub", GRADED[0]))
+
+
+def test_feedback_pages_name_the_mistakes_and_hide_the_hidden_tests(graded):
+    pages = graded["build"] / "grades" / "feedback"
+    assert sorted(p.stem for p in pages.glob("*.html")) == sorted(graded["grades"])
+    secrets = []
+    for name in GRADED:
+        for test in load_tests(str(graded["build"] / "autograder" / name)):
+            secrets += [str(_offset(c)) for c in test.cases if c.hidden]
+    for student, notebooks in graded["grades"].items():
+        page = (pages / f"{student}.html").read_text()
+        text = html.unescape(re.sub(r"<[^>]+>", "", page))
+        assert not any(secret in page for secret in secrets), f"{student}: a hidden offset leaked"
+        assert "seed_offset" not in page and "def hidden_variant" not in page
+        for grade in notebooks:
+            for o in grade.outcomes:
+                assert o.message in text
