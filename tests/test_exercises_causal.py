@@ -267,3 +267,12 @@ def test_the_models_a_map_is_tried_on_have_the_dependency_patterns_they_are_name
     }
     for name, model in map_models().items():
         assert (solutions.dependency_map(model, idx) > 0).equal(expected[name]), name
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_models_pass_and_their_leaks_are_still_caught(dtype):
+    assert check_causality(ScratchGPT().to(dtype)).passed
+    r = check_causality(ScratchGPT(leak=(0, 1)).to(dtype))  # one unmasked head: 84 bfloat16 ulps would hide it
+    assert r.status == FAILED and "Z_0 depends on the later token x_1" in r.message
+    r = check_causality(ScratchGPT(positions="end").to(dtype))
+    assert r.status == FAILED and "when tokens are appended after it" in r.message

@@ -134,6 +134,9 @@ def test_a_separate_unembedding_when_told_tied_and_a_wrong_size_are_named():
     assert count.status == FAILED and "pass d_ff=100" in count.message
     count = count_of(check_own_model(ScratchGPT(L=3), **SIZES))
     assert count.status == FAILED and "pass L=3" in count.message
+    count = count_of(check_own_model(ScratchGPT(T_max=32), **dict(SIZES, T_max=64)))  # not the d_ff a -1,024 would fit
+    assert count.status == FAILED
+    assert count.message == "numel() is -1,024 off Theorem 5.2: exact if T_max were 32 (pass T_max=32 if it is)."
 
 
 def test_when_the_total_cannot_tell_the_candidates_are_listed_not_one_asserted():

@@ -147,17 +147,22 @@ def _fewest_mistakes(total: int, V: int, T_max: int, d: int, L: int, d_ff: int, 
     return len(found[0][1]) if found else 3
 
 
-def _sizes_that_fit(delta: int, d: int, L: int, d_ff: int) -> list[str]:
-    """Other sizes the learner may have built: a d_ff or an L that make the difference exactly."""
+def _sizes_that_fit(delta: int, d: int, L: int, d_ff: int, T_max: int, shapes: set[tuple[int, ...]]) -> list[str]:
+    """Other sizes the learner may have built that make the difference exactly: L blocks, or a d_ff
+    or T_max that is also the size of some tensor's dimension."""
     k, rest = divmod(delta, 4 * d * d + d + 2 * d * d_ff + d_ff + d + 4 * d)
     if k and not rest and L + k > 0:
         return [f"there were L = {L + k} blocks (pass L={L + k} if there are)"]
+    dimensions = {n for shape in shapes for n in shape}
     fits = []
     for bias in (1, 0):  # MLP width k: 2dk weights, plus k for b_1 when there is one
         k, rest = divmod(delta, L * (2 * d + bias))
-        if k and not rest and d_ff + k > 0:
+        if k and not rest and d_ff + k in dimensions:
             fits.append(f"the MLP width were d_ff = {d_ff + k} (pass d_ff={d_ff + k} if it is)")
             break
+    k, rest = divmod(delta, d)  # P's rows
+    if k and not rest and ({(T_max + k, d), (d, T_max + k)} & shapes):
+        fits.append(f"T_max were {T_max + k} (pass T_max={T_max + k} if it is)")
     return fits
 
 
@@ -223,7 +228,7 @@ def _count(model, V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool | No
         lines, problem = _judge(group, delta, group_candidates, d, L, d_ff)
         details += lines if not problem else []
         problems += [problem] if problem else []
-    fits = _sizes_that_fit(total - theorem, d, L, d_ff)
+    fits = _sizes_that_fit(total - theorem, d, L, d_ff, T_max, shapes)
     if fits and any(problem.endswith(UNEXPLAINED) for problem in problems):  # the sizes given may be what is wrong
         raise Wrong(f"numel() is {total - theorem:+,} off Theorem 5.2: exact if {' or if '.join(fits)}.", details)
     if problems:
