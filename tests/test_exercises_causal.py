@@ -276,3 +276,16 @@ def test_half_precision_models_pass_and_their_leaks_are_still_caught(dtype):
     assert r.status == FAILED and "Z_0 depends on the later token x_1" in r.message
     r = check_causality(ScratchGPT(positions="end").to(dtype))
     assert r.status == FAILED and "when tokens are appended after it" in r.message
+
+
+def test_a_map_whose_changes_pile_up_fails_by_name():
+    def in_place(model, idx):  # changes idx itself and never restores it
+        Z = model(idx)
+        M = torch.zeros(len(idx), len(idx))
+        for s in range(len(idx)):
+            idx[s] = (idx[s] + 1) % model.config.V
+            M[:, s] = (model(idx) - Z).abs().amax(-1).detach()
+        return M
+
+    r = check_dependency_map(in_place)
+    assert r.status == FAILED and "the changes pile up" in r.message

@@ -303,6 +303,11 @@ def _suffix_closure(truth: torch.Tensor) -> torch.Tensor:
     return truth.flip(-1).cummax(dim=-1).values.flip(-1)
 
 
+def _prefix_closure(truth: torch.Tensor) -> torch.Tensor:
+    """[t, s] = Z_t depends on some x_r with r <= s: the map of changes to x_0..x_s piling up."""
+    return truth.cummax(dim=-1).values
+
+
 def _name_wrong_map(got: torch.Tensor, truth: torch.Tensor, idx: torch.Tensor, name: str) -> str:
     T = truth.shape[0]
     if not got.any():
@@ -314,6 +319,10 @@ def _name_wrong_map(got: torch.Tensor, truth: torch.Tensor, idx: torch.Tensor, n
     if got.equal(_suffix_closure(truth)):
         return (f"on the {name} your map marks Z_t as depending on x_s whenever it depends on any of x_s..x_(T-1):"
                 " it changes x_s and every later token together; change x_s alone")
+    if got.equal(_prefix_closure(truth)):
+        return (f"on the {name} your map marks Z_t as depending on x_s whenever it depends on any of x_0..x_s:"
+                " the changes pile up (x_0..x_s all changed, as when idx is changed in place and never restored);"
+                " change x_s alone, on a copy")
     missing = [s for s in range(T) if truth[:, s].any() and not got[:, s].any()]
     rest = [s for s in range(T) if s not in missing]
     if missing and got[:, rest].equal(truth[:, rest]):
