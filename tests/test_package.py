@@ -11,8 +11,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_import_gptlib_loads_neither_matplotlib_nor_ipywidgets():
-    code = "import sys, gptlib; print(sorted(m for m in ('matplotlib', 'ipywidgets') if m in sys.modules))"
+def test_import_gptlib_loads_neither_matplotlib_nor_the_widget_libraries():
+    code = "import sys, gptlib; print(sorted(m for m in ('matplotlib', 'ipywidgets', 'anywidget') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout
     assert out.strip() == "[]"
 

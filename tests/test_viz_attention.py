@@ -8,7 +8,7 @@ import numpy
 import pytest
 import torch
 
-pytest.importorskip("ipywidgets")
+pytest.importorskip("anywidget")
 pytest.importorskip("matplotlib")
 
 from PIL import Image  # noqa: E402
@@ -76,32 +76,45 @@ def test_run_holds_every_layer_and_views_index_it(model):
 def test_explorer_updates_and_shows_messages(model):
     explorer = AttentionExplorer(model, text="Hello")
     assert explorer.view is not None and explorer.view.A.shape == (5, 5)
-    explorer.layer.value, explorer.head.value = 3, 1
+    explorer.layer, explorer.head = 3, 1
     assert (explorer.view.layer, explorer.view.head) == (3, 1)
     torch.testing.assert_close(explorer.view.A, attention_view(model, "Hello", 3, 1).A)
     assert explorer.message == "5 characters, layer 3, head 1"
-    assert explorer.message in explorer.status.value
-    explorer.text.value = "a" * COURSE_CONFIG.T_max  # the longest allowed text still draws
+    explorer.text = "a" * COURSE_CONFIG.T_max  # the longest allowed text still draws
     assert explorer.view is not None and explorer.view.A.shape == (64, 64)
-    for name, widget in (("text", "text"), ("layer", "layer"), ("head", "head"), ("message", "status"),
-                         ("output", "image")):
-        assert f"gptlib-attn-{name}" in getattr(explorer, widget)._dom_classes
+    explorer.head = COURSE_CONFIG.H  # set from code: no such head
+    assert explorer.view is None and explorer.stale and "head must be an integer in [0, 3], got 4" in explorer.message
+
+
+def test_the_page_receives_every_layer_and_head_as_binary_buffers(model):
+    explorer = AttentionExplorer(model, text="Hello")
+    run = attention_run(model, "Hello")
+    L, H, T = COURSE_CONFIG.L, COURSE_CONFIG.H, 5
+    assert explorer.shape == [L, H, T] and explorer.labels == token_labels("Hello")
+    A = torch.from_numpy(numpy.frombuffer(explorer.A, dtype=numpy.float32).copy()).reshape(L, H, T, T)
+    norms = torch.from_numpy(numpy.frombuffer(explorer.norms, dtype=numpy.float32).copy()).reshape(L, H, T)
+    assert torch.equal(A, run.A) and torch.equal(norms, run.write_norms)
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    _, buffer_paths, _ = _remove_buffers(explorer.get_state())
+    assert ["A"] in buffer_paths and ["norms"] in buffer_paths  # bytes travel as binary buffers, not JSON lists
+
 
 
 @pytest.mark.parametrize("text, words", [("ß", "'ß'"), ("", "at least one character"), ("x" * 65, "T_max = 64")])
 def test_bad_text_keeps_the_last_picture_greyed_under_the_reason(model, text, words):
     explorer = AttentionExplorer(model, text="Hello")
-    picture = explorer.image.value
-    explorer.text.value = text
-    assert explorer.view is None and explorer.run is None
+    picture, numbers = explorer.static_png(), explorer.A
+    explorer.text = text
+    assert explorer.view is None and explorer.run is None and explorer.stale
     assert explorer.message.startswith("Cannot draw:") and words in explorer.message
     assert "last valid input" in explorer.message and "Traceback" not in explorer.message
-    assert explorer.image.value == picture and "gptlib-stale" in explorer.image._dom_classes
-    explorer.head.value = 2  # moving a slider while the text is bad keeps the reason on screen
+    assert explorer.static_png() == picture and explorer.A == numbers
+    explorer.head = 2  # moving a slider while the text is bad keeps the reason on screen
     assert explorer.view is None and words in explorer.message
-    explorer.text.value = "Hello"
-    assert explorer.view is not None and "gptlib-stale" not in explorer.image._dom_classes
-    assert explorer.image.value != picture  # head 2 now, not head 0
+    explorer.text = "Hello"
+    assert explorer.view is not None and not explorer.stale
+    assert explorer.static_png() != picture  # head 2 now, not head 0
 
 
 def test_explorer_leaves_the_callers_mode_and_reads_bfloat16():
@@ -120,10 +133,14 @@ def test_explorer_works_on_another_gpt():
     torch.manual_seed(1)
     small = GPT(GPTConfig(T_max=8, d=12, H=3, L=2, norm="post"))
     explorer = AttentionExplorer(small, text="abc")
-    assert explorer.view.write_norms.shape == (3, 3)
-    assert (explorer.head.min, explorer.head.max, explorer.layer.max) == (0, 2, 1)
-    explorer.text.value = "abcdefghi"
+    assert explorer.view.write_norms.shape == (3, 3) and explorer.shape == [2, 3, 3]
+    explorer.text = "abcdefghi"
     assert "T_max = 8" in explorer.message
+
+
+def test_explorer_names_a_model_that_is_not_a_gpt():
+    with pytest.raises(ValueError, match="model must be a gptlib GPT, got GPTConfig"):
+        AttentionExplorer(COURSE_CONFIG)
 
 
 def test_repr_says_what_it_is_and_to_run_the_cell(model):
@@ -140,8 +157,11 @@ def test_displaying_leaves_a_static_picture_before_the_widget(model):
     shown = []
     shell.display_pub.publish = lambda data, metadata=None, **kwargs: shown.append(data)
     explorer._ipython_display_()
-    assert base64.b64decode(shown[0]["image/png"]) == bytes(explorer.image.value)  # an ordinary image output first
+    assert base64.b64decode(shown[0]["image/png"]) == explorer.static_png()  # an ordinary image output first
     assert "first picture of the AttentionExplorer" in shown[0]["text/plain"]
+    page = shown[0]["text/html"]  # the same module alive without a kernel, the PNG with its alt text inside
+    assert '<script type="module">' in page and "data:image/png;base64," in page and 'alt="Attention pattern' in page
+    assert base64.b64encode(explorer.A).decode() in page  # the numbers of every layer and head, saved
     assert shown[1]["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer.model_id
     assert shown[1]["text/plain"] == repr(explorer)
 
@@ -165,10 +185,12 @@ def test_partial_repaint_gives_the_same_pixels_as_a_full_draw(model):
     from gptlib.viz.display import render_png
 
     explorer = AttentionExplorer(model, text="Hi")
-    explorer.text.value = "To be, or not to be, that is"  # more labels than the first text drew
-    explorer.text.value = "To be, or not"  # fewer characters: the extra labels must vanish
-    explorer.layer.value, explorer.head.value = 2, 3  # repainted over the background twice
+    explorer.static_png()
+    explorer.text = "To be, or not to be, that is"  # more labels than the first text drew
+    explorer.static_png()
+    explorer.text = "To be, or not"  # fewer characters: the extra labels must vanish
+    explorer.layer, explorer.head = 2, 3  # repainted over the background twice
     fresh = AttentionPicture(COURSE_CONFIG.H)
-    fresh.relabel(explorer.run.labels, float(explorer.run.write_norms.max()))
+    fresh.relabel(explorer.run.labels, float(explorer.view.write_norms.max()))
     decode = lambda png: torch.from_numpy(numpy.array(Image.open(io.BytesIO(png))))  # noqa: E731
-    assert torch.equal(decode(bytes(explorer.image.value)), decode(render_png(fresh.draw(explorer.view))))
+    assert torch.equal(decode(explorer.static_png()), decode(render_png(fresh.draw(explorer.view))))

@@ -1,6 +1,9 @@
 """The Theorem 5.2 explorer widget and Project aside 5.2's variance data, without a browser."""
 
+import json
 import re
+import shutil
+import subprocess
 from decimal import Decimal
 
 import pytest
@@ -22,18 +25,18 @@ def test_explorer_shows_the_course_table_and_closed_form():
     assert explorer.rows == component_table(GPT(COURSE_CONFIG))
     assert explorer.closed_form == 816_640  # the lecture's total
     assert "816,640 equals" in explorer.message and "12Ld^2 = 786,432" in explorer.message
-    assert explorer.message in explorer.status.value
+    assert explorer.answered == {"typed": explorer.typed, "tie": False}  # the page shows it as the measured count
 
 
 def set_sizes(explorer, **typed):
     for name, text in typed.items():
-        getattr(explorer, name).value = text
+        explorer.type_in(name, text)
 
 
 def test_explorer_counts_large_tied_configs_on_meta():
     explorer = ParameterCountExplorer()
     set_sizes(explorer, V="50,257", T_max="2048", d="12_288", H="96", L="96")
-    explorer.tie.value = True
+    explorer.tie = True
     assert explorer.config.tie_weights and explorer.config.d == 12288 and explorer.config.V == 50257
     assert explorer.rows[-1].parameters == explorer.closed_form == theorem_5_2(explorer.config)
     assert explorer.rows[-2].parameters == 2 * 12288  # tied: only the final LayerNorm is left in that row
@@ -49,17 +52,23 @@ def test_explorer_counts_large_tied_configs_on_meta():
         ("L", "-3", "L must be"),
         ("L", "100000", "L must be an integer <= 10000, got 100000"),
         ("d", "4000000000", "invalid configuration"),  # W_1 would have 6.4e19 entries: more than int64 counts
+        ("V", "1e19", "V must be an integer <= 9223372036854775807, got 1e19"),  # was torch's TypeError
+        ("T_max", "99999999999999999999", "T_max must be an integer <= 9223372036854775807, got 99999999999999999999"),
+        ("d", "1e300", "d must be an integer <= 9223372036854775807, got 1e300"),
+        ("d", "1e400", "d: 1e400 has more than 400 digits"),
+        ("V", "9" * 400, "V must be an integer <= 9223372036854775807, got 999999999999…(400 characters)"),
+        ("V", "1e999999999", "V: 1e999999999 has more than 400 digits"),
     ],
 )
 def test_explorer_refuses_what_it_cannot_count_in_words_and_keeps_the_picture(name, typed, words):
     explorer = ParameterCountExplorer()
-    picture = bytes(explorer.image.value)
+    picture = explorer.static_png()
     set_sizes(explorer, **{name: typed})
-    assert explorer.config is None and explorer.rows is None
-    assert explorer.message.startswith("Cannot draw:") and words in explorer.message
-    assert bytes(explorer.image.value) == picture and "gptlib-stale" in explorer.image._dom_classes
+    assert explorer.config is None and explorer.rows is None and explorer.stale
+    assert explorer.message.startswith("Cannot draw:") and words in explorer.message and len(explorer.message) < 200
+    assert explorer.static_png() == picture and explorer.answered["typed"][name] == typed
     set_sizes(explorer, **{name: str(getattr(COURSE_CONFIG, name))})
-    assert explorer.closed_form == 816_640 and "gptlib-stale" not in explorer.image._dom_classes
+    assert explorer.closed_form == 816_640 and not explorer.stale
 
 
 def test_typed_numbers_are_used_exactly_never_rounded_or_clamped():
@@ -107,8 +116,41 @@ def test_the_table_stays_aligned_at_twelve_digit_counts():
     assert len({line.index("%") for line in lines[1:]}) == 1
 
 
-def test_explorer_controls_carry_css_classes():
-    explorer = ParameterCountExplorer()
-    classes = {cls for control in (*explorer.controls.values(), explorer.tie, explorer.status, explorer.image)
-               for cls in control._dom_classes}
-    assert classes == {f"gptlib-count-{n}" for n in ("V", "Tmax", "d", "H", "L", "tie", "message", "output")}
+def test_explorer_names_a_config_that_is_not_one():
+    with pytest.raises(ValueError, match=re.escape("config must be a GPTConfig, got None")):
+        ParameterCountExplorer(None)
+    with pytest.raises(ValueError, match="name must be one of"):
+        ParameterCountExplorer().type_in("W", "3")
+
+
+NODE = shutil.which("node")
+JS_CONFIGS = [COURSE_CONFIG, COURSE_CONFIG.replace(tie_weights=True), GPTConfig(V=65, T_max=32, d=64, H=4, L=2, attn_only=True),
+              GPTConfig(V=50257, T_max=2048, d=12288, H=96, L=96), GPTConfig(V=7, T_max=3, d=6, H=2, L=5, d_ff=5)]
+JS_TYPED = ["65", " 50,257 ", "12_288", "1e3", "1.5e3", "12.5", "abc", "", "nan", "-inf", "99999999999999999999", "1e400",
+            "0.0", "-3", "1.000", "1e-2", "2.50e1"]
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_the_front_ends_theorem_and_reading_of_sizes_are_the_kernels(tmp_path):
+    """js/count.js evaluates Theorem 5.2 in the page and reads typed sizes itself: both must agree with gptlib."""
+    source = tmp_path / "count.mjs"
+    source.write_text(ParameterCountExplorer._esm)
+    configs = [{"V": c.V, "T_max": c.T_max, "d": c.d, "L": c.L, "d_ff": c.d_ff, "tie": c.tie_weights,
+                "attn_only": c.attn_only} for c in JS_CONFIGS]
+    runner = tmp_path / "run.mjs"
+    runner.write_text(
+        f"import {{theorem52, wholeNumber}} from {json.dumps(source.as_uri())};\n"
+        "const big = (c) => Object.fromEntries(Object.entries(c).map(([k, v]) => [k, typeof v === 'number' ? BigInt(v) : v]));\n"
+        f"const totals = {json.dumps(configs)}.map((c) => String(theorem52(big(c)).total));\n"
+        f"const read = {json.dumps(JS_TYPED)}.map((t) => {{ try {{ return String(wholeNumber('d', t)); }}"
+        " catch (e) { return 'error: ' + e.message; } });\n"
+        "console.log(JSON.stringify({totals, read}));\n")
+    done = json.loads(subprocess.run([NODE, str(runner)], capture_output=True, text=True, timeout=60, check=True).stdout)
+    assert done["totals"] == [str(theorem_5_2(c)) for c in JS_CONFIGS]
+    assert done["totals"][2] == str(sum(p.numel() for p in GPT(JS_CONFIGS[2]).parameters()))
+    for typed, read in zip(JS_TYPED, done["read"], strict=True):
+        try:
+            expected = str(whole_number("d", typed))
+        except ValueError as error:
+            expected = f"error: {error}"
+        assert read == expected, typed

@@ -1,4 +1,4 @@
-"""Figures (pure functions returning matplotlib Figures) and ipywidgets explorers.
+"""Figures (pure functions returning matplotlib Figures) and the explorers (anywidgets drawn in the page).
 
-Imported only on demand: `import gptlib` never loads matplotlib or ipywidgets.
+Imported only on demand: `import gptlib` never loads matplotlib, ipywidgets or anywidget.
 """

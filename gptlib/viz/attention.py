@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import ipywidgets as widgets
 import torch
+import traitlets
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
@@ -23,7 +23,7 @@ from ..cache import run_with_cache
 from ..data import encode
 from ..model import GPT, eval_mode
 from .display import canvas_png
-from .explorer import Explorer
+from .explorer import Explorer, module
 
 SHOWN = {"\n": "\\n", " ": "␣"}
 
@@ -237,53 +237,76 @@ class AttentionExplorer(Explorer):
     """Type text, pick a layer and a head, see A^h and every head's write per position.
 
     Works with any GPT (a trained checkpoint or a seeded random model), in any float dtype,
-    and leaves the model's train/eval mode as it was. The model runs once per text
-    (`run` keeps every layer's A^h); moving the layer or head only redraws.
-    Controls are attributes so tests can drive them: `text`, `layer`, `head` (sliders, so the
-    arrow keys move them inside JupyterLab). `view` holds the numbers of the last drawing
-    (None while the input cannot be drawn); `.message`, `.status`, `.image` as in
-    gptlib.viz.explorer.Explorer.
-    CSS classes: gptlib-attn-explorer (the whole widget), gptlib-attn-text, gptlib-attn-layer,
-    gptlib-attn-head, gptlib-attn-message, gptlib-attn-output.
+    and leaves the model's train/eval mode as it was. The model runs once per text (`run`
+    keeps every layer's A^h), and the page (js/attention.js) receives all of it in one binary
+    message: A (L, H, T, T) and norms (L, H, T) as float32 bytes, with labels and shape.
+    Moving the layer or head, hovering and the all-heads view are answered in the page.
+    Traits: text, layer, head (set them from code too). `view` holds the numbers of the layer
+    and head shown (None while the text cannot be drawn); .message and .stale as in
+    gptlib.viz.explorer.
+    CSS classes in the page: gptlib-attn-explorer (the whole), gptlib-attn-text,
+    gptlib-attn-layer, gptlib-attn-head, gptlib-attn-message, gptlib-attn-output (A^h),
+    gptlib-attn-norms (the write norms), gptlib-head-button (one per head, all heads view).
     """
 
+    _esm = module("attention")
     what = "A^h and each head's write for a text you type"
+    text = traitlets.Unicode().tag(sync=True)
+    layer = traitlets.Int(0).tag(sync=True)
+    head = traitlets.Int(0).tag(sync=True)
+    A = traitlets.Bytes().tag(sync=True)  # float32 (L, H, T, T), C order
+    norms = traitlets.Bytes().tag(sync=True)  # float32 (L, H, T)
+    labels = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    shape = traitlets.List(traitlets.Int(), [0, 0, 0]).tag(sync=True)  # [L, H, T] of A
 
     def __init__(self, model: GPT, text: str = "ROMEO:\nBut soft, what light through yonder window?"):
+        if not isinstance(model, GPT):
+            raise ValueError(f"model must be a gptlib GPT, got {type(model).__name__}")
         self.model = model
-        config = model.config
-        self.text = widgets.Textarea(value=text, description="text", layout=widgets.Layout(width="60%"))
-        self.layer = widgets.IntSlider(value=0, min=0, max=config.L - 1, description="layer l")
-        self.head = widgets.IntSlider(value=0, min=0, max=config.H - 1, description="head h")
         self.run: AttentionRun | None = None
-        self.picture = AttentionPicture(config.H)  # one figure, relabelled for each new text
         self.view: AttentionView | None = None
-        for control, name in ((self.text, "text"), (self.layer, "layer"), (self.head, "head")):
-            control.add_class(f"gptlib-attn-{name}")
-        super().__init__([self.text, widgets.HBox([self.layer, self.head])], css="attn")
-        self.add_class("gptlib-attn-explorer")
-        self.text.observe(self.rerun, names="value")
-        self.layer.observe(self.redraw, names="value")
-        self.head.observe(self.redraw, names="value")
+        self.shown: AttentionView | None = None  # the last view drawn: what the static copy shows
+        self.picture = AttentionPicture(model.config.H)  # the kernel's PNG, for the static copy
+        super().__init__(text=text)
+        self.observe(self.rerun, names="text")
+        self.observe(self.redraw, names=["layer", "head"])
         self.rerun()
 
     def rerun(self, _change=None) -> None:
-        """Run the model on the new text, then redraw; unreadable text keeps the last picture."""
+        """Run the model on the new text and send every layer's numbers; unreadable text keeps the last ones."""
         try:
-            self.run = attention_run(self.model, self.text.value)
+            self.run = attention_run(self.model, self.text)
         except ValueError as error:
             self.run = self.view = None
             self.refuse(str(error))
             return
-        self.picture.relabel(self.run.labels, float(self.run.write_norms.max()))
+        with self.hold_sync():  # one message to the page
+            self.A = self.run.A.contiguous().numpy().tobytes()
+            self.norms = self.run.write_norms.contiguous().numpy().tobytes()
+            self.labels = self.run.labels
+            self.shape = list(self.run.A.shape[:3])
         self.redraw()
 
     def redraw(self, _change=None) -> None:
-        """Draw the chosen layer and head from the stored run."""
+        """The numbers of the chosen layer and head from the stored run."""
         if self.run is None:
             return  # the text is still unreadable: its message stays
-        self.view = self.run.view(self.layer.value, self.head.value)
-        self.show(
-            self.picture.png(self.view),
-            f"{len(self.view.labels)} characters, layer {self.view.layer}, head {self.view.head}",
-        )
+        try:
+            self.view = self.run.view(self.layer, self.head)
+        except ValueError as error:
+            self.view = None
+            self.refuse(str(error))
+            return
+        self.shown = self.view
+        self.show(f"{len(self.view.labels)} characters, layer {self.view.layer}, head {self.view.head}")
+
+    def static_png(self) -> bytes:
+        """The last drawn layer and head; its write norms on that layer's own scale, as in the page."""
+        self.picture.relabel(self.shown.labels, float(self.shown.write_norms.max()))
+        return self.picture.png(self.shown)
+
+    def alt_text(self) -> str:
+        A, labels = self.shown.A, self.shown.labels
+        strongest = " ".join(f"{labels[t]}→{labels[int(A[t].argmax())]}" for t in range(len(labels)))
+        return (f"Attention pattern A^h of layer {self.shown.layer}, head {self.shown.head} over {len(labels)} "
+                f"characters, beside every head's write norm; each query's strongest key: {strongest}")

@@ -1,14 +1,14 @@
 """Theorem 5.2: the parameter-count explorer widget and its figure.
 
     whole_number(name, typed)     a size typed by the learner, exactly, or a ValueError saying why not
-    ParameterCountExplorer()      the widget: sizes -> meta-device model -> table, shares, closed form
+    ParameterCountExplorer()      the explorer: Theorem 5.2 in the page (js/count.js), measured in the kernel
     CountPicture().draw(rows, config)   that table beside bars of each component's share
 """
 
 from __future__ import annotations
 
-import ipywidgets as widgets
 import torch
+import traitlets
 from matplotlib.figure import Figure
 
 from .. import checks
@@ -16,10 +16,12 @@ from ..config import COURSE_CONFIG, GPTConfig
 from ..counting import COMPONENTS, component_table, format_table, theorem_5_2
 from ..model import GPT
 from .display import render_png
-from .explorer import Explorer, typed_number
+from .explorer import Explorer, module, shown, typed_number
 
 SIZES = ("V", "T_max", "d", "H", "L")
 MAX_L = 10_000  # blocks: a meta-device model is built block by block, and GPT-3 has 96
+MAX_SIZE = 2**63 - 1  # every size must fit torch's int64 shapes
+MAX_DIGITS = 400  # whole_number refuses longer numbers before making them ints
 
 
 def whole_number(name: str, typed: str) -> int:
@@ -30,71 +32,96 @@ def whole_number(name: str, typed: str) -> int:
     Whether the number is a valid size (positive, H divides d, ...) is GPTConfig's rule.
     """
     value = typed_number(name, typed, separators=",_")
+    if value.adjusted() >= MAX_DIGITS:  # int() of "1e999999999" would build a billion digits
+        raise ValueError(f"{name}: {shown(typed)} has more than {MAX_DIGITS} digits")
     if value != value.to_integral_value():
-        raise ValueError(f"{name}: {typed.strip()} is not a whole number")
+        raise ValueError(f"{name}: {shown(typed)} is not a whole number")
     return int(value)
 
 
 class ParameterCountExplorer(Explorer):
-    """Theorem 5.2 for any (V, T_max, d, H, L, tying), measured on a meta-device model.
+    """Theorem 5.2 for any (V, T_max, d, H, L, tying), evaluated in the page, measured in the kernel.
 
-    The model is built on torch.device("meta"), which allocates no memory, so GPT-3-sized
-    configurations count instantly. Every other field of the config it is given (attn_only,
-    d_ff, norm, ...) is kept. The sizes are text boxes read by whole_number: what the learner
-    typed is used exactly or refused with the reason, never rounded or clamped.
+    Drawn by js/count.js: every typed size evaluates Theorem 5.2 in the page, exactly and per
+    component, and sends what was typed to the kernel, which builds the model on
+    torch.device("meta") (no memory, so GPT-3 sizes count too), sums its named_parameters
+    and answers with the measured count in .message. Every other field of the config it is
+    given (attn_only, d_ff, norm, ...) is kept. What was typed is read by whole_number: used
+    exactly or refused with the reason, never rounded or clamped.
+    Traits: typed (dict size name -> the text in its box; set it from code with type_in),
+    tie (W_U = E^T), answered (the typed/tie the kernel's .message is about).
     After each change: `config` (or None), `rows` (the component table from named_parameters),
-    `closed_form` (theorem_5_2); `.message`, `.status`, `.image` as in gptlib.viz.explorer.
+    `closed_form` (theorem_5_2); .message and .stale as in gptlib.viz.explorer.
 
-    CSS classes: gptlib-count-V, gptlib-count-Tmax, gptlib-count-d, gptlib-count-H,
-    gptlib-count-L, gptlib-count-tie (controls), gptlib-count-message (status line),
-    gptlib-count-output (the picture: table and shares).
+    CSS classes in the page: gptlib-count (the whole), gptlib-count-V, gptlib-count-Tmax,
+    gptlib-count-d, gptlib-count-H, gptlib-count-L, gptlib-count-tie (controls),
+    gptlib-count-output (the table), gptlib-count-theorem (the closed form's line),
+    gptlib-count-message (the kernel's line).
     """
 
+    _esm = module("count")
     what = "Theorem 5.2's parameter count for sizes you type"
+    typed = traitlets.Dict().tag(sync=True)
+    tie = traitlets.Bool(False).tag(sync=True)
+    answered = traitlets.Dict().tag(sync=True)
+    attn_only = traitlets.Bool(False).tag(sync=True)  # read by the page's Theorem 5.2
+    d_ff = traitlets.Int(0).tag(sync=True)  # 0: d_ff = 4d follows d; otherwise the config's fixed d_ff
 
     def __init__(self, config: GPTConfig = COURSE_CONFIG):
+        if not isinstance(config, GPTConfig):
+            raise ValueError(f"config must be a GPTConfig, got {config!r}")
         self.base = config
-        self.controls = {}
-        for name in SIZES:
-            box = widgets.Text(value=f"{getattr(config, name)}", description=name, continuous_update=False,
-                               layout=widgets.Layout(width="15em"), style={"description_width": "3.5em"})
-            box.add_class(f"gptlib-count-{name.replace('_', '')}")
-            self.controls[name] = box
-            setattr(self, name, box)  # explorer.V, explorer.T_max, ... are the text boxes
-        self.tie = widgets.Checkbox(value=config.tie_weights, description="tie W_U = E^T")
-        self.tie.add_class("gptlib-count-tie")
         self.config: GPTConfig | None = None
         self.rows = self.closed_form = None
-        self.picture = CountPicture()
-        for control in (*self.controls.values(), self.tie):
-            control.observe(self.update, names="value")
-        super().__init__([widgets.HBox(list(self.controls.values())), self.tie], css="count")
-        self.add_class("gptlib-count")
+        super().__init__(typed={name: f"{getattr(config, name)}" for name in SIZES}, tie=config.tie_weights,
+                         attn_only=config.attn_only, d_ff=0 if config.d_ff == 4 * config.d else config.d_ff)
+        self.observe(self.update, names=["typed", "tie"])
         self.update()
+
+    def type_in(self, name: str, text: str) -> None:
+        """Type `text` into the box of size `name` (V, T_max, d, H or L), as the learner would."""
+        if name not in SIZES:
+            raise ValueError(f"name must be one of {SIZES}, got {name!r}")
+        self.typed = {**self.typed, name: text}
 
     def update(self, _change=None) -> None:
         try:
-            sizes = {name: whole_number(name, box.value) for name, box in self.controls.items()}
-            checks.integer("L", sizes["L"], at_most=MAX_L)
-            config = self.base.replace(**sizes, tie_weights=self.tie.value)
+            sizes = {name: whole_number(name, self.typed.get(name, "")) for name in SIZES}
+            for name, value in sizes.items():
+                limit = MAX_L if name == "L" else MAX_SIZE
+                if value > limit:  # quoted as typed, shortened: a 400-digit number is not echoed in full
+                    raise ValueError(f"{name} must be an integer <= {limit}, got {shown(self.typed[name])}")
+                checks.integer(name, value, at_least=1)
+            config = self.base.replace(**sizes, tie_weights=self.tie)
             with torch.device("meta"):
                 model = GPT(config)  # shapes only, no memory
-        except (ValueError, RuntimeError) as error:  # RuntimeError: a size too large for torch's int64 shapes
+        except (ValueError, RuntimeError) as error:  # RuntimeError: a product of sizes too large for torch's int64
             self.config, self.rows, self.closed_form = None, None, None
             self.refuse(f"invalid configuration: {error}")
-            return
-        self.config = config
-        self.rows = component_table(model)
-        self.closed_form = theorem_5_2(config)
-        measured = self.rows[-1].parameters
-        L, d = config.L, config.d
-        agree = "equals" if measured == self.closed_form else "DIFFERS FROM"
-        self.show(
-            render_png(self.picture.draw(self.rows, config)),
-            f"measured {measured:,} {agree} Theorem 5.2's {self.closed_form:,}; "
-            f"leading 12Ld^2 = {12 * L * d * d:,} ({12 * L * d * d / measured:.1%}), "
-            f"10Ld = {10 * L * d:,} ({10 * L * d / measured:.2%})",
-        )
+        else:
+            self.config = config
+            self.rows = component_table(model)
+            self.closed_form = theorem_5_2(config)
+            measured = self.rows[-1].parameters
+            L, d = config.L, config.d
+            agree = "equals" if measured == self.closed_form else "DIFFERS FROM"
+            self.show(
+                f"measured {measured:,} {agree} Theorem 5.2's {self.closed_form:,}; "
+                f"leading 12Ld^2 = {12 * L * d * d:,} ({12 * L * d * d / measured:.1%}), "
+                f"10Ld = {10 * L * d:,} ({10 * L * d / measured:.2%})",
+            )
+        self.answered = {"typed": dict(self.typed), "tie": self.tie}
+
+    def static_png(self) -> bytes:
+        config = self.config or self.base
+        with torch.device("meta"):
+            rows = component_table(GPT(config))
+        return render_png(CountPicture().draw(rows, config))
+
+    def alt_text(self) -> str:
+        config = self.config or self.base
+        return (f"Parameter table for V={config.V:,}, T_max={config.T_max:,}, d={config.d:,}, H={config.H:,}, "
+                f"L={config.L:,}: {theorem_5_2(config):,} parameters in all, with each component's share as bars.")
 
 
 class CountPicture:

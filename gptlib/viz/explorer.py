@@ -1,35 +1,43 @@
-"""What the three explorers share: a status line above a picture that changes in place.
+"""What the three explorers share: a front end that draws in the page, fed by the kernel.
 
-Every explorer (AttentionExplorer, LayerNormSphere, ParameterCountExplorer) has
-    .message   str: the plain text of its status line ("" before the first drawing)
-    .status    the ipywidgets.HTML that shows .message, above the picture
-    .image     the ipywidgets.Image holding the current picture (PNG bytes)
+Every explorer (AttentionExplorer, LayerNormSphere, ParameterCountExplorer) is an anywidget:
+its controls and its picture are drawn by a small ES module of its own (gptlib/viz/js/, with
+common.js in front), so moving a control redraws without a kernel round trip. The kernel
+holds the same values as traits, checks them, and answers with what only it can compute.
+Each has
+    .message   str: the kernel's status line ("Cannot draw: ..." while the input cannot be drawn)
+    .stale     bool: True while the picture shows the last valid input, not the current one
 and behaves the same way:
-  - a new picture replaces the old one's bytes in place: nothing blanks, nothing below moves;
-  - input it cannot draw keeps the last good picture, greyed out, and the status line says
-    what is wrong and that the picture shows the last valid input;
-  - displaying it also leaves its first picture as an ordinary image output, so a saved
-    notebook, a rendered page or a book shows the figure without a kernel (in a live page
-    the widget's own style hides that copy, so the figure is not shown twice);
+  - input it cannot draw keeps the last good picture, greyed out, under a message saying why;
+  - displaying it first leaves a static copy: an HTML output that runs the same module on the
+    saved values (alive in the book and in a saved HTML page, without a kernel), with the
+    first picture as a PNG inside it for viewers without JavaScript, and the PNG alone as well;
+    in a live page the explorer's CSS hides that copy, so nothing is shown twice;
   - its text repr says in one line what it is and to run the cell.
-What the learner types into an explorer's text box is read by typed_number, and its range
-checked by gptlib.checks, so every box refuses bad text in the same words.
+What the learner types into a box is read by typed_number, and its range checked by
+gptlib.checks, so every box refuses bad text in the same words (the front ends say the same).
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
+import json
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 
-import ipywidgets as widgets
+import anywidget
+import traitlets
 
-STALE = "gptlib-stale"
-# Grey out a stale picture; hide the static copy that directly precedes a live explorer's output.
-STYLE = f"""<style>
-.{STALE} {{ opacity: 0.35; filter: grayscale(1); }}
-.jp-OutputArea-child:has(+ .jp-OutputArea-child .gptlib-explorer) {{ display: none; }}
-</style>"""
+JS = Path(__file__).with_name("js")
+SHOWN_CHARACTERS = 24  # typed text longer than this is shortened in messages, so a line never grows
+
+
+def shown(typed: str) -> str:
+    """Typed text as a message quotes it: stripped, and shortened when long ('1234567890…(400 characters)')."""
+    text = typed.strip()
+    return text if len(text) <= SHOWN_CHARACTERS else f"{text[:12]}…({len(text)} characters)"
 
 
 def typed_number(name: str, typed: str, separators: str = "") -> Decimal:
@@ -37,55 +45,80 @@ def typed_number(name: str, typed: str, separators: str = "") -> Decimal:
 
     Spaces around the text and every character of `separators` (e.g. ",_" between thousands)
     are ignored; "1e3" and "-0.35" are read exactly, never rounded. Whether the number is in
-    range is for gptlib.checks to say.
+    range is for gptlib.checks to say. Long text is quoted shortened (see shown).
     """
-    shown = typed.strip()
-    text = shown
+    text = typed.strip()
     for mark in separators:
         text = text.replace(mark, "")
     try:
         value = Decimal(text)
     except InvalidOperation:
-        raise ValueError(f"{name}: {shown!r} is not a number") from None
+        raise ValueError(f"{name}: {shown(typed)!r} is not a number") from None
     if not value.is_finite():
-        raise ValueError(f"{name}: {shown!r} is not a finite number")
+        raise ValueError(f"{name}: {shown(typed)!r} is not a finite number")
     return value
 
 
-class Explorer(widgets.VBox):
-    """Base class: `controls` above, then the status line, then the picture.
+def module(name: str) -> str:
+    """The ES module of one explorer: common.js, then js/<name>.js."""
+    return (JS / "common.js").read_text() + "\n" + (JS / f"{name}.js").read_text()
 
-    Subclasses set `what` (a few words for the repr) and call `show(png, message)` after a
-    successful drawing or `refuse(reason)` when the input cannot be drawn.
-    """
 
+class Explorer(anywidget.AnyWidget):
+    """Base class. Subclasses set `_esm` (module(name)), `what` (a few words for the repr),
+    implement static_png() and alt_text(), and call show(message) after input they could use
+    or refuse(reason) for input they cannot."""
+
+    _css = (JS / "explorer.css").read_text()
+    message = traitlets.Unicode("").tag(sync=True)
+    stale = traitlets.Bool(False).tag(sync=True)
+    live = traitlets.Bool(True).tag(sync=True)  # False in a static copy: no kernel answers there
     what = "an interactive figure"
+    drawn = False  # whether any input could be drawn yet
 
-    def __init__(self, controls: list[widgets.Widget], css: str, message_lines: int = 2):
-        self.message = ""
-        self.status = widgets.HTML(layout=widgets.Layout(min_height=f"{1.6 * message_lines}em"))
-        self.status.add_class(f"gptlib-{css}-message")
-        self.image = widgets.Image(format="png")
-        self.image.add_class(f"gptlib-{css}-output")
-        super().__init__([*controls, self.status, self.image, widgets.HTML(STYLE)])
-        self.add_class("gptlib-explorer")
-
-    def show(self, png: bytes, message: str) -> None:
-        """Put a new picture in place and say what it shows."""
-        self.image.value = png
-        self.image.remove_class(STALE)
-        self._say(message, error=False)
+    def show(self, message: str) -> None:
+        """The current input is drawn; say what it shows."""
+        self.drawn = True
+        self.stale = False
+        self.message = message
 
     def refuse(self, reason: str) -> None:
         """Keep the last picture, greyed out, under a message that says why nothing new was drawn."""
-        shown = "the picture below still shows the last valid input" if self.image.value else "nothing is drawn"
-        self.image.add_class(STALE)
-        self._say(f"Cannot draw: {reason} ({shown}).", error=True)
+        shown_now = "the picture still shows the last valid input" if self.drawn else "nothing is drawn"
+        self.message = f"Cannot draw: {reason} ({shown_now})."
+        self.stale = True
 
-    def _say(self, text: str, error: bool) -> None:
-        self.message = text
-        colour = "#b00020" if error else "inherit"
-        self.status.value = f'<span style="color:{colour}">{html.escape(text, quote=False)}</span>'
+    def static_png(self) -> bytes:
+        """The current picture as PNG bytes, drawn by the kernel (for viewers without JavaScript)."""
+        raise NotImplementedError
+
+    def alt_text(self) -> str:
+        """What the current picture shows, in words."""
+        raise NotImplementedError
+
+    def state(self) -> dict:
+        """The synced values the front end reads, bytes as {"base64": ...}, for a static copy."""
+        values = {}
+        for name, trait in self.traits(sync=True).items():
+            if name.startswith("_") or not issubclass(trait.this_class, Explorer):  # ipywidgets' own: layout, ...
+                continue
+            value = getattr(self, name)
+            if isinstance(value, (bytes, memoryview)):
+                value = {"base64": base64.b64encode(bytes(value)).decode("ascii")}
+            values[name] = value
+        return values | {"live": False}
+
+    def static_html(self, png: bytes) -> str:
+        """A self-contained copy of the explorer: the module run on the saved values, with the
+        kernel's picture `png` (and its alt text) in place until the module has drawn."""
+        png = base64.b64encode(png).decode("ascii")
+        state = json.dumps(self.state(), separators=(",", ":"))
+        key = "gptlib-" + hashlib.sha256((self._esm + state).encode()).hexdigest()[:16]
+        script = STANDALONE.replace("KEY", json.dumps(key)).replace("SOURCE", json.dumps(self._esm))
+        script = script.replace("STATE", state).replace("</", "<\\/")  # no early </script>
+        return (f'<div id="{key}" class="gptlib-static"><style>{self._css}</style>'
+                f'<img alt="{html.escape(self.alt_text())}" src="data:image/png;base64,{png}">'
+                f'<script type="module">{script}</script></div>')
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}, {self.what}: run this cell in Jupyter to use it"
@@ -93,8 +126,41 @@ class Explorer(widgets.VBox):
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
-        if self.image.value:  # the static picture, an ordinary image output
-            static = {"image/png": base64.b64encode(bytes(self.image.value)).decode("ascii"),
+        if self.drawn:  # else nothing could be drawn yet, and the live explorer says why
+            png = self.static_png()
+            static = {"text/html": self.static_html(png), "image/png": base64.b64encode(png).decode("ascii"),
                       "text/plain": f"[the first picture of the {type(self).__name__} below]"}
-            display(static, raw=True)
-        display(self._repr_mimebundle_(), raw=True)  # the live widget
+            display(static, metadata={"image/png": {"alt": self.alt_text()}}, raw=True)
+        bundle = self._repr_mimebundle_()  # the live widget: anywidget gives (data, metadata)
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        display(data, metadata=metadata, raw=True)
+
+
+# The static copy's loader: the module from a Blob URL, rendered with a model that keeps its
+# values in the page (what a widget model does, without a kernel to tell).
+STANDALONE = """
+const host = document.getElementById(KEY);
+if (host) {
+  const values = STATE;
+  for (const [name, value] of Object.entries(values)) {
+    if (value && typeof value === "object" && "base64" in value) {
+      const bytes = Uint8Array.from(atob(value.base64), (c) => c.charCodeAt(0));
+      values[name] = new DataView(bytes.buffer);
+    }
+  }
+  const listeners = [];
+  const model = {
+    get: (name) => values[name],
+    set: (name, value) => { values[name] = value; for (const [event, f] of listeners) if (event === `change:${name}`) f(); },
+    save_changes: () => {},
+    send: () => {},
+    on: (event, f) => listeners.push([event, f]),
+    off: () => { listeners.length = 0; },
+  };
+  const url = URL.createObjectURL(new Blob([SOURCE], { type: "text/javascript" }));
+  const widget = (await import(url)).default;
+  const el = document.createElement("div");
+  host.querySelector("img").replaceWith(el);
+  widget.render({ model, el });
+}
+"""

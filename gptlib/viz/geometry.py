@@ -2,7 +2,7 @@
 
     sphere_scene(u, c, eps, gamma, beta)   every point the d = 3 picture draws, plus a message
     sphere_figure(scene, tilt, turn)       that picture, seen from a view about the all-ones axis, in 2-D
-    LayerNormSphere()                      the widget: sliders -> scene -> figure + message
+    LayerNormSphere()                      the explorer: drawn in the page (js/sphere.js), scene + message in the kernel
     norm_against_sigma_figure(...)         Remark 4.3: ||LN(u)|| against sigma(u) for several eps
 """
 
@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import math
 
-import ipywidgets as widgets
 import torch
+import traitlets
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from .. import checks, geometry
 from .display import render_png
-from .explorer import Explorer, typed_number
+from .explorer import Explorer, module
 
 D = 3
 ONES = torch.ones(D, dtype=torch.float64)
@@ -40,10 +40,7 @@ def sphere_scene(u, c: float = 1.0, eps: float = 0.0, gamma: float = 1.0, beta: 
     geometry's functions compute on a rescaled copy of c*u, so u = (1e200, 0, 0) or (1e308, 1e308, 0)
     normalize exactly instead of overflowing sigma^2 to infinity.
     """
-    values = [float(x) for x in u]
-    if len(values) != D:
-        raise ValueError(f"u must have exactly {D} coordinates for the sphere picture, got {len(values)}")
-    values = [checks.real(f"u_{i}", value) for i, value in enumerate(values, start=1)]
+    values = [checks.real(f"u_{i}", value) for i, value in enumerate(_three_numbers(u), start=1)]
     c = checks.real("c", c)
     eps = checks.real("eps", eps, at_least=0)  # Definition 4.1 asks eps >= 0
     gamma, beta = checks.real("gamma", gamma), checks.real("beta", beta)
@@ -182,132 +179,93 @@ def _arrow(ax, tip, colour, width) -> None:
 
 
 EPS_STEPS = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)  # roughly x3 per step: each one visibly moves LN(u)
+# The sliders of the front end (js/sphere.js has the same ranges): name -> (label, low, high)
+RANGES = {"u0": ("u_1", -3.0, 3.0), "u1": ("u_2", -3.0, 3.0), "u2": ("u_3", -3.0, 3.0), "scale": ("c", -3.0, 3.0),
+          "gamma": ("gamma", -2.0, 2.0), "beta": ("beta", -2.0, 2.0), "tilt": ("tilt", -90.0, 90.0),
+          "turn": ("turn", -180.0, 180.0)}
 
 
 class LayerNormSphere(Explorer):
     """Proposition 4.2 in R^3: move u, scale it by c, change eps, gamma, beta and the view.
 
-    Controls are attributes (set .value in tests): u0, u1, u2 (coordinates of u), scale (c),
-    eps (a slider over EPS_STEPS), gamma and beta (shared scalars: gain gamma*1 and shift
-    beta*1), tilt and turn (the view, see view_basis), view (preset buttons, VIEWS: the one
-    selected is the preset tilt and turn are at, none when they are at no preset).
-    Beside each float slider, typed[name] (e.g. typed["u0"]) is a text box showing its value;
-    what is typed there moves the slider if it is a finite number in the slider's range, and
-    is otherwise refused with the reason, the slider and picture unchanged (typed_into). The
-    constructor refuses u, c, gamma, beta outside their sliders' ranges (sphere_scene draws any finite u).
-    After each change: .scene (sphere_scene's dict) and .figure (the Figure drawn), both None
-    while the input cannot be drawn; .message, .status, .image as in gptlib.viz.explorer.
+    Drawn in the page by js/sphere.js, which computes LN(cu) itself (Definition 4.1) on every
+    move, shows the coordinates of cu, P(cu) and LN(cu) under the picture and on hover, and
+    sends the values to the kernel. The values are traits (set them from code, e.g.
+    `sphere.u0 = 0.5`): u0, u1, u2 (coordinates of u), scale (c), eps (one of EPS_STEPS),
+    gamma and beta (shared scalars: gain gamma*1 and shift beta*1), tilt and turn (the view,
+    see view_basis). The constructor refuses values outside the sliders' ranges (RANGES);
+    values set later that sphere_scene cannot draw (NaN, 1e309) are refused in .message.
+    After each change: .scene (sphere_scene's dict, None while the input cannot be drawn) and
+    .message; static_png() draws the current scene with matplotlib (sphere_figure).
     The default u = (1.2, 0.8, 0.4) has a small spread (sigma = 0.33), so eps = 0.003 already
     pulls LN(u) visibly inside the circle, and its mean 0.8 lifts it visibly off the plane.
 
-    CSS classes: gptlib-sphere-u0, gptlib-sphere-u1, gptlib-sphere-u2, gptlib-sphere-scale,
-    gptlib-sphere-eps, gptlib-sphere-gamma, gptlib-sphere-beta, gptlib-sphere-tilt,
-    gptlib-sphere-turn, gptlib-sphere-view, gptlib-sphere-message, gptlib-sphere-output; the
-    text boxes gptlib-sphere-u0-text, ..., gptlib-sphere-turn-text; the whole widget has gptlib-sphere.
+    CSS classes in the page: gptlib-sphere (the whole), gptlib-sphere-u0 ... gptlib-sphere-turn
+    and gptlib-sphere-eps (a slider and its text box each), gptlib-sphere-view (presets),
+    gptlib-sphere-output (the canvas), gptlib-sphere-readout, gptlib-sphere-message.
     """
 
+    _esm = module("sphere")
     what = "LayerNorm of a vector u in R^3 drawn on its circle"
+    u0, u1, u2 = (traitlets.Float(1.2).tag(sync=True), traitlets.Float(0.8).tag(sync=True),
+                  traitlets.Float(0.4).tag(sync=True))
+    scale = traitlets.Float(1.0).tag(sync=True)
+    eps = traitlets.Float(0.0).tag(sync=True)
+    gamma = traitlets.Float(1.0).tag(sync=True)
+    beta = traitlets.Float(0.0).tag(sync=True)
+    tilt = traitlets.Float(VIEWS["oblique"][0]).tag(sync=True)
+    turn = traitlets.Float(VIEWS["oblique"][1]).tag(sync=True)
 
     def __init__(self, u=(1.2, 0.8, 0.4), c: float = 1.0, eps: float = 0.0, gamma: float = 1.0, beta: float = 0.0):
-        self.typed: dict[str, widgets.Text] = {}  # slider attribute -> the text box beside it
-
-        def slider(css, description, value, low, high, step, readout_format=".2f"):
-            """A FloatSlider without its own readout (its JavaScript reverts or clamps typed text
-            unseen) and a Text box beside it, in self.typed[css], that shows its value and reads
-            what the learner types in Python (see typed)."""
-            value = checks.real(description, value, at_least=low, at_most=high)  # a slider would clamp it silently
-            control = widgets.FloatSlider(value=value, min=low, max=high, step=step, description=description,
-                                          continuous_update=False, readout=False, readout_format=readout_format,
-                                          style={"description_width": "5em"},
-                                          layout=widgets.Layout(width="17em"))  # with its box, 3 columns fit unshrunk
-            control.add_class(f"gptlib-sphere-{css}")
-            box = widgets.Text(value=format(value, readout_format), continuous_update=False,
-                               layout=widgets.Layout(width="5em"))
-            box.add_class(f"gptlib-sphere-{css}-text")
-            box.observe(lambda change: self.typed_into(control, change["new"]), names="value")
-            self.typed[css] = box
-            return control
-
-        if eps not in EPS_STEPS:
+        u = _three_numbers(u)
+        values = dict(zip(("u0", "u1", "u2"), u)) | {"scale": c, "gamma": gamma, "beta": beta}
+        for name, value in values.items():
+            label, low, high = RANGES[name]
+            values[name] = checks.real(label, value, at_least=low, at_most=high)
+        if isinstance(eps, bool) or eps not in EPS_STEPS:
             raise ValueError(f"eps must be one of the slider's steps {EPS_STEPS}, got {eps!r}")
-
-        self.u0 = slider("u0", "u_1", u[0], -3.0, 3.0, 0.1)
-        self.u1 = slider("u1", "u_2", u[1], -3.0, 3.0, 0.1)
-        self.u2 = slider("u2", "u_3", u[2], -3.0, 3.0, 0.1)
-        self.scale = slider("scale", "scale c", c, -3.0, 3.0, 0.05)
-        self.eps = widgets.SelectionSlider(options=EPS_STEPS, value=eps, description="epsilon",
-                                           continuous_update=False, style={"description_width": "5em"})
-        self.eps.add_class("gptlib-sphere-eps")
-        self.gamma = slider("gamma", "gamma", gamma, -2.0, 2.0, 0.1)
-        self.beta = slider("beta", "beta", beta, -2.0, 2.0, 0.1)
-        tilt, turn = VIEWS["oblique"]
-        self.tilt = slider("tilt", "tilt", tilt, -90.0, 90.0, 5.0, ".0f")
-        self.turn = slider("turn", "turn", turn, -180.0, 180.0, 5.0, ".0f")
-        self.view = widgets.ToggleButtons(options=list(VIEWS), value="oblique", description="view",
-                                          style={"description_width": "3em", "button_width": "13.5em"})
-        self.view.add_class("gptlib-sphere-view")
         self.scene: dict | None = None
-        self.figure: Figure | None = None
-        self._quiet = False  # True while code moves several controls: no redraw, no reading of the boxes
-        controls = (self.u0, self.u1, self.u2, self.scale, self.eps, self.gamma, self.beta, self.tilt, self.turn)
-        rows = [widgets.HBox([control, self.typed[css]]) if css in self.typed else control
-                for css, control in zip(("u0", "u1", "u2", "scale", "eps", "gamma", "beta", "tilt", "turn"), controls)]
-        columns = widgets.HBox([widgets.VBox(rows[:4]), widgets.VBox(rows[4:7]), widgets.VBox(rows[7:])])
-        super().__init__([columns, self.view], css="sphere", message_lines=3)
-        self.add_class("gptlib-sphere")
-        for control in controls:
-            control.observe(self.update, names="value")
-        self.view.observe(self.preset, names="value")
+        super().__init__(**values, eps=float(eps))
+        self.observe(self.update, names=[*RANGES, "eps"])
         self.update()
-
-    def preset(self, _change=None) -> None:
-        """Move tilt and turn to the chosen preset, redrawing once (None, set by update: nothing to move)."""
-        if self._quiet or self.view.value is None:
-            return
-        self._quiet = True
-        self.tilt.value, self.turn.value = VIEWS[self.view.value]
-        self._quiet = False
-        self.update()
-
-    def typed_into(self, control: widgets.FloatSlider, text: str) -> None:
-        """Move `control` to the number typed beside it, or refuse what is not a finite number in
-        its range, leaving the slider and the last picture as they were (nothing is clamped)."""
-        if self._quiet:  # the box is being set to the slider's value, not typed into
-            return
-        name = control.description
-        try:
-            value = checks.real(name, float(typed_number(name, text)), at_least=control.min, at_most=control.max)
-        except ValueError as error:
-            return self.refuse(str(error))
-        if value == control.value:  # no change event: redraw here, clearing an earlier refusal
-            self.update()
-        control.value = value
 
     def update(self, _change=None) -> None:
-        """Recompute the scene from the sliders, redraw, and say what is special about it."""
-        if self._quiet:
-            return
-        self._quiet = True  # the toggle shows the preset the view is at, or none, so clicking a preset always moves it
-        self.view.value = next((name for name, angles in VIEWS.items() if angles == (self.tilt.value, self.turn.value)), None)
-        self._quiet = False
+        """Recompute the scene from the values and say what is special about it."""
         try:
-            self.scene = sphere_scene(
-                (self.u0.value, self.u1.value, self.u2.value), self.scale.value, self.eps.value,
-                self.gamma.value, self.beta.value,
-            )
+            self.scene = sphere_scene((self.u0, self.u1, self.u2), self.scale, self.eps, self.gamma, self.beta)
             for name in ("tilt", "turn"):
-                checks.real(name, getattr(self, name).value)
+                checks.real(name, getattr(self, name))
         except ValueError as error:  # values set from code (NaN, 1e309): the sliders' ranges cannot reach them
-            self.scene = self.figure = None
+            self.scene = None
             self.refuse(str(error))
             return
-        self.figure = sphere_figure(self.scene, self.tilt.value, self.turn.value)
-        self.show(render_png(self.figure), self.scene["message"])
-        self._quiet = True  # every box shows its slider's value, formatted as a readout would
-        for css, box in self.typed.items():
-            control = getattr(self, css)
-            box.value = format(control.value, control.readout_format)
-        self._quiet = False
+        self.show(self.scene["message"])
+
+    def last_scene(self) -> dict:
+        """The scene the picture shows: the current one, or the last drawable values' (here the defaults')."""
+        return self.scene or sphere_scene((1.2, 0.8, 0.4))
+
+    def static_png(self) -> bytes:
+        return render_png(sphere_figure(self.last_scene(), self.tilt, self.turn))
+
+    def alt_text(self) -> str:
+        scene = self.last_scene()
+        point = ", ".join(f"{x:.2f}" for x in scene["normalized"].tolist())
+        vector = ", ".join(f"{x:.2f}" for x in scene["u"].tolist())
+        return (f"LayerNorm sphere for d = 3: the vector cu = ({vector}), its projection onto the plane "
+                f"orthogonal to the all-ones direction, and LN(cu) = ({point}) on the circle of radius sqrt(3) "
+                f"in that plane (length {scene['normalized_norm']:.3f}).")
+
+
+def _three_numbers(u) -> tuple:
+    """u as a tuple of exactly three coordinates, or a ValueError naming u."""
+    try:
+        values = tuple(u)
+    except TypeError:
+        raise ValueError(f"u must be a sequence of {D} numbers, got {u!r}") from None
+    if len(values) != D:
+        raise ValueError(f"u must have exactly {D} coordinates for the sphere picture, got {len(values)}")
+    return values
 
 
 def norm_against_sigma_figure(d: int, sigmas: torch.Tensor, eps_values) -> Figure:

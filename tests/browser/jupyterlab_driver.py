@@ -141,3 +141,38 @@ def settled_offset_in(page, outer, inner, tries: int = 20) -> tuple[float, float
             return current
         previous = current
     raise AssertionError(f"the layout kept moving: last offset {current}")
+
+
+# Watches an explorer drawn in the page: the time of the last key press (capture phase, before any
+# widget sees it) and the time its front end next drew a frame (its root's data-frames attribute
+# changes inside the requestAnimationFrame callback that draws, just before the browser paints).
+FRAME_WATCH = """(root) => {
+    const state = {start: null, done: null};
+    window.__gptlibFrames?.stop();
+    const onKey = () => { if (state.done === null) state.start = performance.now(); };
+    document.addEventListener('keydown', onKey, true);
+    const observer = new MutationObserver(() => {
+        if (state.start !== null && state.done === null) state.done = performance.now();
+    });
+    observer.observe(root, {attributes: true, attributeFilter: ['data-frames']});
+    state.stop = () => { observer.disconnect(); document.removeEventListener('keydown', onKey, true); };
+    window.__gptlibFrames = state;
+}"""
+
+
+def frame_ms(root, act, timeout_ms: int = 30_000) -> float:
+    """Milliseconds from the key press that `act()` makes to the next frame the explorer `root`
+    (a Playwright locator of its .gptlib-explorer element) draws."""
+    root.evaluate(FRAME_WATCH)
+    act()
+    root.page.wait_for_function("() => window.__gptlibFrames.done !== null", timeout=timeout_ms)
+    start, done = root.page.evaluate(
+        "() => { const w = window.__gptlibFrames; w.stop(); return [w.start, w.done]; }"
+    )
+    assert start is not None, "no key press reached the page"
+    return done - start
+
+
+def live(page, css_class: str):
+    """The live explorer with this class (the static copy before it is hidden in a live page)."""
+    return page.locator(f".{css_class}:visible").first

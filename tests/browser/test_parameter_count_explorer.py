@@ -1,38 +1,45 @@
 """Notebook 05's parameter-count explorer, typed into as a learner would."""
 
-from jupyterlab_driver import (
-    offset_in,
-    open_and_run_all,
-    picture,
-    picture_digest,
-    round_trip_ms,
-)
+from jupyterlab_driver import frame_ms, live, offset_in, open_and_run_all
 
 
-def test_count_explorer_refuses_in_words_keeps_its_picture_and_counts_tied(page, lab):
+def test_count_explorer_counts_in_the_page_refuses_in_words_and_hears_the_measured_count(page, lab):
     open_and_run_all(page, lab, "05_gpt_and_parameter_count.ipynb")
-    explorer = page.locator(".gptlib-count").first
+    explorer = live(page, "gptlib-count")
     explorer.scroll_into_view_if_needed()
-    message = explorer.locator(".gptlib-count-message")
-    message.filter(has_text="816,640").wait_for(timeout=30_000)  # Theorem 5.2; drawn once the cell is in view
-    image = explorer.locator(picture("gptlib-count-output")).first
-    shown, box = picture_digest(page, "gptlib-count-output"), offset_in(explorer, image)
+    theorem, measured = explorer.locator(".gptlib-count-theorem"), explorer.locator(".gptlib-count-message")
+    measured.filter(has_text="Kernel: measured 816,640 equals Theorem 5.2's 816,640").wait_for(timeout=30_000)
+    assert "Theorem 5.2: 816,640 parameters" in theorem.inner_text()
+    table = explorer.locator(".gptlib-count-output")
+    box = offset_in(explorer, table)
 
     width = explorer.locator(".gptlib-count-d input")
+    assert width.get_attribute("aria-label") == "d, model width"
     width.fill("12.5")
     width.press("Enter")
-    message.filter(has_text="12.5 is not a whole number").wait_for(timeout=30_000)
-    heads = explorer.locator(".gptlib-count-H input")
+    theorem.filter(has_text="d: 12.5 is not a whole number").wait_for(timeout=5_000)  # said by the page itself
+    assert "gptlib-stale" in table.get_attribute("class") and "816,640" in table.inner_text()
+    vocabulary = explorer.locator(".gptlib-count-V input")
     width.fill("128")
+    vocabulary.fill("1e19")
+    vocabulary.press("Enter")
+    theorem.filter(has_text="V must be an integer <= 9223372036854775807, got 1e19").wait_for(timeout=5_000)
+    measured.filter(has_text="V must be an integer <= 9223372036854775807, got 1e19").wait_for(timeout=30_000)
+    vocabulary.fill("9" * 400)
+    vocabulary.press("Enter")
+    theorem.filter(has_text="got 999999999999…(400 characters)").wait_for(timeout=5_000)
+    assert offset_in(explorer, table) == box and "Traceback" not in explorer.inner_text()  # nothing jumped
+
+    vocabulary.fill("65")
+    heads = explorer.locator(".gptlib-count-H input")
     heads.fill("5")
     heads.press("Enter")
-    message.filter(has_text="H must divide d").wait_for(timeout=30_000)
-    assert picture_digest(page, "gptlib-count-output") == shown and "gptlib-stale" in image.get_attribute("class")
-    assert offset_in(explorer, image) == box and "Traceback" not in explorer.inner_text()
-
+    theorem.filter(has_text="H must divide d").wait_for(timeout=5_000)
     heads.fill("8")
-    round_trip_ms(page, "gptlib-count-output", lambda: heads.press("Enter"))  # fails on a blank frame
-    message.filter(has_text="measured 816,640 equals").wait_for(timeout=30_000)
+    frame_ms(explorer, lambda: heads.press("Enter"))
+    assert "Theorem 5.2: 816,640 parameters" in theorem.inner_text()
+    measured.filter(has_text="Kernel: measured 816,640 equals").wait_for(timeout=30_000)
     explorer.locator(".gptlib-count-tie input").check()
     # Exercise 5: tying removes W_U, d V = 128 * 65 = 8,320 parameters
-    message.filter(has_text=f"measured {816_640 - 128 * 65:,} equals").wait_for(timeout=30_000)
+    theorem.filter(has_text=f"Theorem 5.2: {816_640 - 128 * 65:,} parameters").wait_for(timeout=5_000)
+    measured.filter(has_text=f"Kernel: measured {816_640 - 128 * 65:,} equals").wait_for(timeout=30_000)

@@ -1,35 +1,33 @@
 """`make app`: the three explorers served by Voila, each moved once as an instructor would."""
 
-from jupyterlab_driver import image_source, wait_for_new_image
+from jupyterlab_driver import frame_ms, live
 
-OUTPUTS = ("gptlib-attn-output", "gptlib-sphere-output", "gptlib-count-output")
+from gptlib import COURSE_CONFIG, theorem_5_2
 
 
 def test_every_explorer_redraws_in_the_voila_app(page, voila_app):
     page.goto(voila_app, timeout=120_000)
-    first = {css: image_source(page, css, timeout_ms=120_000) for css in OUTPUTS}
+    attention, sphere, count = (live(page, css) for css in ("gptlib-attn-explorer", "gptlib-sphere", "gptlib-count"))
+    for explorer in (attention, sphere, count):
+        explorer.wait_for(timeout=120_000)
     assert "load_pretrained" not in page.locator("body").inner_text()  # code hidden
-    static = page.locator(".jp-OutputArea-child:has(+ .jp-OutputArea-child .gptlib-explorer) img")
+    static = page.locator(".jp-OutputArea-child:has(+ .jp-OutputArea-child .gptlib-explorer)")
     assert static.count() == 3 and not any(static.nth(i).is_visible() for i in range(3))  # each figure shown once
 
-    head = page.locator(".gptlib-attn-head .noUi-handle").first
-    head.focus()
-    head.press("ArrowRight")
-    head.press("ArrowRight")
-    page.locator(".gptlib-attn-message").first.filter(has_text="head 2").wait_for(timeout=30_000)
-    wait_for_new_image(page, "gptlib-attn-output", first["gptlib-attn-output"])
-    assert "layer 0, head 2" in page.locator(".gptlib-attn-message").first.inner_text()
+    head = attention.locator(".gptlib-attn-head input[type=range]")
+    frame_ms(attention, lambda: head.press("ArrowRight"))
+    frame_ms(attention, lambda: head.press("ArrowRight"))
+    assert "layer 0, head 2" in attention.locator(".gptlib-attn-message").inner_text()
 
-    handle = page.locator(".gptlib-sphere-turn .noUi-handle").first
-    handle.focus()
-    handle.press("ArrowRight")
-    wait_for_new_image(page, "gptlib-sphere-output", first["gptlib-sphere-output"])
+    turn = sphere.locator(".gptlib-sphere-turn input[type=range]")
+    frame_ms(sphere, lambda: turn.press("ArrowRight"))
+    assert turn.get_attribute("aria-valuetext") == "35"
 
-    layers = page.locator(".gptlib-count-L input").first
+    six_blocks = theorem_5_2(COURSE_CONFIG.replace(L=6))
+    layers = count.locator(".gptlib-count-L input")
     layers.fill("6")
-    layers.press("Enter")
-    wait_for_new_image(page, "gptlib-count-output", first["gptlib-count-output"])
-    assert "equals Theorem 5.2" in page.locator(".gptlib-count-message").first.inner_text()
+    frame_ms(count, lambda: layers.press("Enter"))
+    count.locator(".gptlib-count-message").filter(has_text=f"measured {six_blocks:,} equals Theorem 5.2").wait_for(timeout=30_000)
 
     body = page.locator("body").inner_text()
     assert "Traceback" not in body and "error when executing" not in body

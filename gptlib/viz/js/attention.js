@@ -1,0 +1,222 @@
+// The attention explorer (gptlib.viz.attention.AttentionExplorer), drawn in the page. The kernel
+// sends, for the current text, every layer's and head's A^h and write norms in one binary
+// message; switching layer or head, hovering and the all-heads view never ask the kernel.
+
+const SIDE = 440; // CSS px of A^h's square
+const MARGIN = 26; // room for the characters along both sides
+const NORM_COLUMN = 22; // CSS px per head in the write-norm map
+const SMALL = 72; // CSS px of one head in the all-heads view
+
+function floats(view) {
+  return new Float32Array(view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength));
+}
+
+// viridis, sampled at 9 points and interpolated (the kernel's PNG uses matplotlib's viridis)
+const VIRIDIS = [[68, 1, 84], [71, 44, 122], [59, 81, 139], [44, 113, 142], [33, 144, 141], [39, 173, 129],
+  [92, 200, 99], [170, 220, 50], [253, 231, 37]];
+function viridis(x) {
+  const t = Math.min(Math.max(x, 0), 1) * (VIRIDIS.length - 1);
+  const i = Math.min(Math.floor(t), VIRIDIS.length - 2), f = t - i;
+  const [a, b] = [VIRIDIS[i], VIRIDIS[i + 1]];
+  return `rgb(${a.map((v, k) => Math.round(v + f * (b[k] - v))).join(",")})`;
+}
+const grey = (x) => { const v = Math.round(255 * (1 - Math.min(Math.max(x, 0), 1))); return `rgb(${v},${v},${v})`; };
+
+function render({ model, el }) {
+  const root = h("div", { class: "gptlib-explorer gptlib-attn-explorer" });
+  keepKeys(root);
+  el.append(root);
+  const textId = uniqueId("attn-text");
+  const text = h("textarea", { id: textId, class: "gptlib-attn-text", rows: 2, spellcheck: "false" });
+  text.value = model.get("text");
+  const layer = h("input", { type: "range", min: 0, step: 1, "aria-label": "layer l", class: "gptlib-range" });
+  const head = h("input", { type: "range", min: 0, step: 1, "aria-label": "head h", class: "gptlib-range" });
+  const layerShown = h("output", { class: "gptlib-number-shown" });
+  const headShown = h("output", { class: "gptlib-number-shown" });
+  const status = statusLine("gptlib-attn-message", 2);
+  const heat = sharpCanvas(SIDE + MARGIN, SIDE + MARGIN, "");
+  heat.canvas.classList.add("gptlib-attn-output");
+  const normsCanvas = sharpCanvas(1, 1, "");
+  const stage = h("div", { class: "gptlib-stage" }, [heat.canvas]);
+  const normStage = h("div", { class: "gptlib-stage" });
+  const tip = hoverReadout(stage);
+  const normTip = hoverReadout(normStage);
+  const normTitle = h("div", { class: "gptlib-readout" });
+  const heads = h("div", { class: "gptlib-heads", role: "group", "aria-label": "all heads of this layer: choose one" });
+  root.append(
+    h("div", {}, [h("label", { for: textId, text: "text " }), text]),
+    h("div", { class: "gptlib-columns" }, [
+      h("div", { class: "gptlib-control gptlib-attn-layer" }, [h("span", { text: "layer l" }), layer, layerShown]),
+      h("div", { class: "gptlib-control gptlib-attn-head" }, [h("span", { text: "head h" }), head, headShown]),
+    ]),
+    status,
+    h("div", { class: "gptlib-columns" }, [
+      h("div", {}, [h("div", { class: "gptlib-attn-title" }), stage]),
+      h("div", {}, [h("div", { text: "each head's write ‖(A^h X W_OV^h)_t‖ at row t" }), normStage, normTitle]),
+    ]),
+    heads,
+  );
+  const title = root.querySelector(".gptlib-attn-title");
+
+  let data = null; // {L, H, T, A, norms, labels}
+  let stale = false;
+
+  function receive() {
+    const [L, H, T] = model.get("shape");
+    if (!T) return;
+    data = { L, H, T, A: floats(model.get("A")), norms: floats(model.get("norms")), labels: model.get("labels") };
+    layer.max = String(L - 1);
+    head.max = String(H - 1);
+    layer.value = String(Math.min(model.get("layer"), L - 1));
+    head.value = String(Math.min(model.get("head"), H - 1));
+    normStage.replaceChildren();
+    const fresh = sharpCanvas(H * NORM_COLUMN + 30, SIDE + MARGIN, "");
+    normsCanvas.canvas = fresh.canvas;
+    normsCanvas.context = fresh.context;
+    fresh.canvas.classList.add("gptlib-attn-norms");
+    normStage.append(fresh.canvas, normTip.element);
+    fresh.canvas.addEventListener("mousemove", hoverNorms);
+    fresh.canvas.addEventListener("mouseleave", () => normTip.hide());
+    fresh.canvas.addEventListener("click", (event) => {
+      const h_ = Math.floor((event.offsetX - 30) / NORM_COLUMN);
+      if (h_ >= 0 && h_ < data.H) choose(Number(layer.value), h_);
+    });
+    heads.replaceChildren(...Array.from({ length: H }, (_, i) => {
+      const small = sharpCanvas(SMALL, SMALL, "");
+      const button = h("button", { type: "button", class: "gptlib-head-button", "aria-pressed": "false" }, [small.canvas, h("div", { text: `head ${i}` })]);
+      button.addEventListener("click", () => choose(Number(layer.value), i));
+      button.small = small;
+      return button;
+    }));
+    redraw();
+  }
+
+  const A = (l, hh, t, s) => data.A[((l * data.H + hh) * data.T + t) * data.T + s];
+  const norm = (l, hh, t) => data.norms[(l * data.H + hh) * data.T + t];
+  const quoted = (t) => `'${data.labels[t]}'`;
+
+  function describe(l, hh) {
+    const strongest = [];
+    for (let t = 0; t < data.T; t++) {
+      let best = 0;
+      for (let s = 1; s <= t; s++) if (A(l, hh, t, s) > A(l, hh, t, best)) best = s;
+      strongest.push(`${data.labels[t]}→${data.labels[best]}`);
+    }
+    return `Attention pattern A^h of layer ${l}, head ${hh} over ${data.T} characters; each query's strongest key: ${strongest.join(" ")}`;
+  }
+
+  function draw() {
+    if (!data) return;
+    const l = Number(layer.value), hh = Number(head.value), T = data.T;
+    layerShown.textContent = String(l);
+    headShown.textContent = String(hh);
+    layer.setAttribute("aria-valuetext", `layer ${l} of ${data.L - 1}`);
+    head.setAttribute("aria-valuetext", `head ${hh} of ${data.H - 1}`);
+    const c = heat.context, cell = SIDE / T;
+    c.fillStyle = "#ffffff";
+    c.fillRect(0, 0, SIDE + MARGIN, SIDE + MARGIN);
+    for (let t = 0; t < T; t++) {
+      for (let s = 0; s < T; s++) {
+        c.fillStyle = viridis(A(l, hh, t, s));
+        c.fillRect(MARGIN + s * cell, t * cell, Math.ceil(cell), Math.ceil(cell));
+      }
+    }
+    c.fillStyle = "#1a1a1a";
+    c.font = `${Math.min(12, Math.max(7, cell - 1))}px monospace`;
+    c.textAlign = "center";
+    c.textBaseline = "middle";
+    for (let t = 0; t < T; t++) {
+      c.fillText(data.labels[t], MARGIN / 2, (t + 0.5) * cell);
+      c.fillText(data.labels[t], MARGIN + (t + 0.5) * cell, SIDE + MARGIN / 2);
+    }
+    title.textContent = `A^h for layer ${l}, head h = ${hh}: row t is query t's attention over keys s (sums to 1; colour 0 → 1)`;
+    heat.canvas.setAttribute("aria-label", describe(l, hh));
+    heat.canvas.classList.toggle("gptlib-stale", stale);
+
+    // the write norms of every head of this layer, on this layer's own scale
+    let largest = 1e-12;
+    for (let i = 0; i < data.H; i++) for (let t = 0; t < T; t++) largest = Math.max(largest, norm(l, i, t));
+    const n = normsCanvas.context;
+    n.fillStyle = "#ffffff";
+    n.fillRect(0, 0, data.H * NORM_COLUMN + 30, SIDE + MARGIN);
+    for (let i = 0; i < data.H; i++) {
+      for (let t = 0; t < T; t++) {
+        n.fillStyle = grey(norm(l, i, t) / largest);
+        n.fillRect(30 + i * NORM_COLUMN, t * cell, NORM_COLUMN, Math.ceil(cell));
+      }
+    }
+    n.strokeStyle = "#d9730d";
+    n.lineWidth = 2.5;
+    n.strokeRect(30 + hh * NORM_COLUMN + 1, 1, NORM_COLUMN - 2, SIDE - 2);
+    n.fillStyle = "#1a1a1a";
+    n.font = "11px sans-serif";
+    n.textAlign = "center";
+    for (let i = 0; i < data.H; i++) n.fillText(String(i), 30 + (i + 0.5) * NORM_COLUMN, SIDE + MARGIN / 2);
+    normTitle.textContent = `white 0 → black ${largest.toFixed(2)} (the largest write in layer ${l}); click a column to focus that head`;
+    normsCanvas.canvas.setAttribute("aria-label", `Write norms of the ${data.H} heads of layer ${l} at each of ${T} positions, largest ${largest.toFixed(2)}`);
+
+    for (const [i, button] of [...heads.children].entries()) {
+      const { context, canvas } = button.small, step = SMALL / T;
+      for (let t = 0; t < T; t++) {
+        for (let s = 0; s < T; s++) {
+          context.fillStyle = viridis(A(l, i, t, s));
+          context.fillRect(s * step, t * step, Math.ceil(step), Math.ceil(step));
+        }
+      }
+      canvas.setAttribute("aria-hidden", "true");
+      button.setAttribute("aria-label", `layer ${l}, head ${i}`);
+      button.setAttribute("aria-pressed", String(i === hh));
+    }
+    if (!stale) say(status, `${T} characters, layer ${l}, head ${hh}`);
+  }
+  const redraw = frameScheduler(root, draw);
+
+  function choose(l, hh) {
+    layer.value = String(l);
+    head.value = String(hh);
+    redraw();
+    commit(model, { layer: l, head: hh });
+  }
+  layer.addEventListener("input", () => choose(Number(layer.value), Number(head.value)));
+  head.addEventListener("input", () => choose(Number(layer.value), Number(head.value)));
+
+  let typing = null;
+  text.addEventListener("input", () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => commit(model, { text: text.value }), 250);
+  });
+
+  heat.canvas.addEventListener("mousemove", (event) => {
+    if (!data) return;
+    const cell = SIDE / data.T, s = Math.floor((event.offsetX - MARGIN) / cell), t = Math.floor(event.offsetY / cell);
+    if (s < 0 || t < 0 || s >= data.T || t >= data.T) return tip.hide();
+    const weight = A(Number(layer.value), Number(head.value), t, s);
+    tip.show(event.offsetX, event.offsetY, `query ${t} ${quoted(t)} → key ${s} ${quoted(s)}: weight ${weight.toFixed(3)}`);
+  });
+  heat.canvas.addEventListener("mouseleave", () => tip.hide());
+  function hoverNorms(event) {
+    if (!data) return;
+    const cell = SIDE / data.T, i = Math.floor((event.offsetX - 30) / NORM_COLUMN), t = Math.floor(event.offsetY / cell);
+    if (i < 0 || t < 0 || i >= data.H || t >= data.T) return normTip.hide();
+    normTip.show(event.offsetX, event.offsetY, `head ${i}, position ${t} ${quoted(t)}: write norm ${norm(Number(layer.value), i, t).toFixed(3)}`);
+  }
+
+  function fromKernel() {
+    stale = model.get("stale");
+    if (stale) say(status, model.get("message"), true);
+    redraw();
+  }
+  model.on("change:A", receive); // the kernel sets A, norms, labels and shape in one message
+  for (const key of ["stale", "message"]) model.on(`change:${key}`, fromKernel);
+  model.on("change:layer", () => { layer.value = String(model.get("layer")); redraw(); });
+  model.on("change:head", () => { head.value = String(model.get("head")); redraw(); });
+  if (!model.get("live")) {
+    text.readOnly = true;
+    text.setAttribute("aria-description", "saved text: changing it needs a running kernel");
+  }
+  receive();
+  fromKernel();
+  return () => model.off();
+}
+
+export default { render };
