@@ -168,6 +168,12 @@ def test_more_jacobian_mistakes_are_named(learner, message):
     assert not r and message in r.message
 
 
-def test_forward_mode_through_the_fused_kernel_is_an_error_with_torchs_message():
-    r = check_post_norm_jacobian(lambda block, X: torch.func.jacfwd(lambda x: _post_norm(block, x[None])[0])(X))
+def test_forward_mode_passes_on_the_explicit_path_and_through_the_fused_kernel_is_torchs_error():
+    assert check_post_norm_jacobian(lambda block, X: torch.func.jacfwd(lambda x: _post_norm(block, x[None])[0])(X))
+
+    def fused(block, Z):
+        Y = block.ln_1(Z + block.attn(Z, explicit=False))  # the fused kernel has no forward-mode derivative
+        return block.ln_2(Y + block.mlp(Y))
+
+    r = check_post_norm_jacobian(lambda block, X: torch.func.jacfwd(lambda x: fused(block, x[None])[0])(X))
     assert r.status == ERROR and "raised NotImplementedError: Trying to use forward AD" in r.message

@@ -47,8 +47,7 @@ HINTS = {
         "Write the post-norm block as a function: Y = LN_1(X + MHA(X)), X' = LN_2(Y + MLP(Y)), using "
         "block.ln_1, block.attn, block.mlp, block.ln_2 on a (1, T, d) tensor.",
         "Flatten X row by row (X.reshape(-1)) and let torch.autograd.functional.jacobian (or torch.func.jacrev) "
-        "differentiate the flattened map; the result is (T d, T d). Use reverse mode: block.attn runs torch's fused "
-        "attention kernel, which forward mode (torch.func.jacfwd) cannot differentiate.",
+        "differentiate the flattened map; the result is (T d, T d).",
         "For the statement: apply the chain rule to X' = LN_2(Y + MLP(Y)) from the outside in, then to "
         "Y = LN_1(X + MHA(X)). Which factors does the straight path from X to X' (through both additions) pass through?",
     ),

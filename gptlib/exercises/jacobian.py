@@ -20,7 +20,7 @@ import torch
 
 from .. import jacobians
 from ..config import GPTConfig
-from ..model import Block
+from ..model import Block, MultiHeadAttention
 from .result import Wrong, as_matrix, call, checker, close, name_mistake, not_attempted, scale_of
 
 EX7 = "Exercise 7"
@@ -29,10 +29,22 @@ _CONFIG = GPTConfig(V=11, T_max=4, d=8, H=2, L=1)
 T = 3
 
 
+class _ExplicitAttention(MultiHeadAttention):
+    """gptlib's attention taking Definition 1.1's explicit path unless told otherwise, so that a
+    learner's block.attn(Z) can be differentiated in forward mode (torch.func.jacfwd) as well as in
+    reverse mode: the fused kernel has no forward-mode derivative. Same weights, same values."""
+
+    def forward(self, X: torch.Tensor, *, explicit: bool = True, record: dict | None = None) -> torch.Tensor:
+        return super().forward(X, explicit=explicit, record=record)
+
+
 def example() -> tuple[Block, torch.Tensor]:
-    """A float64 pre-norm block with every parameter random (gains, shifts and biases too) and X (T, d)."""
+    """A float64 pre-norm block with every parameter random (gains, shifts and biases too) and X (T, d);
+    its attention takes the explicit path when called on its own (_ExplicitAttention)."""
     torch.manual_seed(0)
-    block = Block(_CONFIG).double()
+    block = Block(_CONFIG)
+    block.attn = _ExplicitAttention(_CONFIG)
+    block = block.double()
     with torch.no_grad():
         for name, p in block.named_parameters():
             p.copy_(0.5 * torch.randn_like(p) + (1.0 if name.endswith("gamma") else 0.0))  # gains near 1
@@ -100,8 +112,8 @@ def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
     """Exercise 7: post_norm_jacobian(block, X) -> (T d, T d) (or (T, d, T, d)), torch or numpy.
     `block` is (a copy of) a float64 pre-norm gptlib Block; use its parts block.ln_1, block.attn,
     block.mlp, block.ln_2 (each maps (B, T, d) to (B, T, d)) to form the post-norm block, and
-    return its Jacobian at X (T, d). block.attn runs torch's fused attention kernel, which reverse
-    mode differentiates and forward mode (torch.func.jacfwd) cannot."""
+    return its Jacobian at X (T, d), by reverse or forward mode (block.attn(Z) takes the explicit
+    path, which torch.func.jacfwd can differentiate), or by finite differences."""
     block, X = example()
     d = X.shape[1]
     truth = jacobians.block_jacobian(post_norm_twin(block), X).detach()
