@@ -68,7 +68,37 @@ def _score_rank(d: int = 128, H: int = 8, T: int = 64) -> int:
     return circuits.numerical_rank(circuits.scores(attn, X)[0, 0].detach()).rank
 
 
+def _mlp_parameters(d: int = 64) -> int:
+    """Parameters of one MLP sublayer of a model of width d (d_ff = 4d), counted from the module."""
+    return sum(p.numel() for p in GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1)).blocks[0].mlp.parameters())
+
+
 QUESTIONS: dict[str, Choice | Number] = {
+    "2.1": Choice(
+        "b",
+        "only attention mixes rows; the MLP, LayerNorm and the residual additions act on each position alone.",
+        {
+            "a": "the MLP applies the same map to each row separately: permuting positions permutes its output",
+            "c": "the MLP passed both position-wise tests above; attention failed them",
+        },
+    ),
+    "2.2": Choice(
+        "a",
+        "the weights A_ts are nonnegative and sum to 1 over s <= t: a convex combination, inside the hull.",
+        {
+            "b": "softmax weights are rarely exactly 0 or 1: the write is a blend of the value rows, not one of them",
+            "c": "the weights are nonnegative and sum to 1, so only convex combinations are reachable, not the whole span",
+        },
+    ),
+    "2.3": Number(
+        _mlp_parameters,
+        "W_1 and W_2 have d d_ff = 4 d^2 entries each, b_1 has 4d and b_2 has d: 8 d^2 + 5 d = 33,088 for d = 64.",
+        {
+            "you left out the biases b_1 (4d) and b_2 (d)": lambda: 8 * 64**2,
+            "b_1 has d_ff = 4d entries, not d": lambda: 8 * 64**2 + 2 * 64,
+            "that is one weight matrix: the MLP has two, W_1 and W_2": lambda: 4 * 64**2,
+        },
+    ),
     "1.1": Choice(
         "a",
         "W_OV^h = W_V^h W_O^h maps R^d into R^d_head and back: every output is a combination of the d_head rows of "
