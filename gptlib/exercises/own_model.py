@@ -32,6 +32,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import checks
+from ..config import GPTConfig
+from ..counting import theorem_5_2
 from ..model import LayerNorm, eval_mode
 from .causal import batch_independence, causality_verdict, logits, refuse_a_length_too_long, tried_length
 from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, checker
@@ -39,16 +41,13 @@ from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, checker
 OWN = "Your own GPT"
 LOSS_RTOL = 0.1  # initial loss within 10% of ln V
 NORMS = (nn.LayerNorm, nn.RMSNorm, LayerNorm)  # norm layers recognised by type, as evidence about LayerNorm slips
-
-
 BIASES, NORMS_GROUP, OTHER = "linear-layer biases", "norm layers", "other tensors"
 UNEXPLAINED = " (compare the shapes below with Theorem 5.2's)"
 
 
 def theorem_5_2_count(V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool) -> int:
-    """Theorem 5.2: embeddings, L blocks (attention 4d^2 + d, MLP 2 d d_ff + d_ff + d, two
-    LayerNorms 4d), LN_f 2d, W_U dV unless tied."""
-    return (V + T_max) * d + L * (4 * d * d + d + 2 * d * d_ff + d_ff + d + 4 * d) + 2 * d + (0 if tied else d * V)
+    """Theorem 5.2 (gptlib.counting.theorem_5_2) for these sizes; H does not enter it."""
+    return theorem_5_2(GPTConfig(V=V, T_max=T_max, d=d, H=1, L=L, d_ff=d_ff, tie_weights=tied))
 
 
 def differences(V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool) -> dict[str, tuple[bool, str, int]]:
@@ -166,9 +165,9 @@ def _sizes_that_fit(delta: int, d: int, L: int, d_ff: int, T_max: int, shapes: s
     return fits
 
 
-def _judge(group: str | None, delta: int, candidates: dict, d: int, L: int, d_ff: int) -> tuple[list[str], str | None]:
-    """(detail lines naming the bias conventions found, the mistake message or None) for one group's difference (None: the
-    whole count). A difference bias conventions explain passes; when the whole count is all there
+def _judge(group: str | None, delta: int, candidates: dict) -> tuple[list[str], str | None]:
+    """(detail lines naming the bias conventions found, the mistake message or None) for one group's
+    difference (group None: the whole count). A difference bias conventions explain passes; when the whole count is all there
     is to go by, the mistakes that would explain it too are named as what it cannot rule out."""
     where = "" if group is None else f"{group}: "
     found = explanations(delta, candidates)
@@ -225,7 +224,7 @@ def _count(model, V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool | No
                   for group in groups if groups[group] != expected[group]}
     problems = []
     for group, (delta, group_candidates) in deltas.items():
-        lines, problem = _judge(group, delta, group_candidates, d, L, d_ff)
+        lines, problem = _judge(group, delta, group_candidates)
         details += lines if not problem else []
         problems += [problem] if problem else []
     fits = _sizes_that_fit(total - theorem, d, L, d_ff, T_max, shapes)
