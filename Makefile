@@ -7,7 +7,7 @@ BENCH_READY := $(VENV)/.bench-ready
 APP_PORT ?= 8866
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
-.PHONY: lab app book test unit portability notebooks env train-shakespeare train-induction bench bench-explorers chromium assignments grade bench-grading
+.PHONY: lab app book test unit portability notebooks env train-shakespeare train-induction bench bench-explorers chromium assignments grade bench-grading hub-proxy hub test-hub
 
 $(READY): pyproject.toml tools/ensure_env.py
 	$(PYTHON) tools/ensure_env.py --venv $(VENV)
@@ -48,6 +48,19 @@ assignments: $(READY)  ## build $(COURSE)/student (release) and $(COURSE)/autogr
 
 grade: $(READY)  ## grade $(SUBMISSIONS)/<student>/<NN_name>.ipynb in parallel: $(COURSE)/grades/grades.csv and feedback/<student>.html
 	$(BIN)/python -m gptlib.course grade $(SUBMISSIONS) --out $(COURSE)
+
+HUB_PROXY := build/hub/node_modules/.bin/configurable-http-proxy
+
+$(HUB_PROXY):
+	npm install --no-audit --no-fund --prefix build/hub configurable-http-proxy@4
+
+hub-proxy: $(HUB_PROXY)  ## configurable-http-proxy from npm, into build/hub (JupyterHub's proxy)
+
+hub: $(READY) $(HUB_PROXY)  ## JupyterHub for a class on this machine, 127.0.0.1:8000 (course/hub/jupyterhub_config.py)
+	$(BIN)/jupyterhub -f course/hub/jupyterhub_config.py
+
+test-hub: $(READY) $(HUB_PROXY)  ## start the hub on 127.0.0.1, two users log in, spawn, run a checker, see only their files (~1 min)
+	GPTLIB_TEST_HUB=1 $(BIN)/python -m pytest -p no:nbval -o addopts="" -q tests/test_course_hub.py
 
 bench-grading: $(READY)  ## the course kit's grading throughput on a synthetic class (every notebook, 10 students)
 	$(BIN)/python -m benchmarks.course_grading

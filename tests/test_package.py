@@ -20,7 +20,7 @@ def test_import_gptlib_loads_neither_matplotlib_nor_the_widget_libraries():
 def test_environment_yml_lists_the_pyproject_dependencies():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     from_pyproject = set(project["dependencies"])
-    for extra in ("notebooks", "test"):
+    for extra in ("notebooks", "test", "course"):
         from_pyproject |= set(project["optional-dependencies"][extra])
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip_section = next(item["pip"] for item in env["dependencies"] if isinstance(item, dict))

@@ -8,7 +8,7 @@ Steps, each skipped when already done:
 2. install a CPU build of torch, never a CUDA one: a local CPU wheel from pip's configured
    find-links if there is one, else PyTorch's CPU wheel index, else (macOS, Windows, whose
    PyPI wheels are CPU-only) PyPI; on Linux without either it stops and says why;
-3. install gptlib editable with its notebook and test extras (pip adds only what is missing);
+3. install gptlib editable with its notebook, test and course extras (pip adds only what is missing);
 With --chromium it only installs Debian's Chromium for the browser tests (root and apt-get).
 """
 
@@ -91,7 +91,7 @@ def main() -> None:
         return ensure_chromium()
     python = ensure_venv(Path(args.venv))
     ensure_cpu_torch(python)
-    if not run(str(python), "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[notebooks,test]"):
+    if not run(str(python), "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[notebooks,test,course]"):
         sys.exit("pip could not install gptlib's dependencies (see above)")
 
 
