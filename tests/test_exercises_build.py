@@ -202,6 +202,13 @@ def test_stubs_read_not_attempted_and_broken_code_is_reported_not_raised():
     assert result.status == ERROR and "RuntimeError" in result.message
 
 
+def test_an_init_that_returns_nothing_is_checked_on_the_model_it_changed():
+    def init_in_place(model):
+        S.init_weights(model)  # returns nothing: the model it was given is the one initialised
+
+    assert build.check_init(init_in_place, S.GPT)
+
+
 def test_a_built_module_keeps_its_weights_and_mode():
     model = S.GPT(13, 8, 16, 2, 2, 64).train()
     before = {k: v.clone() for k, v in model.state_dict().items()}

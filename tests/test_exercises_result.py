@@ -96,6 +96,22 @@ def test_learner_code_gets_copies_and_the_global_state_it_changes_is_restored(mo
     assert gptlib.COURSE_CONFIG.d == 128 and torch.equal(torch.get_rng_state(), before)
 
 
+def test_a_function_whose_task_is_to_change_its_argument_gets_the_argument_itself():
+    @checker("Exercise 0")
+    def check_zeroed(fn):
+        x = torch.ones(3)
+        call(fn, x, in_place=True)
+        if not torch.equal(x, torch.zeros(3)):
+            raise Wrong("not zeroed")
+        return "zeroed.", []
+
+    def zero_returning_nothing(x):
+        x.zero_()
+
+    assert check_zeroed(lambda x: x.zero_()) and check_zeroed(zero_returning_nothing)
+    assert not check_zeroed(lambda x: x.clone().zero_())
+
+
 @pytest.mark.parametrize(
     "value", [(2, 3.5), [2, 3.5], torch.tensor([2, 3.5]), np.array([2, 3.5]), torch.tensor([2.0, 3.5], dtype=torch.float64)]
 )

@@ -669,7 +669,7 @@ def check_init(init_weights, gpt) -> tuple[str, list[str]]:
     weight matrices, E and P ~ N(0, 0.02^2), W_O and W_2 ~ N(0, (0.02 / sqrt(2L))^2), gains 1, biases 0."""
     torch.manual_seed(0)
     module = built(gpt, *INIT_SIZES.values(), what=", ".join(f"{k}={v}" for k, v in INIT_SIZES.items()))
-    returned = call(init_weights, module, what="model")
+    returned = call(init_weights, module, what="model", in_place=True)
     module = returned if isinstance(returned, nn.Module) else module
     L = INIT_SIZES["L"]
     groups = init_groups(module, INIT_SIZES)

@@ -16,7 +16,8 @@ What the learner's code can and cannot disturb:
 - The body runs with grad mode on, float32 as the default dtype and the caller's random generator
   forked, whatever the notebook set before; all of it is as the caller left it afterwards.
 - `call` hands the learner's function copies of its arguments (tensors, modules, configs), so
-  nothing it does to them reaches the checker's references, and it restores the default dtype,
+  nothing it does to them reaches the checker's references (unless changing them in place is the
+  task: in_place=True), and it restores the default dtype,
   grad mode and random generator after each call, so a learner's global change cannot reach the
   checker's own measurements either.
 """
@@ -139,15 +140,17 @@ def global_state_kept():
         torch.set_grad_enabled(grad)
 
 
-def call(fn, *args, what: str = "..."):
+def call(fn, *args, what: str = "...", in_place: bool = False):
     """fn(*copies of args), with the stub's NotImplementedError read as 'not attempted' and any other
     exception reported as the learner's, named by the function's own name and `what` (its arguments).
-    Global state fn changes (default dtype, grad mode, random generator) is restored after it."""
+    Global state fn changes (default dtype, grad mode, random generator) is restored after it.
+    in_place=True: fn's task is to change its arguments (an init of the learner's own model), so it
+    gets them themselves, not copies."""
     name = getattr(fn, "__name__", "your model")
     what = f"{'your function' if name == '<lambda>' else name}({what})"
     if not callable(fn):
         raise Wrong(f"expected a function (or model) to call, got {type(fn).__name__} {fn!r:.60}")
-    copies = [learner_copy(arg) for arg in args]
+    copies = list(args) if in_place else [learner_copy(arg) for arg in args]
     try:
         with global_state_kept():
             return fn(*copies)
