@@ -47,18 +47,23 @@ class ProjectorFacts:
     image_is_ones_perp: float  # max |1^T P v| over the columns v of P
 
 
-def projector_facts(d: int) -> ProjectorFacts:
-    """The facts the proof of Proposition 4.2 uses, measured on P = centering_matrix(d)."""
-    P = centering_matrix(d)  # (d, d)
+def projector_facts(d: int, step=None) -> ProjectorFacts:
+    """The facts the proof of Proposition 4.2 uses, measured on the matrix of a linear map of rows.
+
+    step: (..., d) -> (..., d), default `center`. Its matrix P (step(u) = P u for a column u) is
+    read off by applying it to the rows of the identity, so the facts test the function itself,
+    not a formula for it. A step that is not the orthogonal projection onto 1-perp fails some of them.
+    """
+    d = checks.integer("d", d, at_least=1)
+    P = (center if step is None else step)(torch.eye(d, dtype=torch.float64)).T  # (d, d): column j is step(e_j)
     ones = torch.ones(d, dtype=P.dtype)
-    eigenvalues = torch.linalg.eigvalsh(P)  # (d,) ascending, all 0 or 1 for a projector
-    kernel_dim = int((eigenvalues.abs() < 1e-9).sum())
+    rank = int(torch.linalg.matrix_rank(P))  # SVD-based: P need not be symmetric
     return ProjectorFacts(
         self_adjoint=float((P - P.T).abs().max()),
         idempotent=float((P @ P - P).abs().max()),
         ones_in_kernel=float(torch.linalg.vector_norm(P @ ones)),
-        kernel_dim=kernel_dim,
-        rank=d - kernel_dim,
+        kernel_dim=d - rank,
+        rank=rank,
         image_is_ones_perp=float((ones @ P).abs().max()),
     )
 

@@ -52,6 +52,9 @@ def test_centering_matrix_hand_formula_and_projector_facts():
     assert facts.self_adjoint < 1e-15 and facts.idempotent < 1e-15
     assert facts.ones_in_kernel < 1e-14 and facts.image_is_ones_perp < 1e-14
     assert facts.kernel_dim == 1 and facts.rank == d - 1
+    oblique = geometry.projector_facts(d, lambda v: v - v[..., :1])  # idempotent, kernel 1, but not orthogonal
+    assert oblique.idempotent < 1e-15 and oblique.ones_in_kernel < 1e-14 and oblique.kernel_dim == 1  # P 1 = 0
+    assert oblique.self_adjoint > 0.5 and oblique.image_is_ones_perp > 0.5
 
 
 @pytest.mark.parametrize("d", [2, 3, 128])

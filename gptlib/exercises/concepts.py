@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .. import circuits, cost, jacobians
+from .. import circuits, cost, geometry, jacobians
 from ..config import GPTConfig
 from ..model import GPT
 from ..reproducibility import seeded
@@ -73,7 +73,39 @@ def _mlp_parameters(d: int = 64) -> int:
     return sum(p.numel() for p in GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1)).blocks[0].mlp.parameters())
 
 
+def _layer_norm_image_dimension(d: int = 128) -> int:
+    """Rank of LN's Jacobian (eps = 0) at a random u: the dimension of LayerNorm's image."""
+    with seeded(0):
+        u = torch.randn(d, dtype=torch.float64)
+    return circuits.numerical_rank(geometry.layer_norm_jacobian(u, 0.0)).rank
+
+
 QUESTIONS: dict[str, Choice | Number] = {
+    "4.1": Choice(
+        "b",
+        "c = -2 flips the sign of u - mean(u) 1 and leaves sigma positive: LN(-2u) = -LN(u). Remark 4.3's "
+        "invariance is for c > 0 only.",
+        {
+            "a": "the scale invariance of Remark 4.3 holds for c > 0: a negative c flips the centred vector",
+            "c": "the radial move divides by sigma(cu) = |c| sigma(u), so no factor of 2 survives",
+        },
+    ),
+    "4.2": Choice(
+        "a",
+        "RMSNorm divides by the root mean square without centring first, so its output need not sum to zero.",
+        {
+            "b": "RMSNorm keeps the radial rescaling (that is all it does); it is the centring it drops",
+            "c": "they agree only on inputs that are already centred, as the Aside 4.4 cells showed",
+        },
+    ),
+    "4.3": Number(
+        _layer_norm_image_dimension,
+        "the image is the sphere of radius sqrt(d) inside the (d - 1)-dimensional hyperplane 1-perp: d - 2 = 126.",
+        {
+            "that is the dimension of the hyperplane 1-perp: the sphere inside it has one fewer": lambda: 127,
+            "that is d: centring already removes the direction of 1": lambda: 128,
+        },
+    ),
     "2.1": Choice(
         "b",
         "only attention mixes rows; the MLP, LayerNorm and the residual additions act on each position alone.",

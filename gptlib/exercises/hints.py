@@ -28,11 +28,13 @@ HINTS = {
         "The set of pairs is then parametrized by R in GL(d_head): how many free entries does R have?",
     ),
     4: (
-        "project: subtract each row's mean over its d features (the last dimension), nothing else.",
-        "rescale: divide by sqrt(sigma^2 + eps) where sigma^2 = mean(v^2) over the last dimension: divide by d, "
-        "not d - 1 (torch.var's default), and keep eps under the square root.",
-        "Weight decay: LN(c W x) = LN(W x), so loss(cW) = loss(W) for every W. Differentiate both sides with "
-        "respect to W; then compare a step lr * grad with the size of the weights c ||W||.",
+        "Part 1: both moves act on the last dimension only; project takes one number away from each row, rescale "
+        "divides each row by one number. Part 2: what is LN(c W x) for c > 0, and so what is loss(c W)?",
+        "Part 1: project subtracts each row's mean; rescale divides by sqrt(sigma^2 + eps) with sigma^2 = mean(v^2): "
+        "divide by d, not d - 1 (torch.var's default), and keep eps under the square root. Part 2: loss(c W) = "
+        "loss(W) for every W; differentiate both sides with respect to W.",
+        "Part 2: the chain rule gives c * grad(c W) = grad(W), so the gradient grows by 1/c while ||c W|| shrinks by c: "
+        "the relative step lr * ||grad|| / ||W|| grows by 1/c^2.",
     ),
     5: (
         "Which single matrix disappears when W_U = E^T? Nothing else changes.",
