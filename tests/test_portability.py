@@ -1,12 +1,15 @@
 """Every notebook matches its committed outputs under simulated other CPUs and thread counts.
 
-`make test` runs the first three of tests/support/portability.py's CI variants that this CPU can run
-(about a minute each), and reports the others as skipped with the reason; `make portability` runs the
-wider matrix. The tests below the variants check that choice itself, for CPUs other than this one.
+`make test` runs the first three of tests/support/portability.py's CI variants that this CPU can run,
+all at once (each a separate nbval process, mostly on one thread, so on two cores three of them take
+about half the time of one after another), and reports the others as skipped with the reason;
+`make portability` runs the wider matrix. The tests below the variants check that choice itself, for
+CPUs other than this one.
 """
 
 import functools
 import platform
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
@@ -36,13 +39,21 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("variant", [*chosen, *(name for name in skipped if name in CI)])
 
 
+@pytest.fixture(scope="session")
+def variant_runs() -> dict[str, Future]:
+    """Every chosen variant's nbval run, started together the first time a variant's test asks."""
+    chosen, _ = this_cpu()
+    with ThreadPoolExecutor(max_workers=len(chosen)) as pool:
+        yield {name: pool.submit(run_variant, env, ["notebooks"]) for name, env in chosen.items()}
+
+
 @pytest.mark.portability
 @pytest.mark.timeout(480)
-def test_notebooks_match_their_outputs_under(variant):
+def test_notebooks_match_their_outputs_under(variant, request):
     chosen, skipped = this_cpu()
     if variant not in chosen:
         pytest.skip(f"variant '{variant}' left out on this CPU: {skipped[variant]}")
-    failed, output = run_variant(chosen[variant], ["notebooks"])
+    failed, output = request.getfixturevalue("variant_runs")[variant].result()
     assert not failed, f"{describe(variant, chosen[variant])}: cells that differ: {', '.join(failed)}\n{output[-4000:]}"
 
 
