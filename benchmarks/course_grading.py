@@ -20,6 +20,7 @@ from pathlib import Path
 
 from gptlib.course import assign
 from gptlib.course.grade import grade_class, load_tests, throughput
+from gptlib.course.questions import questions
 from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
 
@@ -35,13 +36,14 @@ def grade_synthetic_class(students: int, workers: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
         build, subs = Path(folder) / "build", Path(folder) / "submissions"
         names = assign.build(NOTEBOOKS, build)
-        codes = [course_class.correct(), course_class.typical()]
-        for s in range(students):
-            for name in names:
-                released = json.loads((build / "student" / name / f"{name}.ipynb").read_text())
+        for name in names:
+            released = json.loads((build / "student" / name / f"{name}.ipynb").read_text())
+            asked = questions(json.loads(next(p for p in NOTEBOOKS if p.stem == name).read_text()))
+            answers = [course_class.code(name, asked, wrong=False), course_class.code(name, asked, wrong=True)]
+            for s in range(students):
                 path = subs / f"student{s:03d}" / f"{name}.ipynb"
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps(course_class.submission(released, codes[s % 2][name])))
+                path.write_text(json.dumps(course_class.submission(released, answers[s % 2])))
         load = os.getloadavg()[0]
         start = time.monotonic()
         grades = grade_class(subs, build / "autograder", build / "grades", workers=workers)

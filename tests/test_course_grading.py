@@ -19,7 +19,7 @@ from gptlib import exercises
 from gptlib.course import assign
 from gptlib.course.grade import grade_class, load_tests
 from gptlib.course.judge import Limits
-from gptlib.course.questions import cells_to_run
+from gptlib.course.questions import cells_to_run, questions
 from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
 
@@ -43,7 +43,9 @@ def graded(tmp_path_factory):
     build, subs = root / "build", root / "submissions"
     assign.build([p for p in NOTEBOOKS if p.stem in GRADED], build)
     released = {name: _read(build / "student" / name / f"{name}.ipynb") for name in GRADED}
-    codes = {"correct": course_class.correct(), "typical": course_class.typical()}
+    asked = {name: questions(_read(next(p for p in NOTEBOOKS if p.stem == name))) for name in GRADED}
+    codes = {student: {name: course_class.code(name, asked[name], wrong=student == "typical") for name in GRADED}
+             for student in ("correct", "typical")}
     for student, answers in codes.items():
         for name in GRADED:
             _write(subs / student / f"{name}.ipynb", course_class.submission(released[name], answers[name]))

@@ -8,7 +8,9 @@ autograder's folder (`python -m gptlib.course assign`, `make assignments`).
 
 Every question is worth 1 point on its public case; a question whose answer is a function gets a
 hidden variant worth 1 more point (variants.py, a secret seed offset drawn here). A question
-whose checker takes an expression (`check_own_model(MyGPT(), ...)`) is practice: public, 0 points.
+whose answer is an object or a class (`check_own_model(MyGPT(), ...)`, a build-track component)
+is practice: public, 0 points, since the judge only takes plain data and function calls out of
+a submission's process.
 """
 
 from __future__ import annotations

@@ -37,8 +37,8 @@ class Question:
     name: str  # "parameter_count"
     check: str  # "exercises.check_parameter_count(count)": the notebook's own call
     answers: tuple[str, ...]  # the learner's names the call reads
-    functions: bool  # some answer is a function (or class) the notebook defines: a hidden variant makes sense
-    gradable: bool  # every argument is a name or a constant, so the judge can ask the sandbox for it
+    functions: bool  # some answer is a function the notebook defines: a hidden variant makes sense
+    gradable: bool  # every argument is a name or a constant, and none a class: the judge can take it out of the sandbox
 
 
 def _checker_calls(tree: ast.Module) -> list[ast.Expr]:
@@ -70,8 +70,10 @@ def _defined(tree: ast.Module) -> set[str]:
     return names
 
 
-def _functions(tree: ast.Module) -> set[str]:
-    return {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+def _defined_by_kind(notebook: dict, kind: type) -> set[str]:
+    """Names of the functions (kind ast.FunctionDef) or classes (ast.ClassDef) the notebook's cells define."""
+    trees = [t for _, s in code_cells(notebook) if (t := _parse(s))]
+    return {node.name for tree in trees for node in tree.body if isinstance(node, kind)}
 
 
 def _question_name(call: ast.Call) -> str:
@@ -84,7 +86,7 @@ def code_cells(notebook: dict) -> list[tuple[int, str]]:
     return [(i, "".join(cell["source"])) for i, cell in enumerate(notebook["cells"]) if cell["cell_type"] == "code"]
 
 
-def _split_cell(source: str, defined_functions: set[str]) -> tuple[str, list[tuple[Question, str]]]:
+def _split_cell(source: str, functions: set[str], classes: set[str]) -> tuple[str, list[tuple[Question, str]]]:
     """(the cell without its checker calls, [(question, the line that assigns its slot or '')])."""
     tree = _parse(source)
     calls = _checker_calls(tree) if tree else []
@@ -101,8 +103,8 @@ def _split_cell(source: str, defined_functions: set[str]) -> tuple[str, list[tup
                 slot_line = f"{slot} = None" + (f"  {tail}" if tail.startswith("#") else "")
         arguments = [*call.args, *(k.value for k in call.keywords)]
         answers = tuple(dict.fromkeys(a.id for a in arguments if isinstance(a, ast.Name)))
-        gradable = all(isinstance(a, (ast.Name, ast.Constant)) for a in arguments)
-        question = Question(name, ast.unparse(call), answers, bool(set(answers) & defined_functions), gradable)
+        gradable = all(isinstance(a, (ast.Name, ast.Constant)) for a in arguments) and not set(answers) & classes
+        question = Question(name, ast.unparse(call), answers, bool(set(answers) & functions), gradable)
         found.append((question, slot_line))
     for node in reversed(calls):
         del lines[node.lineno - 1:node.end_lineno]
@@ -111,8 +113,8 @@ def _split_cell(source: str, defined_functions: set[str]) -> tuple[str, list[tup
 
 def questions(notebook: dict) -> list[Question]:
     """The notebook's questions, in order (names made unique by a suffix where a checker repeats)."""
-    functions = set().union(*(_functions(t) for _, s in code_cells(notebook) if (t := _parse(s))))
-    found = [q for _, source in code_cells(notebook) for q, _ in _split_cell(source, functions)[1]]
+    kinds = _defined_by_kind(notebook, ast.FunctionDef), _defined_by_kind(notebook, ast.ClassDef)
+    found = [q for _, source in code_cells(notebook) for q, _ in _split_cell(source, *kinds)[1]]
     seen: dict[str, int] = {}
     unique = []
     for q in found:
@@ -138,7 +140,7 @@ def student_notebook(notebook: dict, hints: bool = True, worked: bool = True) ->
     hints=False drops the commented hint / show_solution cells; worked=False ends the notebook after
     its last question (the sections that work the exercises out are not released)."""
     names = iter(q.name for q in questions(notebook))
-    functions = set().union(*(_functions(t) for _, s in code_cells(notebook) if (t := _parse(s))))
+    kinds = _defined_by_kind(notebook, ast.FunctionDef), _defined_by_kind(notebook, ast.ClassDef)
     answer_names = {a for q in questions(notebook) for a in q.answers}
     cells, first_code, last_check = [], True, 0
     for cell in notebook["cells"]:
@@ -150,7 +152,7 @@ def student_notebook(notebook: dict, hints: bool = True, worked: bool = True) ->
         source = "".join(cell["source"])
         if not hints and _is_hint_cell(source):
             continue
-        rest, found = _split_cell(source, functions)
+        rest, found = _split_cell(source, *kinds)
         rest = "\n".join([rest, *(line for _, line in found if line)]).strip("\n")
         tree = _parse(rest)
         defines_answer = bool(tree and _defined(tree) & (answer_names | {f"answer_{q.name}" for q, _ in found}))

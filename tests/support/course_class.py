@@ -2,7 +2,8 @@
 
 A submission puts one block of code in place of the notebook's answer cells (the first answer
 cell gets the code, the others are emptied, as a student who wrote everything in one place).
-CORRECT answers with gptlib's reference solutions, TYPICAL with one typical mistake per answer;
+correct() answers with gptlib's reference solutions, typical() with one typical mistake per answer
+(code() adds the concept questions' answers, read from the checkers);
 the hostile submissions (for notebook 05 only, whose checkers are fast) crash, loop, delete their
 cells, flood the output, import what is missing, snoop on the grader, forge the checker, or
 answer from a table of the public test's points. What each deserves is not written here: the
@@ -35,14 +36,25 @@ def concept_answer(question: str):
     return int(answer.replace(",", "")) if answer.replace(",", "").isdigit() else answer
 
 
-def _concepts(wrong: bool) -> str:
+def concept_lines(asked: list, wrong: bool) -> str:
+    """`answer_concept_N_M = ...` for every concept question asked (questions.Question), right or wrong."""
     lines = []
-    for q in ("7.1", "7.2", "7.3"):
+    for question in asked:
+        call = ast.parse(question.check, mode="eval").body
+        if call.func.attr != "check_concept":
+            continue
+        q = call.args[0].value
         answer = concept_answer(q)
         if wrong:
             answer = answer + 1 if isinstance(answer, int) else right_letter(lambda x, q=q: not exercises.check_concept(q, x))
-        lines.append(f"answer_concept_{q.replace('.', '_')} = {answer!r}")
+        lines.append(f"answer_{question.name} = {answer!r}")
     return "\n".join(lines)
+
+
+def code(notebook: str, asked: list, wrong: bool) -> str:
+    """A whole submission's answers for a notebook: its functions (correct() or typical()) and its concept answers."""
+    functions = (typical() if wrong else correct()).get(notebook, "")
+    return "\n".join(part for part in (functions, concept_lines(asked, wrong)) if part)
 
 
 def correct() -> dict[str, str]:
@@ -54,7 +66,7 @@ def correct() -> dict[str, str]:
         "04_layernorm_geometry": "from gptlib.exercises.solutions import project, rescale, weight_decay_prediction as predict",
         "05_gpt_and_parameter_count": "from gptlib.exercises.solutions import count, rows as table, tied_count",
         "06_causality": "from gptlib.exercises.solutions import dependency_map",
-        "07_computational_cost": "from gptlib.exercises.solutions import flops_per_token, takeover_T\n" + _concepts(False),
+        "07_computational_cost": "from gptlib.exercises.solutions import flops_per_token, takeover_T",
     }
 
 
@@ -87,7 +99,7 @@ def typical() -> dict[str, str]:
         "07_computational_cost": (
             "from gptlib.exercises import solutions\n"
             "def flops_per_token(config, T):\n    return solutions.flops_per_token(config, T) // 3\n"
-            "def takeover_T(config):\n    return 6 * config.d\n" + _concepts(True)),
+            "def takeover_T(config):\n    return 6 * config.d"),
     }
 
 
