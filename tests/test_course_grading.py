@@ -146,6 +146,12 @@ def test_a_flood_of_output_costs_only_the_part_that_printed_it(graded):
     assert all(o.earned == o.points for q in ("parameter_table", "tied_count") for o in found[q])
 
 
+def test_the_memory_limit_costs_only_the_part_that_hit_it(graded):
+    found = _by_question(graded, "hog")
+    assert all(o.earned == 0 and o.status == "error" for o in found["parameter_count"])
+    assert all(o.earned == o.points for q in ("parameter_table", "tied_count") for o in found[q])
+
+
 def test_a_missing_import_is_named(graded):
     for outcomes in _by_question(graded, "noimport").values():
         assert all(o.earned == 0 and "ModuleNotFoundError" in o.message and "a_module_nobody_has" in o.message for o in outcomes)

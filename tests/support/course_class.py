@@ -5,7 +5,7 @@ cell gets the code, the others are emptied, as a student who wrote everything in
 correct() answers with gptlib's reference solutions, typical() with one typical mistake per answer
 (code() adds the concept questions' answers, read from the checkers);
 the hostile submissions (for notebook 05 only, whose checkers are fast) crash, loop, delete their
-cells, flood the output, import what is missing, snoop on the grader, forge the checker, or
+cells, flood the output, import what is missing, ask for 8 GiB, snoop on the grader, forge the checker, or
 answer from a table of the public test's points. What each deserves is not written here: the
 tests ask gptlib's checker in this process (expected_result) and compare.
 """
@@ -117,6 +117,8 @@ def hostile(hidden_test: str, other_student: str, port: int, memorised: dict[str
         "flood": CORRECT_05 + "\nfrom gptlib.exercises import solutions\n"
                               "def count(c):\n    print('x' * 3_000_000)\n    return solutions.count(c)",
         "noimport": "import a_module_nobody_has\n" + CORRECT_05,
+        "hog": CORRECT_05 + "\nimport torch\nfrom gptlib.exercises import solutions\n"
+                            "def count(c):\n    return solutions.count(c) + int(torch.ones(2**31).sum())  # 8 GiB",
         "snoop": (
             "import socket\nimport gptlib\nfrom gptlib.exercises import solutions\n"
             "def _isolated():\n"
