@@ -80,7 +80,37 @@ def _layer_norm_image_dimension(d: int = 128) -> int:
     return circuits.numerical_rank(geometry.layer_norm_jacobian(u, 0.0)).rank
 
 
+def _block_parameters(d: int = 128) -> int:
+    """Parameters of one block of a model of width d (d_ff = 4d), counted from the module."""
+    return sum(p.numel() for p in GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1)).blocks[0].parameters())
+
+
 QUESTIONS: dict[str, Choice | Number] = {
+    "5.1": Choice(
+        "b",
+        "Theorem 5.2's convention: no bias on W_Q, W_K, W_V or W_U; biases on W_O, W_1 and W_2.",
+        {
+            "a": "the output projection carries a bias b_O (the 4d^2 + d of attention)",
+            "c": "the MLP's W_1 carries a bias b_1 of d_ff entries",
+        },
+    ),
+    "5.2": Choice(
+        "a",
+        "the blocks hold L (12 d^2 + 10 d) = 97% of the course model's 816,640; the embeddings, LN_f and W_U do not grow with L.",
+        {
+            "b": "the count is linear in L, not quadratic: each block adds the same 12 d^2 + 10 d",
+            "c": "every block has its own weights: nothing is shared between blocks",
+        },
+    ),
+    "5.3": Number(
+        _block_parameters,
+        "attention 4 d^2 + d, MLP 8 d^2 + 5 d, two LayerNorms 4 d: 12 d^2 + 10 d = 197,888 for d = 128.",
+        {
+            "you left out every bias and LayerNorm parameter: 12 d^2 is only the weight matrices": lambda: 12 * 128**2,
+            "you left out the two LayerNorms' gains and shifts (4 d)": lambda: 12 * 128**2 + 6 * 128,
+            "that is the attention sublayer alone: add the MLP's 8 d^2 + 5 d and the LayerNorms' 4 d": lambda: 4 * 128**2 + 128,
+        },
+    ),
     "4.1": Choice(
         "b",
         "c = -2 flips the sign of u - mean(u) 1 and leaves sigma positive: LN(-2u) = -LN(u). Remark 4.3's "
