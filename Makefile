@@ -83,5 +83,5 @@ bench: $(BENCH_READY)  ## gptlib vs HF GPT-2, TransformerLens and a fused nanoGP
 	$(BIN)/python -m benchmarks.run --nbval
 	$(MAKE) bench-explorers
 
-bench-explorers: $(READY) chromium  ## the explorers' round trips (key press -> new picture) in JupyterLab and Voila, Chromium headless
+bench-explorers: $(READY) chromium  ## the explorers' frame times (key press -> next frame) in JupyterLab, Voila and the book, Chromium headless
 	$(BIN)/python -m benchmarks.roundtrip

@@ -4,7 +4,11 @@ import sys
 from urllib.parse import unquote, urldefrag, urljoin
 
 import pytest
+from axe_audit import violations
+from jupyterlab_driver import frame_ms, live
 from servers import free_port, serve
+
+from gptlib import COURSE_CONFIG, theorem_5_2
 
 PAGE_FACTS = """() => ({
     ids: [...document.querySelectorAll('[id]')].map(e => e.id),
@@ -67,3 +71,30 @@ def test_search_finds_a_lecture_term(page, book_site):
     results = page.locator("#search-results ul.search li")
     results.first.wait_for(timeout=30_000)
     assert results.count() >= 3
+
+
+def test_the_books_explorers_move_without_a_kernel_and_pass_an_accessibility_audit(page, book_site):
+    """The explorers in the book run on the values saved with the notebook: no kernel, no server code."""
+    page.goto(urljoin(book_site, "04_layernorm_geometry.html"))
+    sphere = live(page, "gptlib-sphere")
+    turn = sphere.locator(".gptlib-sphere-turn input[type=range]")
+    frame_ms(sphere, lambda: turn.press("ArrowRight"))
+    assert turn.get_attribute("aria-valuetext") == "35" and "cu = (" in sphere.locator(".gptlib-sphere-readout").inner_text()
+    # WCAG 2.1 A and AA on the whole page but the theme's search button, whose aria-label "Search"
+    # is shorter than its visible "Search Ctrl+K" (sphinx-book-theme's markup, not ours)
+    assert violations(page, exclude=[".search-button-field"]) == []
+
+    page.goto(urljoin(book_site, "05_gpt_and_parameter_count.html"))
+    count = live(page, "gptlib-count")
+    blocks = count.locator(".gptlib-count-L input")
+    blocks.fill("6")
+    frame_ms(count, lambda: blocks.press("Enter"))
+    six_blocks = theorem_5_2(COURSE_CONFIG.replace(L=6))
+    assert f"Theorem 5.2: {six_blocks:,} parameters" in count.locator(".gptlib-count-theorem").inner_text()
+    assert "needs a running kernel" in count.locator(".gptlib-count-message").inner_text()
+
+    page.goto(urljoin(book_site, "01_multi_head_attention.html"))
+    attention = live(page, "gptlib-attn-explorer")
+    head = attention.locator(".gptlib-attn-head input[type=range]")
+    frame_ms(attention, lambda: head.press("ArrowRight"))
+    assert "head 1" in attention.locator(".gptlib-attn-message").inner_text()

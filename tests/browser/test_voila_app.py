@@ -1,5 +1,6 @@
 """`make app`: the three explorers served by Voila, each moved once as an instructor would."""
 
+from axe_audit import violations
 from jupyterlab_driver import frame_ms, live
 
 from gptlib import COURSE_CONFIG, theorem_5_2
@@ -32,3 +33,4 @@ def test_every_explorer_redraws_in_the_voila_app(page, voila_app):
     body = page.locator("body").inner_text()
     assert "Traceback" not in body and "error when executing" not in body
     assert page.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+    assert violations(page) == []  # WCAG 2.1 A and AA, the whole page

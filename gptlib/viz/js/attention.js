@@ -14,13 +14,32 @@ function floats(view) {
 // viridis, sampled at 9 points and interpolated (the kernel's PNG uses matplotlib's viridis)
 const VIRIDIS = [[68, 1, 84], [71, 44, 122], [59, 81, 139], [44, 113, 142], [33, 144, 141], [39, 173, 129],
   [92, 200, 99], [170, 220, 50], [253, 231, 37]];
-function viridis(x) {
-  const t = Math.min(Math.max(x, 0), 1) * (VIRIDIS.length - 1);
+const LEVELS = 256;
+const VIRIDIS_TABLE = Array.from({ length: LEVELS }, (_, n) => {
+  const t = (n / (LEVELS - 1)) * (VIRIDIS.length - 1);
   const i = Math.min(Math.floor(t), VIRIDIS.length - 2), f = t - i;
-  const [a, b] = [VIRIDIS[i], VIRIDIS[i + 1]];
-  return `rgb(${a.map((v, k) => Math.round(v + f * (b[k] - v))).join(",")})`;
+  return VIRIDIS[i].map((v, k) => Math.round(v + f * (VIRIDIS[i + 1][k] - v)));
+});
+const GREY_TABLE = Array.from({ length: LEVELS }, (_, n) => { const v = LEVELS - 1 - n; return [v, v, v]; });
+
+// A rows x columns grid of values in [0, 1] painted at (x, y, width, height) of a 2-D context:
+// one pixel per cell in an ImageData, then scaled up without smoothing (sharp cells, one draw).
+function paintGrid(context, rows, columns, valueAt, table, x, y, width, height) {
+  const pixels = new ImageData(columns, rows);
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < columns; c++) {
+      const level = Math.round(Math.min(Math.max(valueAt(r, c), 0), 1) * (LEVELS - 1));
+      const [red, green, blue] = table[level], at = 4 * (r * columns + c);
+      pixels.data[at] = red; pixels.data[at + 1] = green; pixels.data[at + 2] = blue; pixels.data[at + 3] = 255;
+    }
+  }
+  const cells = document.createElement("canvas");
+  cells.width = columns;
+  cells.height = rows;
+  cells.getContext("2d").putImageData(pixels, 0, 0);
+  context.imageSmoothingEnabled = false;
+  context.drawImage(cells, x, y, width, height);
 }
-const grey = (x) => { const v = Math.round(255 * (1 - Math.min(Math.max(x, 0), 1))); return `rgb(${v},${v},${v})`; };
 
 function render({ model, el }) {
   const root = h("div", { class: "gptlib-explorer gptlib-attn-explorer" });
@@ -115,12 +134,7 @@ function render({ model, el }) {
     const c = heat.context, cell = SIDE / T;
     c.fillStyle = "#ffffff";
     c.fillRect(0, 0, SIDE + MARGIN, SIDE + MARGIN);
-    for (let t = 0; t < T; t++) {
-      for (let s = 0; s < T; s++) {
-        c.fillStyle = viridis(A(l, hh, t, s));
-        c.fillRect(MARGIN + s * cell, t * cell, Math.ceil(cell), Math.ceil(cell));
-      }
-    }
+    paintGrid(c, T, T, (t, s) => A(l, hh, t, s), VIRIDIS_TABLE, MARGIN, 0, SIDE, SIDE);
     c.fillStyle = "#1a1a1a";
     c.font = `${Math.min(12, Math.max(7, cell - 1))}px monospace`;
     c.textAlign = "center";
@@ -139,12 +153,7 @@ function render({ model, el }) {
     const n = normsCanvas.context;
     n.fillStyle = "#ffffff";
     n.fillRect(0, 0, data.H * NORM_COLUMN + 30, SIDE + MARGIN);
-    for (let i = 0; i < data.H; i++) {
-      for (let t = 0; t < T; t++) {
-        n.fillStyle = grey(norm(l, i, t) / largest);
-        n.fillRect(30 + i * NORM_COLUMN, t * cell, NORM_COLUMN, Math.ceil(cell));
-      }
-    }
+    paintGrid(n, T, data.H, (t, i) => norm(l, i, t) / largest, GREY_TABLE, 30, 0, data.H * NORM_COLUMN, SIDE);
     n.strokeStyle = "#d9730d";
     n.lineWidth = 2.5;
     n.strokeRect(30 + hh * NORM_COLUMN + 1, 1, NORM_COLUMN - 2, SIDE - 2);
@@ -156,13 +165,8 @@ function render({ model, el }) {
     normsCanvas.canvas.setAttribute("aria-label", `Write norms of the ${data.H} heads of layer ${l} at each of ${T} positions, largest ${largest.toFixed(2)}`);
 
     for (const [i, button] of [...heads.children].entries()) {
-      const { context, canvas } = button.small, step = SMALL / T;
-      for (let t = 0; t < T; t++) {
-        for (let s = 0; s < T; s++) {
-          context.fillStyle = viridis(A(l, i, t, s));
-          context.fillRect(s * step, t * step, Math.ceil(step), Math.ceil(step));
-        }
-      }
+      const { context, canvas } = button.small;
+      paintGrid(context, T, T, (t, s) => A(l, i, t, s), VIRIDIS_TABLE, 0, 0, SMALL, SMALL);
       canvas.setAttribute("aria-hidden", "true");
       button.setAttribute("aria-label", `layer ${l}, head ${i}`);
       button.setAttribute("aria-pressed", String(i === hh));
