@@ -21,7 +21,7 @@ def open_sphere(page, lab):
     return sphere
 
 
-def test_sphere_draws_in_the_page_on_keys_reads_out_on_hover_and_hears_from_the_kernel(page, lab):
+def test_sphere_draws_in_the_page_reads_out_on_hover_refuses_bad_text_and_hears_from_the_kernel(page, lab):
     sphere = open_sphere(page, lab)
     message = sphere.locator(".gptlib-sphere-message")
     message.filter(has_text="exactly on the circle").wait_for(timeout=30_000)  # the kernel's explanation
@@ -58,6 +58,15 @@ def test_sphere_draws_in_the_page_on_keys_reads_out_on_hover_and_hears_from_the_
     assert sphere.locator(".gptlib-sphere-tilt input[type=text]").input_value() == "90"
     assert preset.get_attribute("aria-pressed") == "true"
 
+    box = settled_offset_in(page, sphere, canvas)  # typed text that is not a number in range: refused, nothing moves
+    type_into_box(sphere, "gptlib-sphere-u0", "abc")
+    message.filter(has_text="Cannot draw").wait_for(timeout=30_000)
+    assert "u_1: 'abc' is not a number" in message.inner_text() and "last valid input" in message.inner_text()
+    assert "gptlib-stale" in canvas.get_attribute("class") and offset_in(sphere, canvas) == box
+    type_into_box(sphere, "gptlib-sphere-u0", "12.5")
+    message.filter(has_text="u_1 must be a finite number in [-3.0, 3.0], got 12.5").wait_for(timeout=30_000)
+    assert sphere.bounding_box()["height"] < 700  # controls beside the picture, never a tall panel
+
     for css_class in ("gptlib-sphere-u0", "gptlib-sphere-u1", "gptlib-sphere-u2"):
         type_into_box(sphere, css_class, "0.5")
     message.filter(has_text="constant").wait_for(timeout=30_000)
@@ -68,18 +77,3 @@ def test_sphere_draws_in_the_page_on_keys_reads_out_on_hover_and_hears_from_the_
     # chrome (toolbar buttons with aria-pressed on jp-button, CodeMirror editors without names, the
     # windowed notebook's viewport), which this project cannot change.
     assert violations(page, include=[".jp-OutputArea-child:has(.gptlib-sphere)"]) == []
-
-
-def test_text_typed_beside_a_slider_that_is_not_a_number_is_refused_without_a_jump(page, lab):
-    sphere = open_sphere(page, lab)
-    canvas = sphere.locator("canvas.gptlib-sphere-output")
-    box = settled_offset_in(page, sphere, canvas)
-    type_into_box(sphere, "gptlib-sphere-u0", "abc")
-    message = sphere.locator(".gptlib-sphere-message")
-    message.filter(has_text="Cannot draw").wait_for(timeout=30_000)
-    assert "u_1: 'abc' is not a number" in message.inner_text() and "last valid input" in message.inner_text()
-    assert "gptlib-stale" in canvas.get_attribute("class")
-    assert offset_in(sphere, canvas) == box  # nothing moved: the picture stays where it was
-    type_into_box(sphere, "gptlib-sphere-u0", "12.5")
-    message.filter(has_text="u_1 must be a finite number in [-3.0, 3.0], got 12.5").wait_for(timeout=30_000)
-    assert sphere.bounding_box()["height"] < 700  # controls beside the picture, never a tall panel

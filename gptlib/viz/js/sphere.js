@@ -216,7 +216,8 @@ function render({ model, el }) {
     Object.assign(values, changes);
     stale = false;
     good = { ...values };
-    say(status, model.get("live") ? "" : "The kernel's explanation needs a running notebook; the numbers above are computed in this page.");
+    // the kernel's explanation of the last values it saw, until it explains these (none in a static page)
+    say(status, model.get("live") ? model.get("message") : "The kernel's explanation needs a running notebook; the numbers above are computed in this page.");
     redraw();
     echoing = true; // the model's own change events for these values are not the kernel's
     commit(model, changes);
