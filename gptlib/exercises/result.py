@@ -229,7 +229,7 @@ def as_numbers(value, names: tuple[str, ...], what: str) -> list:
 
 def as_matrix(value, shape: tuple[int, ...], what: str) -> torch.Tensor:
     """A learner's tensor (torch or numpy), checked for type and shape, as float64 for comparison."""
-    if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":  # booleans too (a map of True/False)
         value = torch.from_numpy(value)
     if not isinstance(value, torch.Tensor):
         raise Wrong(f"{what} should be a torch.Tensor (or numpy array) of shape {shape}, got {type(value).__name__}")
