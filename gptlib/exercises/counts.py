@@ -30,6 +30,8 @@ COUNT_MISTAKES = (
     ("you left out the MLP biases b_1 and b_2 (d_ff + d per block)", MLPS, lambda c: -c.L * (c.d_ff + c.d)),
     ("you left out the MLP's b_1 (d_ff per block)", MLPS, lambda c: -c.L * c.d_ff),
     ("you counted b_1 with d entries: it has d_ff, one per hidden unit", MLPS, lambda c: -c.L * (c.d_ff - c.d)),
+    ("you counted b_1 with 4d entries: it has d_ff, one per hidden unit, and d_ff need not be 4d", MLPS,
+     lambda c: c.L * (4 * c.d - c.d_ff)),
     ("your count assumes d_ff = 4d: use config.d_ff, which need not be 4d (W_1, b_1 and W_2 all have d_ff)", MLPS,
      lambda c: c.L * (4 * c.d - c.d_ff) * (2 * c.d + 1)),
     ("you left out both block LayerNorms (4d per block)", BLOCK_NORMS, lambda c: -4 * c.L * c.d),
