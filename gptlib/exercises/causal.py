@@ -166,11 +166,18 @@ def picture(depends: torch.Tensor) -> list[str]:
     return rows
 
 
-def _reach(leaks: list[tuple[int, int]], T: int) -> int | None:
-    """k if the leaks are exactly every (t, s) with 0 < s - t <= k (a band k steps ahead), else None."""
+def _band(k: int, T: int) -> set[tuple[int, int]]:
+    """Every (t, s) with 0 < s - t <= k: each Z_t sees the next k tokens."""
+    return {(t, s) for t in range(T) for s in range(t + 1, min(t + k, T - 1) + 1)}
+
+
+def _reach(leaks: list[tuple[int, int]], T: int) -> tuple[int, bool] | None:
+    """(k, whole) if every Z_t sees x_(t+1) and nothing beyond x_(t+k), k the farthest leak; whole
+    when the leaks fill that band (a step further can be too weak to measure in some rows); else None."""
     k = max(s - t for t, s in leaks)
-    band = {(t, s) for t in range(T) for s in range(t + 1, min(t + k, T - 1) + 1)}
-    return k if set(leaks) == band else None
+    if not _band(1, T) <= set(leaks):
+        return None
+    return k, set(leaks) == _band(k, T)
 
 
 def leak_report(depends: torch.Tensor, L: int | None = None) -> tuple[str, list[str]] | None:
@@ -183,12 +190,14 @@ def leak_report(depends: torch.Tensor, L: int | None = None) -> tuple[str, list[
         return None
     t, s = leaks[0]
     message = f"Z_{t} depends on the later token x_{s} (positions counted from 0): the model sees the future"
-    k = _reach(leaks, T)
+    k, whole = _reach(leaks, T) or (None, False)
     if k == 1 and T > 2:
         message += ("; every Z_t sees exactly one token ahead, x_(t+1): the mask is off by one (it hides s > t + 1,"
                     " not s > t; triu(diagonal=1) is the right one)")
     elif k is not None and k < T - 1:
-        message += (f"; every Z_t sees the next {k} tokens x_(t+1)..x_(t+{k}) and none further: the pattern of a mask"
+        sees = (f"the next {k} tokens x_(t+1)..x_(t+{k})" if whole else
+                f"x_(t+1), {len(leaks)} of the {len(_band(k, T))} pairs up to x_(t+{k}) leak")
+        message += (f"; every Z_t sees {sees} and none further: the pattern of a mask"
                     " off by one (hiding s > t + 1, not s > t; triu(diagonal=1) is the right one), which reaches one step"
                     f" further in each layer that has it ({k} layers, or more if a step further is too weak to measure)")
         if L != k:
