@@ -53,6 +53,10 @@ def grade_synthetic_class(students: int, workers: int) -> None:
               f"{os.getloadavg()[0]:.1f} after")
         print(f"{students} students x {len(names)} notebooks: {throughput(notebooks, seconds)}; "
               f"{60 * students / seconds:.2f} students (all {len(names)} notebooks) per minute")
+        for half, label in ((0, "reference solutions"), (1, "typical mistakes")):
+            earned = [sum(o.earned for g in grades[s] for o in g.outcomes) for s in sorted(grades)[half::2]]
+            most = sum(o.points for g in grades[sorted(grades)[half]] for o in g.outcomes)
+            print(f"students with {label}: {sorted(set(earned))} of {most:g} points")
 
 
 def list_variants() -> None:

@@ -5,11 +5,12 @@ gptlib once, never reads a test, and forks one process per submission on the jud
 (starting a submission then costs a fork, not seconds of imports). The forked process first
 confines itself, before it runs anything of the submission:
 - as root: a new network namespace (no interface but a down loopback: no network), a new mount
-  namespace in which an empty tmpfs is mounted over every --hide folder (the submissions, the
+  namespace in which an empty tmpfs is mounted over every hidden folder (the submissions, the
   autograder with the hidden tests, the grades), every mount made read-only, a small tmpfs as its
   working folder (the only place it can write), then every capability dropped (no mount or
   umount, no way back); not as root it tries an unprivileged user + network namespace only, and
-  reports what it could not do;
+  reports what it could not do. If a step fails as root (mount_setattr needs x86-64 Linux >= 5.12)
+  the submission is not run: the judge reports that it could not be confined;
 - limits (resource.setrlimit): address space, CPU seconds, the size of any file it writes, no
   core files. Its stdout and stderr are a pipe the judge reads and cuts at the output limit.
 Then it runs the cells the judge sends (in an IPython shell, so magics and display() work), and
