@@ -567,6 +567,8 @@ OWN = {
     "float64, d_ff = 2d": (lambda: LearnerGPT(d_ff=48).double(), dict(d_ff=48), OK, None),
     "dropout in train mode": (lambda: LearnerGPT(dropout=0.2).train(), {}, OK, None),
     "H given": (lambda: LearnerGPT(), dict(H=3), OK, None),
+    "no final LayerNorm": (lambda: LearnerGPT(final_norm=False), {}, "parameter count", "LN_f"),
+    "no final LayerNorm, tied": (lambda: LearnerGPT(final_norm=False, tied=True), {}, "parameter count", "LN_f"),
     "one block shared L times": (lambda: LearnerGPT(shared_blocks=True), {}, "parameter count", "L = 1"),
     "qkv biases": (lambda: LearnerGPT(qkv_bias=True), {}, OK, None),
     "mask off by one, two layers": (lambda: LearnerGPT(mask_offset=2), {}, "causality", "off by one"),

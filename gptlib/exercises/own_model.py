@@ -99,14 +99,15 @@ def _tying(params: list[torch.Tensor], V: int, T_max: int, d: int, d_ff: int) ->
     return None, f"{n} tensors of shape V x d, so shapes cannot tell"
 
 
-def _groups(model: nn.Module) -> dict[str, int] | None:
+def _groups(model: nn.Module, table_shapes: set[tuple[int, int]]) -> dict[str, int] | None:
     """Entries per group when every parameter sits in an nn.Linear, an nn.Embedding or a norm layer
-    of a known type (read by type, never by name): the linear layers' biases, the norm layers'
-    gains and shifts, everything else. None when some parameter sits elsewhere (a raw Parameter)."""
+    of a known type (read by type, never by name), or is a raw Parameter of one of table_shapes (E,
+    W_U or P, which no bias or gain can be): the linear layers' biases, the norm layers' gains and
+    shifts, everything else. None when some other parameter sits elsewhere (a raw Parameter)."""
     groups, seen = dict.fromkeys((BIASES, NORMS_GROUP, OTHER), 0), set()
     for module in model.modules():
         for name, p in module.named_parameters(recurse=False):
-            if not isinstance(module, (nn.Linear, nn.Embedding, *NORMS)):
+            if not isinstance(module, (nn.Linear, nn.Embedding, *NORMS)) and tuple(p.shape) not in table_shapes:
                 return None
             key = (p.untyped_storage().data_ptr(), p.storage_offset())
             if key not in seen:
@@ -114,6 +115,12 @@ def _groups(model: nn.Module) -> dict[str, int] | None:
                 group = NORMS_GROUP if isinstance(module, NORMS) else BIASES if p is getattr(module, "bias", None) else OTHER
                 groups[group] += p.numel()
     return groups
+
+
+def _table_shapes(V: int, T_max: int, d: int, L: int) -> set[tuple[int, int]]:
+    """The shapes of E, W_U and P, when no bias or gain can have them: a stack of per-block or
+    per-LayerNorm d-vectors has at most 2L + 1 rows."""
+    return {shape for n in (V, T_max) if n > 2 * L + 1 for shape in ((n, d), (d, n))}
 
 
 def _expected_groups(V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool) -> dict[str, int]:
@@ -213,7 +220,7 @@ def _count(model, V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool | No
         del candidates["no biases in any linear layer (no b_O, b_1, b_2)"]
     if (V,) not in shapes:
         del candidates["a bias on W_U (V numbers), which Theorem 5.2 leaves out"]  # no V-vector to be one
-    groups = _groups(model)
+    groups = _groups(model, _table_shapes(V, T_max, d, L))
     if groups is None:  # raw Parameters: only the total can be compared
         deltas = {None: (total - theorem, candidates)}
     else:  # nn.Linear, nn.Embedding and norm layers: each group compared on its own
