@@ -86,6 +86,34 @@ def _block_parameters(d: int = 128) -> int:
 
 
 QUESTIONS: dict[str, Choice | Number] = {
+    "6.1": Choice(
+        "b",
+        "embeddings, LayerNorms, MLPs, residual additions and W_U act on each position alone; only attention mixes "
+        "positions, and the mask gives every later position weight exactly 0.",
+        {
+            "a": "the MLP acts on each position alone: it cannot bring in another position's token",
+            "c": "LN_f normalizes each row by its own statistics: it never looks at another position",
+        },
+    ),
+    "6.2": Choice(
+        "a",
+        "without the mask every head spreads weight over all positions, so Z_t moves when a later token changes "
+        "(the upper triangle of Figure 6.2).",
+        {
+            "b": "the position-wise parts stay position-wise, but attention now reads later positions, and the "
+            "blocks pass that on to Z_t",
+            "c": "attention still reads earlier positions too: the model does not become position-wise",
+        },
+    ),
+    "6.3": Number(
+        lambda: int(torch.ones(10, 10).triu(1).sum()),
+        "the pairs with s > t: T (T - 1) / 2 = 45 for T = 10.",
+        {
+            "you counted the diagonal too: Z_t may depend on x_t itself": lambda: 55,
+            "that is every entry: Z_t may depend on x_1, ..., x_t": lambda: 100,
+            "that is both off-diagonal triangles: only s > t is forbidden": lambda: 90,
+        },
+    ),
     "5.1": Choice(
         "b",
         "Theorem 5.2's convention: no bias on W_Q, W_K, W_V or W_U; biases on W_O, W_1 and W_2.",
