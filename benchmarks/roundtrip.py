@@ -35,7 +35,7 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
-from jupyterlab_driver import frame_ms, live, open_and_run_all  # noqa: E402
+from jupyterlab_driver import frame_ms, live, open_and_run_all, saved  # noqa: E402
 from servers import CHROMIUM, CHROMIUM_ARGS, free_port, lab_server, offline_context, serve, voila_server  # noqa: E402
 
 TARGET_MEDIAN_MS, TARGET_WORST_MS = 50, 100
@@ -102,8 +102,8 @@ KERNEL_ONLY = {("attention", "text (kernel runs it)")}  # not measured in the bo
 
 
 def measure_explorer(page, name: str, moves: int, with_kernel: bool, screenshots: Path | None) -> dict[str, list[float]]:
-    """Frame times in ms for every control of one explorer already on the page."""
-    explorer = live(page, EXPLORERS[name][1])
+    """Frame times in ms for every control of one explorer already on the page (its static copy without a kernel)."""
+    explorer = (live if with_kernel else saved)(page, EXPLORERS[name][1])
     explorer.scroll_into_view_if_needed()
     times = {}
     for control, make_move in CONTROLS[name].items():
@@ -173,7 +173,7 @@ def in_book(browser, moves: int) -> tuple[dict, float]:
             page = context.new_page()
             for name, (notebook, css) in EXPLORERS.items():
                 page.goto(f"{base}{notebook}.html")
-                live(page, css).wait_for(timeout=60_000)
+                saved(page, css).wait_for(timeout=60_000)
                 if startup is None:
                     startup = time.perf_counter() - start
                 results[name] = measure_explorer(page, name, moves, False, None)

@@ -174,5 +174,38 @@ def frame_ms(root, act, timeout_ms: int = 30_000) -> float:
 
 
 def live(page, css_class: str):
-    """The live explorer with this class (the static copy before it is hidden in a live page)."""
-    return page.locator(f".{css_class}:visible").first
+    """The kernel's explorer with this class, not its static copy (which a live page hides only
+    once the widget has drawn, and which is alive too)."""
+    return page.locator(f".{css_class}:not(.gptlib-static *):visible").first
+
+
+def saved(page, css_class: str):
+    """The static copy of an explorer: the module running on the saved values (the book, saved HTML)."""
+    return page.locator(f".gptlib-static .{css_class}:visible").first
+
+
+def open_and_run_cell(page, lab, notebook: str, source: str, timeout_ms: int = 120_000) -> None:
+    """Open a notebook in JupyterLab and run only the first code cell whose source contains
+    `source` (a cell that needs no earlier one: the explorer cells of notebooks 04 and 05)."""
+    base, token = lab
+    page.goto(f"{base}/lab/tree/{notebook}?token={token}&reset")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout_ms)
+    page.locator("#jp-main-statusbar", has_text="Idle").wait_for(timeout=timeout_ms)
+    index = page.evaluate(
+        """(source) => {
+            const notebook = window.jupyterapp.shell.currentWidget.content;
+            const index = [...notebook.model.cells]
+                .findIndex(c => c.type === 'code' && c.sharedModel.getSource().includes(source));
+            notebook.activeCellIndex = index;
+            return index;
+        }""",
+        source,
+    )
+    assert index >= 0, f"no code cell of {notebook} contains {source!r}"
+    page.evaluate("window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-cell')")
+    page.wait_for_function(
+        """(index) => [...window.jupyterapp.shell.currentWidget.content.model.cells][index].executionCount !== null""",
+        arg=index,
+        timeout=timeout_ms,
+    )

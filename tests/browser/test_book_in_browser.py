@@ -5,7 +5,7 @@ from urllib.parse import unquote, urldefrag, urljoin
 
 import pytest
 from axe_audit import violations
-from jupyterlab_driver import frame_ms, live
+from jupyterlab_driver import frame_ms, saved
 from servers import free_port, serve
 
 from gptlib import COURSE_CONFIG, theorem_5_2
@@ -76,7 +76,7 @@ def test_search_finds_a_lecture_term(page, book_site):
 def test_the_books_explorers_move_without_a_kernel_and_pass_an_accessibility_audit(page, book_site):
     """The explorers in the book run on the values saved with the notebook: no kernel, no server code."""
     page.goto(urljoin(book_site, "04_layernorm_geometry.html"))
-    sphere = live(page, "gptlib-sphere")
+    sphere = saved(page, "gptlib-sphere")
     turn = sphere.locator(".gptlib-sphere-turn input[type=range]")
     frame_ms(sphere, lambda: turn.press("ArrowRight"))
     assert turn.get_attribute("aria-valuetext") == "35" and "cu = (" in sphere.locator(".gptlib-sphere-readout").inner_text()
@@ -85,7 +85,7 @@ def test_the_books_explorers_move_without_a_kernel_and_pass_an_accessibility_aud
     assert violations(page, exclude=[".search-button-field"]) == []
 
     page.goto(urljoin(book_site, "05_gpt_and_parameter_count.html"))
-    count = live(page, "gptlib-count")
+    count = saved(page, "gptlib-count")
     blocks = count.locator(".gptlib-count-L input")
     blocks.fill("6")
     frame_ms(count, lambda: blocks.press("Enter"))
@@ -94,7 +94,7 @@ def test_the_books_explorers_move_without_a_kernel_and_pass_an_accessibility_aud
     assert "needs a running kernel" in count.locator(".gptlib-count-message").inner_text()
 
     page.goto(urljoin(book_site, "01_multi_head_attention.html"))
-    attention = live(page, "gptlib-attn-explorer")
+    attention = saved(page, "gptlib-attn-explorer")
     head = attention.locator(".gptlib-attn-head input[type=range]")
     frame_ms(attention, lambda: head.press("ArrowRight"))
     assert "head 1" in attention.locator(".gptlib-attn-message").inner_text()

@@ -3,7 +3,7 @@
 import json
 
 from axe_audit import violations
-from jupyterlab_driver import frame_ms, live, offset_in, open_and_run_all, settled_offset_in
+from jupyterlab_driver import frame_ms, live, offset_in, open_and_run_cell, settled_offset_in
 
 
 def type_into_box(sphere, css_class: str, value: str) -> None:
@@ -15,7 +15,7 @@ def type_into_box(sphere, css_class: str, value: str) -> None:
 
 def open_sphere(page, lab):
     """Run notebook 04 in JupyterLab and bring its live sphere into view."""
-    open_and_run_all(page, lab, "04_layernorm_geometry.ipynb")
+    open_and_run_cell(page, lab, "04_layernorm_geometry.ipynb", "sphere = LayerNormSphere()")
     sphere = live(page, "gptlib-sphere")
     sphere.scroll_into_view_if_needed()
     return sphere
