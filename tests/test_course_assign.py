@@ -9,6 +9,7 @@ import json
 import os
 import re
 
+import nbformat
 import pytest
 
 from gptlib import exercises
@@ -20,9 +21,11 @@ from tests.support.notebook_files import NOTEBOOKS
 
 
 def _checker_calls(notebook: dict) -> list[str]:
-    """Every `exercises.check_*(` call written in the notebook's code cells (read independently, by text)."""
-    return [call for cell in notebook["cells"] if cell["cell_type"] == "code"
-            for call in re.findall(r"exercises\.(check_\w+)\(", "".join(cell["source"]))]
+    """Every `exercises.check_*(` call written in the notebook's code cells, not commented out (read
+    independently, by text)."""
+    lines = [line for cell in notebook["cells"] if cell["cell_type"] == "code"
+             for line in "".join(cell["source"]).splitlines() if not line.lstrip().startswith("#")]
+    return [call for line in lines for call in re.findall(r"exercises\.(check_\w+)\(", line)]
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +76,8 @@ def test_hints_and_worked_sections_are_stripped_when_asked(tmp_path):
     text = json.dumps([c["source"] for c in released["cells"]])
     assert "exercises.hint(" not in text and "show_solution(" not in text
     assert "".join(released["cells"][-1]["source"]).startswith("grader.check(")
-    assert len(released["cells"]) < len(_load(path)["cells"])
+    assign.build([path], tmp_path / "full")
+    assert len(released["cells"]) < len(_load(tmp_path / "full" / "student" / path.stem / path.name)["cells"])
 
 
 def test_hidden_cases_only_in_the_autograder(built):
@@ -130,3 +134,22 @@ MUST_MOVE = {"05_gpt_and_parameter_count": ["parameter_count", "parameter_table"
 def test_hidden_variant_draws_other_points(built, notebook, question):
     """The checkers that draw random configurations, inputs or weights draw others under the hidden offset."""
     assert course_class.hidden_variant_moves(built[0], course_class.correct(), notebook, question)
+
+
+def test_the_released_notebook_runs_and_its_grader_cells_report(built):
+    """The student's notebook of 05, answered, runs top to bottom in a real kernel, and each
+    grader.check cell shows the public points (what a student sees; practice questions have 0)."""
+    from nbclient import NotebookClient
+
+    out, _ = built
+    folder = out / "student" / "05_gpt_and_parameter_count"
+    released = json.loads((folder / "05_gpt_and_parameter_count.ipynb").read_text())
+    asked = questions(_load(next(p for p in NOTEBOOKS if p.stem.startswith("05_"))))
+    answers = course_class.code("05_gpt_and_parameter_count", asked, wrong=False)
+    notebook = nbformat.from_dict(course_class.submission(released, answers))
+    NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
+    reports = [cell for cell in notebook.cells if cell.cell_type == "code" and cell.source.startswith("grader.check(")]
+    assert len(reports) == len(asked)
+    for cell in reports:
+        text = cell.outputs[0]["data"]["text/plain"]
+        assert re.search(r": (\d) of \1 points", text) and "Hidden tests run when your notebook is graded" in text, text

@@ -60,11 +60,12 @@ def graded(tmp_path_factory):
         return memorised[repr(c)]
 
     exercises.check_parameter_count(recording)  # the public points and their values: the memoriser's table
-    hostile = course_class.hostile(hidden_test, other, listener.getsockname()[1], memorised)
+    hostile = course_class.hostile(codes["correct"][NB05], hidden_test, other, listener.getsockname()[1], memorised)
     for student, code in hostile.items():
         _write(subs / student / f"{NB05}.ipynb", course_class.submission(released[NB05], code))
     _write(subs / "deleted" / f"{NB05}.ipynb",
-           course_class.submission(released[NB05], "from gptlib.exercises.solutions import rows as table", drop_answers=True))
+           course_class.submission(released[NB05], "from gptlib.exercises.solutions import rows as table\n" +
+                                   course_class.concept_lines(asked[NB05], wrong=False), drop_answers=True))
     (subs / "broken").mkdir()
     (subs / "broken" / f"{NB05}.ipynb").write_text("{ this is not json")
     try:

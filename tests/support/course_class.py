@@ -106,44 +106,42 @@ def typical() -> dict[str, str]:
 CORRECT_05 = "from gptlib.exercises.solutions import count, rows as table, tied_count"
 
 
-def hostile(hidden_test: str, other_student: str, port: int, memorised: dict[str, int]) -> dict[str, str | None]:
-    """Code of the hostile submissions of notebook 05 (None: keep the released stubs). The snoop's
-    count is right only if it can read neither the hidden test nor another student's notebook,
-    reach no socket on 127.0.0.1 and write no file of gptlib."""
-    return {
-        "stub": None,
-        "crash": CORRECT_05 + "\nimport ctypes\nctypes.string_at(0)  # segmentation fault",
-        "loop": CORRECT_05 + "\ndef tied_count(c):\n    while True:\n        pass",
-        "flood": CORRECT_05 + "\nfrom gptlib.exercises import solutions\n"
-                              "def count(c):\n    print('x' * 3_000_000)\n    return solutions.count(c)",
-        "noimport": "import a_module_nobody_has\n" + CORRECT_05,
-        "hog": CORRECT_05 + "\nimport torch\nfrom gptlib.exercises import solutions\n"
-                            "def count(c):\n    return solutions.count(c) + int(torch.ones(2**31).sum())  # 8 GiB",
-        "snoop": (
-            "import socket\nimport gptlib\nfrom gptlib.exercises import solutions\n"
-            "def _isolated():\n"
-            f"    for path in ({hidden_test!r}, {other_student!r}):\n"
-            "        try:\n            open(path).read()\n            return False\n        except OSError:\n            pass\n"
-            f"    try:\n        socket.create_connection(('127.0.0.1', {port}), timeout=2)\n        return False\n"
-            "    except OSError:\n        pass\n"
-            "    try:\n        open(gptlib.__file__, 'a').close()\n        return False\n"
-            "    except OSError:\n        return True\n"
-            "ISOLATED = _isolated()\n"
-            "def count(c):\n    return solutions.count(c) if ISOLATED else -1\n"
-            "from gptlib.exercises.solutions import rows as table, tied_count"),
-        "forger": (
-            "from gptlib import exercises\nfrom gptlib.exercises import result\n"
-            "from gptlib.exercises.solutions import rows as table\n"
-            "result.Result.__bool__ = lambda self: True\n"
-            "result.Result.passed = property(lambda self: True)\n"
-            "exercises.check_parameter_count = lambda *args, **kwargs: True\n"
-            "def count(c):\n    return 0\n"
-            "def tied_count(c):\n    return 0"),
-        "memoriser": (
-            f"TABLE = {memorised!r}\n"
-            "from gptlib.exercises.solutions import rows as table, tied_count\n"
-            "def count(c):\n    return TABLE.get(repr(c), 0)"),
+def hostile(correct_05: str, hidden_test: str, other_student: str, port: int, memorised: dict[str, int]) -> dict[str, str | None]:
+    """Code of the hostile submissions of notebook 05 (None: keep the released stubs), each the
+    correct answers `correct_05` with something added. The snoop's count is right only if it can
+    read neither the hidden test nor another student's notebook, reach no socket on 127.0.0.1 and
+    write no file of gptlib; the forger patches the checker and answers 0."""
+    snoop = (
+        "import socket\nimport gptlib\nfrom gptlib.exercises import solutions\n"
+        "def _isolated():\n"
+        f"    for path in ({hidden_test!r}, {other_student!r}):\n"
+        "        try:\n            open(path).read()\n            return False\n        except OSError:\n            pass\n"
+        f"    try:\n        socket.create_connection(('127.0.0.1', {port}), timeout=2)\n        return False\n"
+        "    except OSError:\n        pass\n"
+        "    try:\n        open(gptlib.__file__, 'a').close()\n        return False\n"
+        "    except OSError:\n        return True\n"
+        "ISOLATED = _isolated()\n"
+        "def count(c):\n    return solutions.count(c) if ISOLATED else -1")
+    forger = (
+        "from gptlib import exercises\nfrom gptlib.exercises import result\n"
+        "result.Result.__bool__ = lambda self: True\n"
+        "result.Result.passed = property(lambda self: True)\n"
+        "exercises.check_parameter_count = lambda *args, **kwargs: True\n"
+        "def count(c):\n    return 0\n"
+        "def tied_count(c):\n    return 0")
+    added = {
+        "crash": "import ctypes\nctypes.string_at(0)  # segmentation fault",
+        "loop": "def tied_count(c):\n    while True:\n        pass",
+        "flood": "from gptlib.exercises import solutions\n"
+                 "def count(c):\n    print('x' * 3_000_000)\n    return solutions.count(c)",
+        "hog": "import torch\nfrom gptlib.exercises import solutions\n"
+               "def count(c):\n    return solutions.count(c) + int(torch.ones(2**31).sum())  # 8 GiB",
+        "snoop": snoop,
+        "forger": forger,
+        "memoriser": f"TABLE = {memorised!r}\ndef count(c):\n    return TABLE.get(repr(c), 0)",
     }
+    return {"stub": None, "noimport": "import a_module_nobody_has\n" + correct_05,
+            **{student: correct_05 + "\n" + code for student, code in added.items()}}
 
 
 def submission(released: dict, code: str | None, drop_answers: bool = False) -> dict:
