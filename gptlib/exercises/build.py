@@ -397,13 +397,31 @@ def is_layer_norm(module: nn.Module, d: int) -> bool:
     return bool(shapes) and all(s == (d,) for s in shapes)
 
 
+def holds_blocks(container: nn.ModuleDict, L: int) -> bool:
+    """Whether an nn.ModuleDict is the L blocks: L entries with the same parameter shapes."""
+    shapes = [[tuple(p.shape) for p in entry.parameters()] for entry in container.values()]
+    return len(shapes) == L and all(s == shapes[0] for s in shapes) and len(shapes[0]) > 2
+
+
+def named_parts(module: nn.Module, L: int | None = None) -> list[tuple[str, nn.Module]]:
+    """The module's children, with an nn.ModuleDict's entries in its place (a container such as nanoGPT's
+    `transformer = nn.ModuleDict(...)` is no part of its own), unless it holds the L blocks."""
+    parts = []
+    for name, child in module.named_children():
+        if isinstance(child, nn.ModuleDict) and not (L is not None and holds_blocks(child, L)):
+            parts += [(f"{name}.{n}", c) for n, c in named_parts(child, L)]
+        else:
+            parts.append((name, child))
+    return parts
+
+
 def block_parts(module: nn.Module, d: int, d_ff: int) -> dict[str, list[tuple[str, nn.Module]]]:
     """The block's submodules sorted into 'ln' (LN_1 then LN_2), 'attn' and 'mlp'; Wrong if they do not fit."""
     if list(module.parameters(recurse=False)):
         raise Wrong("keep LN_1, the attention, LN_2 and the MLP as submodules of your block (attributes holding "
                     "modules), so that each can be checked on its own; yours holds parameters directly.")
     parts = {"ln": [], "attn": [], "mlp": []}
-    for name, child in module.named_children():
+    for name, child in named_parts(module):
         if not list(child.parameters()):
             continue  # GELU, Dropout, ...
         if is_layer_norm(child, d):
@@ -517,11 +535,13 @@ def check_block(block, d: int | None = None, H: int | None = None, d_ff: int | N
 def gpt_parts(module: nn.Module, V: int, T_max: int, d: int, L: int) -> dict:
     """The GPT's pieces: E (V, d), P (T_max, d), W_U (d, V) or None when tied to E, the L blocks
     (modules), LN_f (a module), and extra tensors (a bias on W_U). Roles by shape, then name, then order."""
-    blocks = next((child for child in module.children()
-                   if isinstance(child, (nn.ModuleList, nn.Sequential)) and len(child) == L), None)
+    children = named_parts(module, L)
+    blocks = next((child for _, child in children if isinstance(child, (nn.ModuleList, nn.Sequential)) and len(child) == L
+                   or isinstance(child, nn.ModuleDict)), None)  # named_parts keeps a ModuleDict only if it holds the blocks
     if blocks is None:
-        raise Wrong(f"expected your GPT to hold its {L} blocks in an nn.ModuleList (or nn.Sequential) of length L = {L}.")
-    norms = [(n, c) for n, c in module.named_children() if c is not blocks and is_layer_norm(c, d)]
+        raise Wrong(f"expected your GPT to hold its {L} blocks in an nn.ModuleList (or nn.Sequential or nn.ModuleDict) "
+                    f"of length L = {L}.")
+    norms = [(n, c) for n, c in children if c is not blocks and is_layer_norm(c, d)]
     if len(norms) != 1:
         raise Wrong(f"expected one final LayerNorm LN_f (a submodule with gamma and beta of shape ({d},)) beside the "
                     f"blocks; found {len(norms)}.")
@@ -540,15 +560,16 @@ def gpt_parts(module: nn.Module, V: int, T_max: int, d: int, L: int) -> dict:
     if len(vocab) == 1:  # tied: W_U = E^T (Aside 5.3)
         E_name, U_name = vocab[0][0], None
     else:
-        named = [n for n, _ in vocab if roles.says(n, "U")]
-        U_name = named[-1] if named else vocab[-1][0]
+        embeddings = {f"{n}.weight" for n, m in module.named_modules() if isinstance(m, nn.Embedding)}
+        named = [n for n, _ in vocab if roles.says(n, "U")] or [n for n, _ in vocab if n not in embeddings]
+        U_name = named[-1] if named else vocab[-1][0]  # by name, else the one that is no nn.Embedding's table
         E_name = next(n for n, _ in vocab if n != U_name)
     table = dict(own)
     if tuple(table[E_name].shape) != (V, d):
         raise Wrong(f"your token embedding {E_name} has shape {tuple(table[E_name].shape)}: E has one row per token, ({V}, {d}).")
     W_U = None if U_name is None else roles.orientations(table[U_name], d, V)[0]
-    return {"E": table[E_name], "P": positions[0][1], "W_U": W_U, "blocks": list(blocks), "ln_f": norms[0],
-            "extra": extra}
+    blocks = list(blocks.values() if isinstance(blocks, nn.ModuleDict) else blocks)
+    return {"E": table[E_name], "P": positions[0][1], "W_U": W_U, "blocks": blocks, "ln_f": norms[0], "extra": extra}
 
 
 def judge_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: int, d_ff: int, seed: int = 0):
