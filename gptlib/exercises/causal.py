@@ -228,8 +228,9 @@ def _prefix_report(model, V: int, x: torch.Tensor, Z: torch.Tensor) -> str | Non
             return (f"Z_{t} changes by {gaps[t]:.2g} when tokens are appended after it: run alone, x_0..x_{k - 1}"
                     f" give other logits than as the start of the {x.shape[0]} tokens (rounding across lengths stays"
                     f" below {tolerance:.1g}), though perturbing a later token's value moved nothing. Z_t depends on how"
-                    " many tokens follow it: e.g. positions read from the end of P (P[-T:]), or a mask, scale or"
-                    " normalization that depends on the length T")
+                    " many tokens follow it: e.g. positions read from the end of P (P[-T:]), a mask applied after the"
+                    " softmax (its sum still runs over the later positions), or a mask, scale or normalization that"
+                    " depends on the length T")
     return None
 
 
