@@ -26,9 +26,9 @@ OK = None  # expected verdict: passed
 class Attention(nn.Module):
     """Per-head nn.Linear modules in a ModuleList (Karpathy-like), or one qkv Parameter (3, d, d)."""
 
-    def __init__(self, d, H, *, per_head=True, mask_offset=1, qkv_bias=False):
+    def __init__(self, d, H, *, per_head=True, mask_offset=1, qkv_bias=False, mask="before softmax"):
         super().__init__()
-        self.H, self.mask_offset, self.per_head = H, mask_offset, per_head
+        self.H, self.mask_offset, self.per_head, self.mask = H, mask_offset, per_head, mask
         if per_head:
             self.heads = nn.ModuleList(nn.ModuleList(nn.Linear(d, d // H, bias=qkv_bias) for _ in range(3))
                                        for _ in range(H))
@@ -44,8 +44,16 @@ class Attention(nn.Module):
         else:
             q, k, v = (torch.einsum("btd,de->bte", x, W).view(B, T, self.H, d // self.H).transpose(1, 2) for W in self.qkv)
         S = q @ k.transpose(-1, -2) / math.sqrt(d // self.H)  # (B, H, T, T)
-        S = S.masked_fill(torch.ones(T, T, dtype=torch.bool, device=x.device).triu(self.mask_offset), float("-inf"))
-        return self.out((S.softmax(-1) @ v).transpose(1, 2).reshape(B, T, d))
+        future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(self.mask_offset)  # (T, T)
+        if self.mask == "before softmax":
+            A = S.masked_fill(future, float("-inf")).softmax(-1)
+        elif self.mask == "-1e9":
+            A = S.masked_fill(future, -1e9).softmax(-1)
+        elif self.mask == "after softmax":  # weights of the future zeroed, not renormalized
+            A = S.softmax(-1).masked_fill(future, 0.0)
+        else:  # "inverted": hides the past, keeps the future
+            A = S.masked_fill(future.T, float("-inf")).softmax(-1)
+        return self.out((A @ v).transpose(1, 2).reshape(B, T, d))
 
 
 class Block(nn.Module):
@@ -386,6 +394,65 @@ CENTRE = lambda u: u - u.mean(-1, keepdims=True)  # noqa: E731
 RMS = lambda v, eps: v / torch.sqrt(v.pow(2).mean(-1, keepdim=True) + eps)  # noqa: E731
 
 
+def dependency_map_probabilities(model, idx):  # compares softmax probabilities, perturbation by a local generator
+    V, T = model.config.V, idx.shape[0]
+    g = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        base = model(idx).softmax(-1)
+        M = torch.zeros(T, T, dtype=torch.int64)
+        for s in range(T):
+            x = idx.clone()
+            x[s] = (x[s] + torch.randint(1, V, (), generator=g)) % V
+            M[:, s] = ((model(x).softmax(-1) - base).abs().amax(-1) > 1e-9).long()
+    return M
+
+
+def dependency_map_batched(model, idx):  # every perturbation in one (T + 1, T) batch
+    V, T = model.config.V, idx.shape[0]
+    x = idx.repeat(T + 1, 1)
+    x[torch.arange(1, T + 1), torch.arange(T)] = (idx + 3) % V
+    with torch.no_grad():
+        Z = model(x)  # (T + 1, T, V)
+    return (Z[1:] - Z[0]).abs().amax(-1).T  # [t, s]
+
+
+def dependency_map_no_modulo(model, idx):  # x_s + 1 without wrapping: token V is out of range
+    T = idx.shape[0]
+    M = torch.zeros(T, T)
+    for s in range(T):
+        x = idx.clone()
+        x[s] += 1
+        M[:, s] = (model(x) - model(idx)).abs().amax(-1).detach()
+    return M
+
+
+def dependency_map_argmax(model, idx):  # only whether the predicted token changes
+    V, T = model.config.V, idx.shape[0]
+    M = torch.zeros(T, T)
+    for s in range(T):
+        x = idx.clone()
+        x[s] = (x[s] + 5) % V
+        M[:, s] = (model(x).argmax(-1) != model(idx).argmax(-1)).float()
+    return M
+
+
+def dependency_map_loose(model, idx):  # a threshold of 0.01: small models' changes are smaller
+    return torch.as_tensor(dependency_map_norm(model, idx) > 1e-2)
+
+
+def factor_dimension_measured(d, k):  # 2 d k minus the rank of the product map's Jacobian at random factors
+    g = torch.Generator().manual_seed(d + k)
+    W_Q, W_K = torch.randn(d, k, generator=g, dtype=torch.float64), torch.randn(d, k, generator=g, dtype=torch.float64)
+    J = torch.autograd.functional.jacobian(lambda A, B: A @ B.T, (W_Q, W_K))  # two (d, d, d, k)
+    J = torch.cat([part.reshape(d * d, d * k) for part in J], 1)
+    return 2 * d * k - torch.linalg.matrix_rank(J).item()
+
+
+def flops_six_n_plus_attention(c, T):  # 6 N (matmul weights only) + 12 L T d, as numpy floats
+    N = np.float64(c.L * (4 * c.d * c.d + 2 * c.d * c.d_ff) + c.d * c.V)
+    return 6 * N + 12 * c.L * T * c.d
+
+
 # ---- the build track's components ---------------------------------------------------------------
 
 
@@ -482,7 +549,18 @@ CASES = {
     "map: L2 norms, float": (C.check_dependency_map, lambda: dependency_map_norm, OK),
     "map: lower triangle only": (C.check_dependency_map, lambda: dependency_map_causal_only, "unmasked"),
     "map: x_s set to V - 1": (C.check_dependency_map, lambda: dependency_map_max_token, "no-op"),
+    "map: softmax probabilities, int map": (C.check_dependency_map, lambda: dependency_map_probabilities, OK),
+    "map: one batch of perturbations": (C.check_dependency_map, lambda: dependency_map_batched, OK),
+    "map: x_s + 1 without modulo": (C.check_dependency_map, lambda: dependency_map_no_modulo, "[0, V)"),
+    "map: argmax changes only": (C.check_dependency_map, lambda: dependency_map_argmax, "map"),
+    "map: threshold 0.01": (C.check_dependency_map, lambda: dependency_map_loose, "map"),
+    "GPT masking after the softmax": (C.check_causality, seeded(lambda: LearnerGPT(mask="after softmax")), "after the softmax"),
+    "GPT with an inverted mask": (C.check_causality, seeded(lambda: LearnerGPT(mask="inverted")), "future"),
+    "GPT masking with -1e9": (C.check_causality, seeded(lambda: LearnerGPT(mask="-1e9")), OK),
+    "GPT with a LayerNorm over (T, d)": (C.check_causality, seeded(lambda: lambda idx: nn.LayerNorm(
+        [idx.shape[1], 8], elementwise_affine=False)(nn.Embedding(23, 8)(idx))), "normalization"),
     # Exercise 3
+    "dimension measured by a Jacobian's rank": (C.check_factor_pair_dimension, lambda: factor_dimension_measured, OK),
     "d_head^2 as a float": (C.check_factor_pair_dimension, lambda: lambda d, k: float(k * k), OK),
     "d_head^2 as a tensor": (C.check_factor_pair_dimension, lambda: lambda d, k: torch.tensor(k) ** 2, OK),
     "d_head^2 as numpy": (C.check_factor_pair_dimension, lambda: lambda d, k: np.square(np.int32(k)), OK),
@@ -528,6 +606,7 @@ CASES = {
     "flops in another order": (C.check_training_flops, lambda: flops_other_order, OK),
     "flops as a Fraction": (C.check_training_flops, lambda: flops_fraction, OK),
     "flops measured on an own model": (C.check_training_flops, lambda: flops_measured, OK),
+    "flops as 6N + 12 L T d in numpy": (C.check_training_flops, lambda: flops_six_n_plus_attention, OK),
     "flops over the causal triangle": (C.check_training_flops, lambda: flops_causal_triangle, "differs"),
     "flops with Q, K, V as one product": (C.check_training_flops, lambda: flops_qkv_once, "differs"),
     "takeover by np.roots": (C.check_attention_takeover, lambda: takeover_roots, OK),
@@ -542,6 +621,12 @@ CASES = {
     "MLP in einsum": (build.check_mlp, lambda: EinsumMLP, OK),
     "MLP with tanh GELU": (build.check_mlp, lambda: lambda d, d_ff: EinsumMLP(d, d_ff, "tanh"), "tanh"),
     "MLP with ReLU": (build.check_mlp, lambda: ReluMLP, "ReLU"),
+    "block with ModuleDict parts": (build.check_block, lambda: Block, OK),
+    "post-norm block": (build.check_block, lambda: lambda d, H, d_ff: Block(d, H, d_ff, post_norm=True), "post"),
+    "block masking after the softmax": (build.check_block, lambda: lambda d, H, d_ff: Block(d, H, d_ff, mask="after softmax"),
+                                        "softmax"),
+    "GPT with ModuleDict blocks, (logits, loss)": (build.check_gpt, lambda: LearnerGPT, OK),
+    "GPT with no LN_f": (build.check_gpt, lambda: lambda *sizes: LearnerGPT(*sizes, final_norm=False), "LN_f"),
 }
 
 
@@ -549,7 +634,10 @@ CASES = {
 def test_review_answer(name):
     check, answer, mistake = CASES[name]
     answer = answer()
-    result = check(*answer) if isinstance(answer, tuple) and check is C.check_layer_norm else check(answer)
+    if check is C.check_layer_norm:
+        result = check(*answer)
+    else:
+        result = check(answer)
     if mistake is OK:
         assert result.status == PASSED, result
     else:
@@ -571,6 +659,10 @@ OWN = {
     "no final LayerNorm, tied": (lambda: LearnerGPT(final_norm=False, tied=True), {}, "parameter count", "LN_f"),
     "one block shared L times": (lambda: LearnerGPT(shared_blocks=True), {}, "parameter count", "L = 1"),
     "qkv biases": (lambda: LearnerGPT(qkv_bias=True), {}, OK, None),
+    "d_ff = 3d, not said": (lambda: LearnerGPT(d_ff=72), {}, "parameter count", "d_ff = 72"),
+    "P one row longer than T_max": (lambda: LearnerGPT(T_max=13), {}, "parameter count", "T_max were 13"),
+    "masking after the softmax": (lambda: LearnerGPT(mask="after softmax"), {}, "causality", "after the softmax"),
+    "masking with -1e9, float64": (lambda: LearnerGPT(mask="-1e9").double(), {}, OK, None),
     "mask off by one, two layers": (lambda: LearnerGPT(mask_offset=2), {}, "causality", "off by one"),
     "batch mixer": (lambda: TorchMHABatchMixer(), dict(L=1), "batch independence", "mixes"),
     "weights of std 1": (lambda: LearnerGPT().apply(large_init),
