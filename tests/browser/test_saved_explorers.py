@@ -1,6 +1,14 @@
-"""A saved notebook opened without running it: each explorer cell still shows a picture."""
+"""A saved notebook opened without running it: each explorer cell still shows a picture, and a
+notebook saved as HTML keeps its explorer alive."""
+
+import subprocess
+import sys
 
 import pytest
+from jupyterlab_driver import frame_ms, saved
+from servers import ROOT
+
+from gptlib import COURSE_CONFIG, theorem_5_2
 
 EXPLORER_CELLS = {
     "01_multi_head_attention.ipynb": "AttentionExplorer(",
@@ -21,3 +29,18 @@ def test_an_unrun_explorer_cell_shows_its_picture(page, lab, notebook, source):
     shown = [pictures.nth(i) for i in range(pictures.count()) if pictures.nth(i).is_visible()]
     assert len(shown) == 1  # the static copy, or the widget drawn from its saved state: never none, never two
     assert shown[0].evaluate("img => img.complete && img.naturalWidth > 200")
+
+
+def test_a_notebook_saved_as_html_keeps_its_explorer_alive_without_a_kernel(page, tmp_path):
+    """`jupyter nbconvert --to html` of notebook 05: the count explorer's static copy still counts."""
+    notebook = ROOT / "notebooks" / "05_gpt_and_parameter_count.ipynb"
+    subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--output-dir", str(tmp_path),
+                    str(notebook)], check=True, capture_output=True, timeout=120)
+    page.goto((tmp_path / "05_gpt_and_parameter_count.html").as_uri())
+    count = saved(page, "gptlib-count")
+    blocks = count.locator(".gptlib-count-L input")
+    blocks.fill("6")
+    frame_ms(count, lambda: blocks.press("Enter"))
+    six_blocks = theorem_5_2(COURSE_CONFIG.replace(L=6))
+    assert f"Theorem 5.2: {six_blocks:,} parameters" in count.locator(".gptlib-count-theorem").inner_text()
+    assert "needs a running kernel" in count.locator(".gptlib-count-message").inner_text()
