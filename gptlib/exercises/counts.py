@@ -123,9 +123,10 @@ def check_parameter_count(count) -> tuple[str, list[str]]:
 
 
 def _five_rows(answer, names: list[str]) -> list[int]:
-    """A learner's table as five ints: a list, tuple, dict by row name, 1-d numpy array or tensor."""
+    """A learner's table as five ints: a list, tuple, 1-d numpy array or tensor, or a dict (by the
+    lecture's row names when it uses them all, else its five values in their order: keys are the learner's)."""
     if isinstance(answer, dict):
-        answer = [answer.get(name) for name in names]
+        answer = [answer[name] for name in names] if set(names) <= set(answer) else list(answer.values())
     rows = as_numbers(answer, tuple(names), "the five rows in the lecture's order")
     return [as_int(value, f"the row {name!r}") for value, name in zip(rows, names)]
 
