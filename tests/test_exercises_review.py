@@ -448,6 +448,31 @@ def flops_six_n_plus_attention(c, T):  # 6 N (matmul weights only) + 12 L T d, a
     return 6 * N + 12 * c.L * T * c.d
 
 
+class EinsumHead(nn.Module):  # one head from raw (d, d_head) Parameters, einsum, a -1e9 mask from a buffer
+    def __init__(self, d, d_head, scale="d_head"):
+        super().__init__()
+        self.W_Q, self.W_K, self.W_V = (nn.Parameter(torch.randn(d, d_head) / d ** 0.5) for _ in range(3))
+        self.register_buffer("future", torch.ones(64, 64, dtype=torch.bool).triu(1))
+        self.scale = d_head if scale == "d_head" else d
+
+    def forward(self, x):  # (B, T, d) -> (B, T, d_head)
+        T = x.shape[1]
+        q, k, v = (torch.einsum("btd,de->bte", x, W) for W in (self.W_Q, self.W_K, self.W_V))
+        S = torch.einsum("bte,bse->bts", q, k) / math.sqrt(self.scale)
+        return S.masked_fill(self.future[:T, :T], -1e9).softmax(-1) @ v
+
+
+def jacobian_float32(block, X):  # the learner's whole computation in float32
+    block, X = block.float(), X.float()
+    return jacobian_functional(block, X)
+
+
+def circuits_off_by_one_slice(attn, h):  # W_O^h taken one head further on
+    d_head = attn.W_Q.shape[-1]
+    g = (h + 1) % attn.W_Q.shape[0]
+    return attn.W_Q[h] @ attn.W_K[h].T, attn.W_V[h] @ attn.W_O[g * d_head:(g + 1) * d_head]
+
+
 # ---- the build track's components ---------------------------------------------------------------
 
 
@@ -518,7 +543,15 @@ CASES = {
                               lambda: lambda c: [table_rows(c)[0], table_rows(c)[1] + 3 * c.L * c.d] + table_rows(c)[2:],
                               "W_Q"),
     "table with four rows": (C.check_parameter_table, lambda: COURSE_ROWS[:4], "five"),
+    "table as a dict with the learner's own keys": (C.check_parameter_table, lambda: dict(
+        zip(("embeddings", "attention", "mlp", "block_norms", "final"), COURSE_ROWS)), OK),
+    "table with attention and MLP swapped": (C.check_parameter_table, lambda: [
+        COURSE_ROWS[0], COURSE_ROWS[2], COURSE_ROWS[1], *COURSE_ROWS[3:]], "off by"),
     # Exercise 5
+    "tied count as a number, numpy": (C.check_tied_count, lambda: np.int64(816_640 - 65 * 128), OK),
+    "tied count as the untied number": (C.check_tied_count, lambda: 816_640, "E counted twice"),
+    "tied count reading tie_weights wrong way": (C.check_tied_count,
+                                                 lambda: lambda c: count_by_rows(c.replace(tie_weights=False)), "twice"),
     "tied count as untied minus Vd": (C.check_tied_count,
                                       lambda: lambda c: count_by_rows(c.replace(tie_weights=False)) - c.V * c.d, OK),
     "tied count from a list of shapes": (C.check_tied_count, lambda: count_by_shapes, OK),
@@ -571,6 +604,12 @@ CASES = {
     "decay factors as a numpy array": (C.check_weight_decay, lambda: lambda c: np.array([1 / c, c ** -2]), OK),
     "decay factors measured in float32": (C.check_weight_decay, lambda: measured_decay, OK),
     "decay factors as Fractions": (C.check_weight_decay, lambda: lambda c: (1 / Fraction(c), 1 / Fraction(c) ** 2), OK),
+    "decay factors as numpy float32": (C.check_weight_decay, lambda: lambda c: (np.float32(1 / c), np.float32(c ** -2)), OK),
+    "decay factors (c, c^2)": (C.check_weight_decay, lambda: lambda c: (c, c * c), "inverted"),
+    "rescale by rsqrt, project by [..., None]": (C.check_layer_norm, lambda: (
+        lambda u: u - u.mean(-1)[..., None], lambda v, eps: v * torch.rsqrt(v.var(-1, unbiased=False, keepdim=True) + eps)), OK),
+    "rescale by std + eps": (C.check_layer_norm, lambda: (CENTRE, lambda v, eps: v / (v.std(-1, keepdim=True) + eps)),
+                             "unbiased"),
     "decay factors (1/c^2, 1/c^3)": (C.check_weight_decay, lambda: lambda c: (c ** -2, c ** -3), "differ"),
     "decay factors as a list, under no_grad": (C.check_weight_decay, lambda: torch.no_grad()(lambda c: [1 / c, c ** -2]), OK),
     # Exercise 6
@@ -580,6 +619,10 @@ CASES = {
     "W_O columns via reshape": (C.check_head_circuits, lambda: circuits_o_columns, "columns"),
     "W_QK over sqrt(d)": (C.check_head_circuits, lambda: circuits_scaled_by_d, "scale"),
     "circuits swapped": (C.check_head_circuits, lambda: circuits_swapped, "differs"),
+    "W_QK by einsum, W_OV by view": (C.check_head_circuits, lambda: lambda a, h: (
+        torch.einsum("ik,jk->ij", a.W_Q[h], a.W_K[h]), circuits_view(a, h)[1]), OK),
+    "W_O^h one head further on": (C.check_head_circuits, lambda: circuits_off_by_one_slice, "W_OV"),
+    "rank of S as T": (C.check_rank_bounds, lambda: lambda d, H, T: (d // H, d // H, T), "factors through"),
     "ranks by matrix_rank": (C.check_rank_bounds, lambda: measured_rank_bounds, OK),
     "ranks by SVD threshold": (C.check_rank_bounds, lambda: lambda d, H, T: measured_rank_bounds(d, H, T, svd=True), OK),
     "ranks as floats from d / H": (C.check_rank_bounds, lambda: lambda d, H, T: np.array([d / H, d / H, min(T, d / H)]), OK),
@@ -590,12 +633,15 @@ CASES = {
     "autograd.functional.jacobian": (C.check_post_norm_jacobian, lambda: jacobian_functional, OK),
     "central differences in numpy": (C.check_post_norm_jacobian, lambda: jacobian_central_differences, OK),
     "jacrev, (T, d, T, d)": (C.check_post_norm_jacobian, lambda: jacobian_vmap_jacrev, OK),
+    "autograd.functional.jacobian in float32": (C.check_post_norm_jacobian, lambda: jacobian_float32, OK),
     "LayerNorms swapped": (C.check_post_norm_jacobian, lambda: jacobian_swapped_norms, "differs"),
     "MLP on the block's input": (C.check_post_norm_jacobian, lambda: jacobian_mlp_on_input, "differs"),
     "statement 'B.'": (C.check_post_norm_statement, lambda: "B.", OK),
     "statement printed line": (C.check_post_norm_statement, lambda: C.statements().splitlines()[1], OK),
     "statement ' (b) '": (C.check_post_norm_statement, lambda: " (b) ", OK),
     "statement 'e'": (C.check_post_norm_statement, lambda: "e", "pre-norm"),
+    "statement ['b']": (C.check_post_norm_statement, lambda: ["b"], "one letter"),
+    "statement 'c'": (C.check_post_norm_statement, lambda: "c", "residual"),
     "statement 'ab'": (C.check_post_norm_statement, lambda: "ab", "one letter"),
     # Exercise 8
     "flops in another order": (C.check_training_flops, lambda: flops_other_order, OK),
@@ -616,6 +662,8 @@ CASES = {
     "MLP in einsum": (build.check_mlp, lambda: EinsumMLP, OK),
     "MLP with tanh GELU": (build.check_mlp, lambda: lambda d, d_ff: EinsumMLP(d, d_ff, "tanh"), "tanh"),
     "MLP with ReLU": (build.check_mlp, lambda: ReluMLP, "ReLU"),
+    "head in einsum with a -1e9 mask": (build.check_attention_head, lambda: EinsumHead, OK),
+    "head scaled by sqrt(d)": (build.check_attention_head, lambda: lambda d, k: EinsumHead(d, k, scale="d"), "sqrt(d)"),
     "block with ModuleDict parts": (build.check_block, lambda: Block, OK),
     "post-norm block": (build.check_block, lambda: lambda d, H, d_ff: Block(d, H, d_ff, post_norm=True), "post"),
     "block masking after the softmax": (build.check_block, lambda: lambda d, H, d_ff: Block(d, H, d_ff, mask="after softmax"),
