@@ -111,6 +111,21 @@ def refuse_a_length_too_long(model, T: int) -> None:
                     f"pass T={shorter} (or its own T_max)")
 
 
+def refuse_randomness(model, V: int, T: int) -> None:
+    """Wrong if two calls on the same tokens, with the random generator in two other states, give other
+    logits: something random runs in eval mode, and every dependence measured would be noise."""
+    idx = torch.randint(0, V, (2, T), generator=torch.Generator().manual_seed(7))  # (2, T)
+    with eval_mode(model), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1)
+        first = logits(model, idx, V)
+        torch.manual_seed(2)
+        gap = (logits(model, idx, V) - first).abs().max().item()
+    if gap > same_shape_tolerance(first):
+        raise Wrong(f"your model's logits for the same tokens differ by {gap:.2g} from one call to the next, in eval mode:"
+                    " something random runs at evaluation (e.g. F.dropout(x, p), whose default is training=True: pass"
+                    " training=self.training), so what the logits depend on cannot be measured")
+
+
 def sizes(model, V: int | None, T) -> tuple[int, int]:
     """(V, T): T checked by tried_length; V from model.config for a gptlib GPT, else from one call on zeros."""
     config = getattr(model, "config", None)
@@ -262,6 +277,7 @@ def check_causality(model, V: int | None = None, T: int = 8, seed: int = 0) -> t
     pass a shorter one if your model's T_max is below 8."""
     with eval_mode(model):
         V, T = sizes(model, V, T)
+        refuse_randomness(model, V, T)
         mixed = batch_independence(model, V, T, seed)
     if mixed:
         raise Wrong(f"{mixed}: each sequence must be computed on its own before causality can be checked.")

@@ -35,7 +35,7 @@ from .. import checks
 from ..config import GPTConfig
 from ..counting import theorem_5_2
 from ..model import LayerNorm, eval_mode
-from .causal import batch_independence, causality_verdict, logits, refuse_a_length_too_long, tried_length
+from .causal import batch_independence, causality_verdict, logits, refuse_a_length_too_long, refuse_randomness, tried_length
 from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, checker
 
 OWN = "Your own GPT"
@@ -271,9 +271,10 @@ def _initial_loss(model, V: int, T: int, seed: int) -> tuple[str, list[str]]:
 
 
 @checker(OWN)
-def _runs_on(model, T: int) -> tuple[str, list[str]]:
+def _runs_on(model, V: int, T: int) -> tuple[str, list[str]]:
     refuse_a_length_too_long(model, T)
-    return f"runs on {T} tokens.", []
+    refuse_randomness(model, V, T)
+    return f"runs on {T} tokens, the same logits each time.", []
 
 
 def check_own_model(
@@ -294,7 +295,7 @@ def check_own_model(
     if tied not in (None, True, False):
         raise ValueError(f"tied must be True, False or None (read from the model), got {tied!r}")
     T = tried_length(T, T_max)
-    runs = _runs_on(model, T)
+    runs = _runs_on(model, V, T)
     if runs.status == FAILED:
         return runs
     parts = (
