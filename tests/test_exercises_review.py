@@ -119,6 +119,14 @@ def large_init(module):  # every weight matrix N(0, 1): far from uniform predict
             nn.init.normal_(p, std=1.0)
 
 
+class AlwaysDropout(LearnerGPT):
+    """F.dropout on the logits with its default training=True: random in eval mode too."""
+
+    def forward(self, idx, targets=None):
+        logits, loss = super().forward(idx, targets)
+        return F.dropout(logits, 0.1), loss
+
+
 class TorchMHABatchMixer(nn.Module):
     """nn.MultiheadAttention with its default batch_first=False fed (B, T, d), its mask sized as torch asks
     (by the first axis, which it reads as time): attends across the batch."""
@@ -571,6 +579,7 @@ CASES = {
     "suffix-mean model": (C.check_causality, seeded(lambda: prefix_mean_model(reverse=True)), "future"),
     "convolution padded both sides": (C.check_causality, seeded(conv_lookahead), "future"),
     "nn.MultiheadAttention without batch_first": (C.check_causality, seeded(TorchMHABatchMixer), "batch"),
+    "GPT with F.dropout always on": (C.check_causality, seeded(AlwaysDropout), "random"),
     "GPT returning a dict": (C.check_causality, seeded(lambda: LearnerGPT(returns="dict")), "logits"),
     # Exercise 2, check_dependency_map
     "map: numpy bool, loop over s": (C.check_dependency_map, lambda: dependency_map_loop, OK),
@@ -585,8 +594,8 @@ CASES = {
     "GPT masking after the softmax": (C.check_causality, seeded(lambda: LearnerGPT(mask="after softmax")), "after the softmax"),
     "GPT with an inverted mask": (C.check_causality, seeded(lambda: LearnerGPT(mask="inverted")), "future"),
     "GPT masking with -1e9": (C.check_causality, seeded(lambda: LearnerGPT(mask="-1e9")), OK),
-    "GPT with a LayerNorm over (T, d)": (C.check_causality, seeded(lambda: lambda idx: nn.LayerNorm(
-        [idx.shape[1], 8], elementwise_affine=False)(nn.Embedding(23, 8)(idx))), "normalization"),
+    "model with a LayerNorm over (T, d)": (C.check_causality, seeded(lambda: lambda idx, E=nn.Embedding(23, 8): F.layer_norm(
+        E(idx), (idx.shape[1], 8))), "normalization"),
     # Exercise 3
     "dimension measured by a Jacobian's rank": (C.check_factor_pair_dimension, lambda: factor_dimension_measured, OK),
     "d_head^2 as a float": (C.check_factor_pair_dimension, lambda: lambda d, k: float(k * k), OK),
@@ -710,7 +719,8 @@ OWN = {
     "batch mixer": (lambda: TorchMHABatchMixer(), dict(L=1), "batch independence", "mixes"),
     "weights of std 1": (lambda: LearnerGPT().apply(large_init),
                          {}, "initial loss", "uniform"),
-    "returns a dict": (lambda: LearnerGPT(returns="dict"), {}, "batch independence", "logits"),
+    "returns a dict": (lambda: LearnerGPT(returns="dict"), {}, "Your own GPT", "logits"),
+    "F.dropout always on": (AlwaysDropout, {}, "Your own GPT", "random"),
 }
 
 
