@@ -5,8 +5,9 @@ curve tracks gptlib's own GPT trained with the same settings, batches and seed.
 
     .venv/bin/python -m benchmarks.build_track [--steps 600] [--threads N] [--corpus PATH] [--out PATH]
 
-Writes both runs (steps, wall seconds, held-out and training losses), the machine, the load
-average before and after, and the command, as JSON: notebook 09 reads it (own_training.load_measured_runs).
+Writes both runs (steps, wall and CPU seconds, held-out and training losses), the machine, the load
+average before and after, and the command (paths cut to file names), as JSON: notebook 09 reads it
+(own_training.load_measured_runs).
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ def plain_gpt(seed: int) -> build_solutions.GPT:
     return build_solutions.init_weights(build_solutions.GPT(c.V, c.T_max, c.d, c.H, c.L, c.d_ff))
 
 
+def shown_command(argv: list[str]) -> str:
+    """The command as run, each path cut to its file name (a stored record names no machine's folders)."""
+    return shlex.join(["python", "-m", "benchmarks.build_track"] + [Path(a).name if "/" in a else a for a in argv])
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.build_track", description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=BUILD_SETTINGS.steps)
@@ -51,7 +57,7 @@ def main(argv: list[str] | None = None) -> dict:
     torch.manual_seed(settings.seed)
     runs.append(train_on_shakespeare(GPT(COURSE_CONFIG), settings, name="gptlib GPT", corpus=args.corpus))
     result = {
-        "command": "python -m benchmarks.build_track " + shlex.join(sys.argv[1:] if argv is None else argv),
+        "command": shown_command(sys.argv[1:] if argv is None else argv),
         "machine": {**machine(), "threads": torch.get_num_threads()},
         "load_average_before": load_before, "load_average_after": loadavg(),
         "settings": asdict(settings), "runs": [asdict(run) for run in runs],
@@ -60,7 +66,8 @@ def main(argv: list[str] | None = None) -> dict:
     for run in runs:
         seconds = run.reached(TARGET_LOSS)
         when = f"{seconds:.0f} s" if seconds is not None else "never"
-        print(f"{run.name}: held-out {run.val_losses[-1]:.3f} after {run.steps[-1]} steps, {run.seconds[-1]:.0f} s; "
+        print(f"{run.name}: held-out {run.val_losses[-1]:.3f} after {run.steps[-1]} steps, {run.seconds[-1]:.0f} s "
+              f"({run.cpu_seconds[-1]:.0f} s CPU); "
               f"below {TARGET_LOSS} after {when} (target {TARGET_SECONDS} s)")
     print(f"load average {result['load_average_before']} before, {result['load_average_after']} after; wrote {args.out}")
     return result

@@ -56,6 +56,7 @@ class TrainingRun:
     name: str
     steps: tuple[int, ...]
     seconds: tuple[float, ...]  # wall time since the first step, evaluations included
+    cpu_seconds: tuple[float, ...]  # CPU time of this process (all its threads) since the first step
     val_losses: tuple[float, ...]
     train_losses: tuple[float, ...]  # running average of the training loss
 
@@ -73,12 +74,16 @@ def train_on_shakespeare(model: nn.Module, settings: train.TrainSettings = BUILD
     task = train.shakespeare_task(settings, argparse.Namespace(corpus=corpus, download=False, eval_windows=eval_windows))
     _, next_batch, evaluate, _ = task
     wrapped = model if isinstance(model, GPT) else AsGPT(model, len(data.VOCABULARY), settings.T)
-    started = time.perf_counter()
-    seconds = []
-    state = train.train(wrapped, next_batch, settings, evaluate, progress=progress,
-                        on_eval=lambda step, losses, state: seconds.append(time.perf_counter() - started))
+    started, cpu_started = time.perf_counter(), time.process_time()
+    seconds, cpu_seconds = [], []
+
+    def clock(step, losses, state):
+        seconds.append(time.perf_counter() - started)
+        cpu_seconds.append(time.process_time() - cpu_started)
+
+    state = train.train(wrapped, next_batch, settings, evaluate, progress=progress, on_eval=clock)
     history = state["history"]
-    return TrainingRun(name, tuple(h["step"] for h in history), tuple(seconds),
+    return TrainingRun(name, tuple(h["step"] for h in history), tuple(seconds), tuple(cpu_seconds),
                        tuple(h["val_loss"] for h in history), tuple(h["train_loss"] for h in history))
 
 

@@ -17,8 +17,11 @@ reference solution (gptlib/exercises/solutions.py).
     Exercise 8    check_training_flops(fn), check_attention_takeover(fn)        flops.py
     questions     check_concept(id, answer), concept_answer(id)                 concepts.py
     your own GPT  check_own_model(model, V=..., T_max=..., d=..., L=...)        own_model.py
+    build track   one checker per component of a GPT you write (notebook 09)   build.py
+    progress()    which of the above have passed in this kernel                 progress_table.py
 """
 
+from . import build
 from .causal import check_causality, check_dependency_map
 from .concepts import check_concept, concept_answer
 from .counts import check_parameter_count, check_parameter_table, check_tied_count
@@ -28,6 +31,7 @@ from .hints import hint, show_solution
 from .jacobian import check_post_norm_jacobian, check_post_norm_statement, statements
 from .layernorm import check_layer_norm, check_weight_decay
 from .own_model import check_own_model
+from .progress_table import progress
 from .result import Result
 
 __all__ = [
@@ -49,7 +53,9 @@ __all__ = [
     "check_training_flops",
     "check_weight_decay",
     "concept_answer",
+    "build",
     "hint",
+    "progress",
     "show_solution",
     "statements",
 ]

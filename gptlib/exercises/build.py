@@ -304,7 +304,8 @@ def judge_attention(module: nn.Module, d: int, H: int, seed: int = 0, where: str
             "before W_O (yours interleaves their features)": lambda: joined("interleaved")(right),
             "you reshaped (B, H, T, d_head) to (B, T, d) without moving the head axis back next to d_head first: "
             "that mixes positions (transpose(1, 2) before the reshape)": lambda: joined("no_transpose")(right),
-            "the output bias b_O is not added": lambda: joined(bias=False)(right),
+            "the output bias b_O is not added (Theorem 5.2's convention: a bias on the output projection)":
+                lambda: joined(bias=False)(right),
         })
         return found
 
@@ -727,3 +728,13 @@ def check_init(init_weights, gpt) -> tuple[str, list[str]]:
         raise Wrong(names[0] + "." if names else f"W_O and W_2 should have std 0.02 / sqrt(2L) = {STD / math.sqrt(2 * L):.4f}.",
                     details)
     return "matrices std 0.02, W_O and W_2 std 0.02 / sqrt(2L), gains 1, biases 0 (Project aside 5.2).", details
+
+
+def attempt(factory):
+    """factory() (your model built from the steps above), or None after printing "not attempted yet" while a
+    stub still raises NotImplementedError, so that the cells using your model skip instead of failing."""
+    try:
+        return factory()
+    except NotImplementedError as stub:
+        print(f"not attempted yet: a stub still raises NotImplementedError ({stub}); finish the steps above first.")
+        return None

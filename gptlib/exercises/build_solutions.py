@@ -132,3 +132,15 @@ def init_weights(model: GPT, std: float = 0.02) -> GPT:
     model.ln_f.gamma.fill_(1.0)
     model.ln_f.beta.zero_()
     return model
+
+
+# The reference of each build step (hints.show_solution prints their source).
+SOLUTIONS = {
+    "layer_norm": (LayerNorm,),
+    "attention_head": (causal_attention, AttentionHead),
+    "multi_head_attention": (MultiHeadAttention,),
+    "mlp": (MLP,),
+    "block": (Block,),
+    "gpt": (GPT,),
+    "init": (init_weights,),
+}

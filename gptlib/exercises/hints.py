@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 
-from . import solutions
+from . import build_solutions, solutions
 
 HINTS = {
     1: (
@@ -63,30 +63,80 @@ HINTS = {
 }
 
 
+# The build track of notebook 09, one step per piece of the GPT (gptlib.exercises.build checks them).
+BUILD_HINTS = {
+    "layer_norm": (
+        "Work on the last dimension only: mean and variance of each row of d features (dim=-1, keepdim=True).",
+        "sigma^2 divides by d, not d - 1: x.var(-1, unbiased=False), or the mean of the squared centred row. "
+        "eps goes inside the square root.",
+        "gamma and beta are nn.Parameter(torch.ones(d)) and nn.Parameter(torch.zeros(d)); the output is "
+        "gamma * centred / sqrt(sigma^2 + eps) + beta.",
+    ),
+    "attention_head": (
+        "Q = X W_Q, K = X W_K, V = X W_V, each (B, T, d_head); the scores S = Q K^T / sqrt(d_head) are (B, T, T).",
+        "The causal mask hides s > t: torch.ones(T, T, dtype=torch.bool).triu(diagonal=1) marks exactly those; "
+        "fill them with -inf BEFORE the softmax, and keep the diagonal (t sees itself).",
+        "softmax(dim=-1): each row t (a query) is a distribution over the keys s. Then return A @ V.",
+    ),
+    "multi_head_attention": (
+        "H heads of width d_head = d / H, each with its own W_Q^h, W_K^h, W_V^h: an nn.ModuleList of your heads works.",
+        "Concatenate the head outputs along the features in head order, [C^1 | ... | C^H] (torch.cat(..., dim=-1)), "
+        "then multiply by W_O (d x d) and add b_O.",
+        "If you batch the heads as (B, H, T, d_head), transpose back to (B, T, H, d_head) before reshaping to (B, T, d).",
+    ),
+    "mlp": (
+        "Two affine maps with GELU between: d -> d_ff -> d, with biases b_1 (d_ff) and b_2 (d).",
+        "GELU is t Phi(t) with Phi the normal CDF: 0.5 * t * (1 + erf(t / sqrt 2)), or F.gelu(t) (exact by default); "
+        "not approximate='tanh'.",
+    ),
+    "block": (
+        "Pre-norm: the LayerNorm goes INSIDE each branch, on the branch's input; the residual stream itself is never normalized.",
+        "Y = X + attn(ln_1(X)); then X' = Y + mlp(ln_2(Y)): the MLP sees Y, after the attention's write.",
+    ),
+    "gpt": (
+        "X^(0) = E[idx] + P[:T]: row lookup for the tokens, the first T rows of P for the positions (broadcast over B).",
+        "Then the L blocks in order (nn.ModuleList), the final LayerNorm LN_f, and Z = LN_f(X) @ W_U with W_U (d, V).",
+        "Return the logits Z themselves, shape (B, T, V): no softmax.",
+    ),
+    "init": (
+        "Every matrix, E and P from N(0, 0.02^2) (tensor.normal_(0, 0.02) under torch.no_grad()); gains 1, biases 0.",
+        "Two writes per block go into the residual stream: W_O (attention) and W_2 (MLP). With L blocks there are 2L.",
+        "Give exactly those two std 0.02 / sqrt(2L): the variances of 2L independent writes add up to about 0.02^2.",
+    ),
+}
+
+
 def _check_exercise(n) -> None:
-    if n not in HINTS:
-        raise ValueError(f"exercises are numbered 1 to 8, got {n!r}")
+    if n not in HINTS and n not in BUILD_HINTS:
+        raise ValueError(f"exercises are numbered 1 to 8 (build steps: {', '.join(map(repr, BUILD_HINTS))}), got {n!r}")
 
 
-def hint(n: int, level: int = 1) -> None:
-    """Print hint `level` (1 = a nudge, higher = more) for Exercise n."""
+def _label(n) -> str:
+    return f"Exercise {n}" if n in HINTS else f"Build step {n!r}"
+
+
+def hint(n: int | str, level: int = 1) -> None:
+    """Print hint `level` (1 = a nudge, higher = more) for Exercise n, or for a build step ('layer_norm', ...)."""
     _check_exercise(n)
-    hints = HINTS[n]
+    hints = HINTS[n] if n in HINTS else BUILD_HINTS[n]
     if not isinstance(level, int) or not 1 <= level <= len(hints):
-        raise ValueError(f"Exercise {n} has hint levels 1 to {len(hints)}, got {level!r}")
-    more = f" (more: hint({n}, {level + 1}))" if level < len(hints) else f" (last hint; the solution: show_solution({n}))"
-    print(f"Exercise {n}, hint {level} of {len(hints)}{more}:\n{hints[level - 1]}")
+        raise ValueError(f"{_label(n)} has hint levels 1 to {len(hints)}, got {level!r}")
+    more = f" (more: hint({n!r}, {level + 1}))" if level < len(hints) else f" (last hint; the solution: show_solution({n!r}))"
+    print(f"{_label(n)}, hint {level} of {len(hints)}{more}:\n{hints[level - 1]}")
 
 
-def solution_source(n: int) -> str:
-    """The source of Exercise n's reference solution(s)."""
+def solution_source(n: int | str) -> str:
+    """The source of Exercise n's reference solution(s), or of a build step's."""
     _check_exercise(n)
+    if n in BUILD_HINTS:
+        return "\n\n".join(inspect.getsource(part) for part in build_solutions.SOLUTIONS[n])
     parts = [inspect.getsource(fn) for fn in solutions.SOLUTIONS[n]]
     if n == 7:
         parts.append(f'post_norm_statement = "{solutions.post_norm_statement}"\n')
     return "\n\n".join(parts)
 
 
-def show_solution(n: int) -> None:
-    """Print Exercise n's reference solution(s), with the argument in each docstring."""
-    print(f"# Exercise {n}: reference solution (gptlib/exercises/solutions.py)\n\n{solution_source(n)}")
+def show_solution(n: int | str) -> None:
+    """Print Exercise n's (or build step n's) reference solution(s), with the argument in each docstring."""
+    where = "solutions.py" if n in HINTS else "build_solutions.py"
+    print(f"# {_label(n)}: reference solution (gptlib/exercises/{where})\n\n{solution_source(n)}")

@@ -172,7 +172,8 @@ def attention_readings(module: nn.Module, d: int, H: int) -> list[Reading]:
     bias_names = [n for n, p in vectors if tuple(p.shape) == (d,)]
     named_b = [n for n in bias_names if says(n, "O")]
     if not bias_names:
-        raise Wrong(f"Definition 1.1 adds an output bias b_O of shape ({d},) after W_O; yours has no ({d},) vector.")
+        raise Wrong(f"the course's attention adds an output bias b_O of shape ({d},) after W_O (Theorem 5.2 counts it); "
+                    f"yours has no ({d},) vector.")
     b_name = named_b[-1] if named_b else bias_names[-1]
     extra = [n for n, _ in vectors if n != b_name]
     readings = []
