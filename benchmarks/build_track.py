@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import shlex
 import sys
 from dataclasses import asdict, replace
@@ -26,7 +28,7 @@ from gptlib.exercises import build_solutions
 from gptlib.own_training import BUILD_SETTINGS, MEASURED_RUNS, TARGET_LOSS, TARGET_SECONDS, train_on_shakespeare
 from gptlib.train import keep_freed_memory
 
-from .run import loadavg, machine
+from .run import loadavg
 
 
 def plain_gpt(seed: int) -> build_solutions.GPT:
@@ -34,6 +36,15 @@ def plain_gpt(seed: int) -> build_solutions.GPT:
     torch.manual_seed(seed)
     c = COURSE_CONFIG
     return build_solutions.init_weights(build_solutions.GPT(c.V, c.T_max, c.d, c.H, c.L, c.d_ff))
+
+
+def machine() -> dict:
+    """CPU (from /proc/cpuinfo), core count, python and torch versions."""
+    cpuinfo = Path("/proc/cpuinfo")
+    lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
+    cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), platform.processor())
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__,
+            "threads": torch.get_num_threads()}
 
 
 def shown_command(argv: list[str]) -> str:
@@ -52,17 +63,16 @@ def main(argv: list[str] | None = None) -> dict:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     settings = replace(BUILD_SETTINGS, steps=args.steps)
-    load_before = loadavg()
-    runs = [train_on_shakespeare(plain_gpt(settings.seed), settings, name="plain GPT (build_solutions)", corpus=args.corpus)]
+    result = {"command": shown_command(sys.argv[1:] if argv is None else argv), "machine": machine(),
+              "load_average_before": loadavg(), "settings": asdict(settings), "runs": []}
     torch.manual_seed(settings.seed)
-    runs.append(train_on_shakespeare(GPT(COURSE_CONFIG), settings, name="gptlib GPT", corpus=args.corpus))
-    result = {
-        "command": shown_command(sys.argv[1:] if argv is None else argv),
-        "machine": {**machine(), "threads": torch.get_num_threads()},
-        "load_average_before": load_before, "load_average_after": loadavg(),
-        "settings": asdict(settings), "runs": [asdict(run) for run in runs],
-    }
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    models = {"plain GPT (build_solutions)": lambda: plain_gpt(settings.seed), "gptlib GPT": lambda: GPT(COURSE_CONFIG)}
+    runs = []
+    for name, build in models.items():
+        torch.manual_seed(settings.seed)
+        runs.append(train_on_shakespeare(build(), settings, name=name, corpus=args.corpus))
+        result.update(load_average_after=loadavg(), runs=[asdict(run) for run in runs])
+        args.out.write_text(json.dumps(result, indent=1) + "\n")  # after each run: a later failure keeps it
     for run in runs:
         seconds = run.reached(TARGET_LOSS)
         when = f"{seconds:.0f} s" if seconds is not None else "never"
