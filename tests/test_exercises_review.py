@@ -319,6 +319,27 @@ def flops_measured(c, T):  # the learner counts a model of their own with FlopCo
     return counter.get_total_flops() / T
 
 
+def flops_backward_once(c, T):  # backward costed as one more forward
+    return 2 * flops_other_order(c, T) // 3
+
+
+def flops_with_T_max(c, T):  # the attention term at the longest length
+    return flops_other_order(c, c.T_max)
+
+
+def jacobian_pre_norm(block, X):  # X' = Y + MLP(LN_2(Y)), Y = X + MHA(LN_1(X)), by jacrev
+    def f(Z):
+        Y = Z + block.attn(block.ln_1(Z)[None])[0]
+        return Y + block.mlp(block.ln_2(Y))
+    return torch.func.jacrev(f)(X)
+
+
+def jacobian_feature_major(block, X):  # vec(X) taken column by column
+    T, d = X.shape
+    f = post_norm(block)
+    return torch.autograd.functional.jacobian(lambda v: f(v.view(d, T).T).T.reshape(-1), X.T.reshape(-1))
+
+
 def flops_causal_triangle(c, T):  # counts T(T+1)/2 score pairs per head: the causal triangle
     attention = 2 * 2 * c.d * (T + 1) / 2
     return 3 * (2 * c.d * c.V + c.L * (8 * c.d * c.d + 4 * c.d * c.d_ff + attention))
@@ -619,6 +640,7 @@ CASES = {
         lambda u: u - u.mean(-1)[..., None], lambda v, eps: v * torch.rsqrt(v.var(-1, unbiased=False, keepdim=True) + eps)), OK),
     "rescale by std + eps": (C.check_layer_norm, lambda: (CENTRE, lambda v, eps: v / (v.std(-1, keepdim=True) + eps)),
                              "unbiased"),
+    "decay factors (1/c, 1/c)": (C.check_weight_decay, lambda: lambda c: (1 / c, 1 / c), "relative to"),
     "decay factors (1/c^2, 1/c^3)": (C.check_weight_decay, lambda: lambda c: (c ** -2, c ** -3), "differ"),
     "decay factors as a list, under no_grad": (C.check_weight_decay, lambda: torch.no_grad()(lambda c: [1 / c, c ** -2]), OK),
     # Exercise 6
@@ -643,6 +665,8 @@ CASES = {
     "central differences in numpy": (C.check_post_norm_jacobian, lambda: jacobian_central_differences, OK),
     "jacrev, (T, d, T, d)": (C.check_post_norm_jacobian, lambda: jacobian_vmap_jacrev, OK),
     "autograd.functional.jacobian in float32": (C.check_post_norm_jacobian, lambda: jacobian_float32, OK),
+    "pre-norm block by jacrev": (C.check_post_norm_jacobian, lambda: jacobian_pre_norm, "pre-norm"),
+    "vec column by column": (C.check_post_norm_jacobian, lambda: jacobian_feature_major, "feature-major"),
     "LayerNorms swapped": (C.check_post_norm_jacobian, lambda: jacobian_swapped_norms, "differs"),
     "MLP on the block's input": (C.check_post_norm_jacobian, lambda: jacobian_mlp_on_input, "differs"),
     "statement 'B.'": (C.check_post_norm_statement, lambda: "B.", OK),
@@ -657,6 +681,8 @@ CASES = {
     "flops as a Fraction": (C.check_training_flops, lambda: flops_fraction, OK),
     "flops measured on an own model": (C.check_training_flops, lambda: flops_measured, OK),
     "flops as 6N + 12 L T d in numpy": (C.check_training_flops, lambda: flops_six_n_plus_attention, OK),
+    "flops with backward as one forward": (C.check_training_flops, lambda: flops_backward_once, "twice the forward"),
+    "flops with the attention term at T_max": (C.check_training_flops, lambda: flops_with_T_max, "T_max"),
     "flops over the causal triangle": (C.check_training_flops, lambda: flops_causal_triangle, "differs"),
     "flops with Q, K, V as one product": (C.check_training_flops, lambda: flops_qkv_once, "differs"),
     "takeover by np.roots": (C.check_attention_takeover, lambda: takeover_roots, OK),
