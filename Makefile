@@ -19,7 +19,7 @@ lab: $(READY)  ## open notebooks/ in JupyterLab, bound to localhost
 	$(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=notebooks $(ROOT_FLAG)
 
 app: $(READY)  ## the three explorers as one page for the lecture hall: Voila on 127.0.0.1, code hidden
-	$(BIN)/voila app/explorers.ipynb --Voila.ip=127.0.0.1 --port=$(APP_PORT) --strip_sources=True
+	$(BIN)/voila app/explorers.ipynb --Voila.ip=127.0.0.1 --port=$(APP_PORT) --strip_sources=True "--Voila.config_file_paths=['app']"
 
 book: $(READY)  ## the executed notebooks as a static site in build/book/html: offline, nothing re-executed
 	$(BIN)/python tools/build_book.py

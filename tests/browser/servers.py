@@ -105,6 +105,7 @@ def voila_server(tmp: Path):
     cmd = [
         sys.executable, "-m", "voila", str(ROOT / "app" / "explorers.ipynb"), "--Voila.ip=127.0.0.1",
         f"--port={port}", "--Voila.port_retries=0", "--no-browser", "--strip_sources=True",
+        f"--Voila.config_file_paths=['{ROOT / 'app'}']",  # app/voila.json: no request leaves 127.0.0.1 (CSP)
     ]
     base = f"http://127.0.0.1:{port}"
     with serve(cmd, f"{base}/voila/static/voila.js", tmp / "server.log", server_env(tmp)):

@@ -7,6 +7,8 @@ from gptlib import COURSE_CONFIG, theorem_5_2
 
 
 def test_every_explorer_redraws_in_the_voila_app(page, voila_app):
+    blocked = []  # Voila's template asks a CDN for Font Awesome: app/voila.json's policy stops it in the browser
+    page.on("requestfailed", lambda request: request.url.startswith("https:") and blocked.append(request.failure))
     page.goto(voila_app, timeout=120_000)
     attention, sphere, count = (live(page, css) for css in ("gptlib-attn-explorer", "gptlib-sphere", "gptlib-count"))
     for explorer in (attention, sphere, count):
@@ -34,3 +36,4 @@ def test_every_explorer_redraws_in_the_voila_app(page, voila_app):
     assert "Traceback" not in body and "error when executing" not in body
     assert page.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
     assert violations(page) == []  # WCAG 2.1 A and AA, the whole page
+    assert blocked and set(blocked) == {"csp"}  # refused before any network was asked, not left waiting
