@@ -106,7 +106,11 @@ function render({ model, el }) {
     epsShown.textContent = String(v);
   }
   setEps(values.eps);
-  epsSlider.addEventListener("input", () => move({ eps: EPS_STEPS[Number(epsSlider.value)] }));
+  epsSlider.addEventListener("input", () => {
+    const eps = EPS_STEPS[Number(epsSlider.value)];
+    setEps(eps); // its read-out follows at once, not when the kernel answers
+    move({ eps });
+  });
   const epsRow = h("div", { class: "gptlib-control gptlib-sphere-eps" }, [h("label", { for: epsId, text: "epsilon" }), epsSlider, epsShown]);
 
   const presets = Object.entries(VIEWS).map(([name, [tilt, turn]]) => {
