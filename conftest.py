@@ -5,6 +5,9 @@
 * Test kinds as markers, so one kind can be run alone (`pytest -m unit`, the fast inner loop):
   notebooks (nbval over notebooks/), portability (nbval again under simulated other CPUs),
   browser (tests/browser: JupyterLab, Voila and the book in Chromium), and unit (everything else).
+* The portability variants' nbval runs (minutes each, in processes of their own) start as soon as
+  the suite is collected and go on beside the rest of it, which mostly keeps one core busy; their
+  tests run last and wait for the verdicts. Runs still going when the session ends are killed.
 """
 
 from pathlib import Path
@@ -27,3 +30,25 @@ def kind(item) -> str:
 def pytest_collection_modifyitems(items):
     for item in items:
         item.add_marker(kind(item))
+    items.sort(key=lambda item: kind(item) == "portability")  # stable: the rest keep their order
+
+
+def selected_variants(items) -> set[str]:
+    return {item.callspec.params["variant"] for item in items
+            if kind(item) == "portability" and "variant" in getattr(getattr(item, "callspec", None), "params", {})}
+
+
+def pytest_collection_finish(session):
+    if selected_variants(session.items):
+        from tests.support.portability import ci_run, ci_variants
+
+        chosen, _ = ci_variants()
+        for name in selected_variants(session.items) & set(chosen):
+            ci_run(name)
+
+
+def pytest_sessionfinish(session):
+    if selected_variants(session.items):
+        from tests.support.portability import stop_ci_runs
+
+        stop_ci_runs()

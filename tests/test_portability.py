@@ -1,15 +1,14 @@
 """Every notebook matches its committed outputs under simulated other CPUs and thread counts.
 
 `make test` runs the first three of tests/support/portability.py's CI variants that this CPU can run,
-all at once (each a separate nbval process, mostly on one thread, so on two cores three of them take
-about half the time of one after another), and reports the others as skipped with the reason;
+and reports the others as skipped with the reason. The three nbval processes start as soon as the suite
+is collected (conftest.py) and run beside the rest of it, which leaves one of the two cores idle most of
+the time; their tests come last and wait for their verdicts.
 `make portability` runs the wider matrix. The tests below the variants check that choice itself, for
 CPUs other than this one.
 """
 
-import functools
 import platform
-from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
@@ -20,15 +19,14 @@ from tests.support.portability import (
     WIDE,
     capability,
     choose,
+    ci_run,
     ci_variants,
     cpu_level,
     describe,
     needed_level,
-    run_variant,
 )
 
 
-@functools.cache
 def this_cpu():
     return ci_variants()
 
@@ -39,21 +37,13 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("variant", [*chosen, *(name for name in skipped if name in CI)])
 
 
-@pytest.fixture(scope="session")
-def variant_runs() -> dict[str, Future]:
-    """Every chosen variant's nbval run, started together the first time a variant's test asks."""
-    chosen, _ = this_cpu()
-    with ThreadPoolExecutor(max_workers=len(chosen)) as pool:
-        yield {name: pool.submit(run_variant, env, ["notebooks"]) for name, env in chosen.items()}
-
-
 @pytest.mark.portability
-@pytest.mark.timeout(480)
-def test_notebooks_match_their_outputs_under(variant, request):
+@pytest.mark.timeout(660)
+def test_notebooks_match_their_outputs_under(variant):
     chosen, skipped = this_cpu()
     if variant not in chosen:
         pytest.skip(f"variant '{variant}' left out on this CPU: {skipped[variant]}")
-    failed, output = request.getfixturevalue("variant_runs")[variant].result()
+    failed, output = ci_run(variant).result()
     assert not failed, f"{describe(variant, chosen[variant])}: cells that differ: {', '.join(failed)}\n{output[-4000:]}"
 
 

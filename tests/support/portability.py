@@ -30,6 +30,7 @@ import platform
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -86,8 +87,9 @@ LEVEL_NAMES = ("no AVX2", "AVX2", "AVX-512")
 # the runs up to ten times slower. It changes no result.
 QUIET_THREADS = {"OMP_WAIT_POLICY": "PASSIVE"}
 
-# One variant re-runs every notebook (about a minute on a quiet 2-core machine); past this it has hung.
-VARIANT_TIMEOUT_S = 420
+# One variant re-runs every notebook: about a minute alone on a quiet 2-core machine, three or four
+# while `make test` runs the rest of the suite beside it. Past this it has hung.
+VARIANT_TIMEOUT_S = 600
 
 FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+\.ipynb::Cell \d+)", re.MULTILINE)
 
@@ -161,18 +163,62 @@ def ci_variants() -> tuple[dict[str, dict[str, str]], dict[str, str]]:
     return choose(CI, cpu_level(capability(), platform.machine()))
 
 
+class VariantRun:
+    """One variant's nbval run in a process of its own, started now; `result()` waits for its verdict.
+
+    Its output goes to a temporary file, not a pipe, so nothing blocks while nobody reads it.
+    """
+
+    def __init__(self, env: dict[str, str], notebooks: list[str], timeout: float = VARIANT_TIMEOUT_S):
+        self.timeout, self.deadline = timeout, time.monotonic() + timeout
+        self.log = tempfile.TemporaryFile()
+        command = [sys.executable, "-m", "pytest", "-q", "-rfE", "--no-header", *notebooks]
+        self.process = subprocess.Popen(command, cwd=ROOT, env=os.environ | QUIET_THREADS | env, stdout=self.log,
+                                        stderr=subprocess.STDOUT)
+
+    def result(self) -> tuple[list[str], str]:
+        """The failed cells ('path::Cell n') and pytest's output, once the run ends or its time is up."""
+        try:
+            code = self.process.wait(timeout=max(0.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.stop()
+            return [f"nbval did not finish within {self.timeout:.0f} s"], self.output()
+        output = self.output()
+        failed = FAILED.findall(output)
+        if code != 0 and not failed:  # pytest itself broke: no cell to blame
+            failed = [f"pytest exited with {code}"]
+        return failed, output
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
 def run_variant(env: dict[str, str], notebooks: list[str], timeout: float = VARIANT_TIMEOUT_S) -> tuple[list[str], str]:
     """nbval over `notebooks` with `env` added: the failed cells ('path::Cell n') and pytest's output."""
-    command = [sys.executable, "-m", "pytest", "-q", "-rfE", "--no-header", *notebooks]
-    try:
-        result = subprocess.run(command, cwd=ROOT, env=os.environ | QUIET_THREADS | env, capture_output=True,
-                                text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as stopped:  # its output is bytes whatever text= says
-        return [f"nbval did not finish within {timeout:.0f} s"], (stopped.stdout or b"").decode(errors="replace")
-    failed = FAILED.findall(result.stdout)
-    if result.returncode != 0 and not failed:  # pytest itself broke: no cell to blame
-        failed = [f"pytest exited with {result.returncode}"]
-    return failed, result.stdout + result.stderr
+    return VariantRun(env, notebooks, timeout).result()
+
+
+_CI_RUNS: dict[str, VariantRun] = {}
+
+
+def ci_run(name: str) -> VariantRun:
+    """The nbval run over notebooks/ of CI's chosen variant `name`, started the first time it is asked
+    for (conftest.py asks for every selected one as soon as the suite is collected)."""
+    if name not in _CI_RUNS:
+        _CI_RUNS[name] = VariantRun(ci_variants()[0][name], ["notebooks"])
+    return _CI_RUNS[name]
+
+
+def stop_ci_runs() -> None:
+    """Kill whatever CI variant run is still going (the suite ended or was stopped before waiting for it)."""
+    for run in _CI_RUNS.values():
+        run.stop()
 
 
 def describe(name: str, env: dict[str, str]) -> str:
