@@ -21,10 +21,11 @@ from tests.support.notebook_files import NOTEBOOKS
 
 
 def _checker_calls(notebook: dict) -> list[str]:
-    """Every `exercises.check_*(` call written in the notebook's code cells, not commented out (read
-    independently, by text)."""
+    """Every `exercises.check_*(` call written at the top level of the notebook's code cells, not
+    commented out (read independently, by text). A call indented inside the learner's own flow (notebook
+    09 checks the learner's GPT only once it builds) is practice, not a question the kit can grade."""
     lines = [line for cell in notebook["cells"] if cell["cell_type"] == "code"
-             for line in "".join(cell["source"]).splitlines() if not line.lstrip().startswith("#")]
+             for line in "".join(cell["source"]).splitlines() if not line.startswith(("#", " ", "\t"))]
     return [call for line in lines for call in re.findall(r"exercises\.(check_\w+)\(", line)]
 
 
