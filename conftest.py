@@ -4,7 +4,9 @@
   cell within seconds instead of nbval waiting out the cell timeout.
 * Test kinds as markers, so one kind can be run alone (`pytest -m unit`, the fast inner loop):
   notebooks (nbval over notebooks/), portability (nbval again under simulated other CPUs),
-  browser (tests/browser: JupyterLab, Voila and the book in Chromium), and unit (everything else).
+  browser (tests/browser: JupyterLab, Voila and the book in Chromium), slow (tests marked
+  `@pytest.mark.slow` in their files: they start processes, build the book or train, seconds each),
+  and unit (everything else).
 * The portability variants' nbval runs (minutes each, in processes of their own) start as soon as
   the suite is collected and go on beside the rest of it, which mostly keeps one core busy; their
   tests run last and wait for the verdicts. Runs still going when the session ends are killed.
@@ -24,6 +26,8 @@ def kind(item) -> str:
         return "portability"
     if BROWSER in Path(str(item.path)).resolve().parents:
         return "browser"
+    if item.get_closest_marker("slow"):
+        return "slow"
     return "unit"
 
 

@@ -14,6 +14,8 @@ import pytest
 from tests.support.notebook_files import NOTEBOOKS
 from tools.build_book import sphinx_build
 
+pytestmark = pytest.mark.slow  # starts processes or trains: `pytest -m slow` (not in `pytest -m unit`)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -139,6 +139,7 @@ def test_unreadable_file_message_never_suggests_unsafe_loading(tmp_path):
     assert "weights_only" not in str(caught.value)  # torch's own hint would run arbitrary code
 
 
+@pytest.mark.slow  # a fresh interpreter or a training run
 def test_a_huge_claimed_config_is_refused_without_allocating_it(tmp_path, small_config):
     """A small file claiming d=1024, L=8 (a 385 MB model) is refused; the reading process's peak memory barely moves.
 

@@ -137,6 +137,7 @@ def test_hidden_variant_draws_other_points(built, notebook, question):
     assert course_class.hidden_variant_moves(built[0], course_class.correct(), notebook, question)
 
 
+@pytest.mark.slow  # a fresh interpreter or a training run
 def test_the_released_notebook_runs_and_its_grader_cells_report(built):
     """The student's notebook of 05, answered, runs top to bottom in a real kernel, and each
     grader.check cell shows the public points (what a student sees; practice questions have 0)."""

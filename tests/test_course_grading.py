@@ -23,6 +23,8 @@ from gptlib.course.questions import cells_to_run, questions
 from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
 
+pytestmark = pytest.mark.slow  # starts processes or trains: `pytest -m slow` (not in `pytest -m unit`)
+
 GRADED = ("01_multi_head_attention", "04_layernorm_geometry", "05_gpt_and_parameter_count")
 NB05 = "05_gpt_and_parameter_count"
 LIMITS = Limits(cells_s=90, call_s=5)  # a loop costs call_s per case; the checkers of 01, 04, 05 call for milliseconds

@@ -240,6 +240,7 @@ def test_show_solution_prints_the_reference_source(capsys):
             assert f"def {fn.__name__}(" in out
 
 
+@pytest.mark.slow  # a fresh interpreter or a training run
 def test_importing_the_exercises_loads_neither_matplotlib_nor_ipywidgets():
     code = "import sys, gptlib.exercises; print(sorted(m for m in ('matplotlib', 'ipywidgets') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout

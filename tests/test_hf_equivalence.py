@@ -22,6 +22,8 @@ from benchmarks.peers import (
 )
 from gptlib import COURSE_CONFIG, GPTConfig, run_with_cache
 
+pytestmark = pytest.mark.slow  # starts processes or trains: `pytest -m slow` (not in `pytest -m unit`)
+
 TOLERANCE = 1e-5  # float32 logits of order 1
 CONFIGS = {
     "course": COURSE_CONFIG,

@@ -13,6 +13,9 @@ import time
 from pathlib import Path
 
 import nbformat
+import pytest
+
+pytestmark = pytest.mark.slow  # starts processes or trains: `pytest -m slow` (not in `pytest -m unit`)
 
 ROOT = Path(__file__).resolve().parent.parent
 

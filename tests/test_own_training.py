@@ -3,6 +3,7 @@ gptlib.sampling; the plain reference GPT learns as gptlib's own does (the full r
 
 import json
 
+import pytest
 import torch
 from torch import nn
 
@@ -10,6 +11,8 @@ from gptlib import GPT, GPTConfig
 from gptlib.exercises import build_solutions
 from gptlib.own_training import AsGPT, TrainingRun, load_measured_runs, sample_text, train_on_shakespeare
 from gptlib.train import TrainSettings
+
+pytestmark = pytest.mark.slow  # starts processes or trains: `pytest -m slow` (not in `pytest -m unit`)
 
 SHORT = TrainSettings(steps=40, batch_size=16, T=32, lr=3e-3, warmup=5, eval_every=20)
 SIZES = dict(V=65, T_max=32, d=64, H=4, L=2, d_ff=256)

@@ -5,12 +5,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow  # a fresh interpreter or a training run
 def test_import_gptlib_loads_neither_matplotlib_nor_the_widget_libraries():
     code = "import sys, gptlib; print(sorted(m for m in ('matplotlib', 'ipywidgets', 'anywidget') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout

@@ -86,6 +86,7 @@ def test_the_wide_matrix_on_an_avx2_cpu_leaves_out_exactly_what_asks_for_avx512(
     assert set(chosen) == set(WIDE) - set(skipped)
 
 
+@pytest.mark.slow  # a fresh interpreter or a training run
 def test_this_cpu_is_never_asked_for_more_than_it_has():
     chosen, _ = this_cpu()
     native, machine = capability(), platform.machine()

@@ -42,6 +42,7 @@ def test_each_shipped_checkpoint_loads_small_and_documented(name):
 
 
 @shipped("shakespeare")
+@pytest.mark.slow  # a fresh interpreter or a training run
 def test_shakespeare_reaches_its_stated_validation_loss(corpus_path):
     model = pretrained.load_pretrained("shakespeare")
     metadata = pretrained.load_metadata("shakespeare")

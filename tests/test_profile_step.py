@@ -4,6 +4,8 @@ import pytest
 
 from benchmarks import profile_step
 
+pytestmark = pytest.mark.slow  # starts processes or trains: `pytest -m slow` (not in `pytest -m unit`)
+
 
 def test_profile_lists_operators_and_their_differences(capsys, one_thread):
     totals = profile_step.main(["--rounds", "1", "--top", "4", "--threads", "1"])

@@ -51,6 +51,7 @@ def threads_after_make_deterministic(**env):
     return (run.stdout or run.stderr).strip().splitlines()[-1]
 
 
+@pytest.mark.slow  # a fresh interpreter or a training run
 def test_the_thread_count_follows_the_argument_unless_gptlib_num_threads_is_set():
     assert threads_after_make_deterministic() == "1"
     assert threads_after_make_deterministic(GPTLIB_NUM_THREADS=" 1 ") == "1"
@@ -60,6 +61,7 @@ def test_the_thread_count_follows_the_argument_unless_gptlib_num_threads_is_set(
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 CPUs")
+@pytest.mark.slow  # a fresh interpreter or a training run
 def test_gptlib_num_threads_overrides_the_argument():
     assert threads_after_make_deterministic(GPTLIB_NUM_THREADS="2") == "2"
 

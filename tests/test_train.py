@@ -185,6 +185,7 @@ print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 25)
 """
 
 
+@pytest.mark.slow  # a fresh interpreter or a training run
 def test_keeping_freed_memory_spares_training_steps_their_page_faults():
     resource = pytest.importorskip("resource")
     if not hasattr(resource, "getrusage"):
