@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from gptlib import COURSE_CONFIG, theorem_5_2
+
 
 def open_and_run_all(page, lab, notebook: str, timeout_ms: int = 120_000) -> None:
     """Open a notebook in JupyterLab, wait for its kernel, run all cells and wait for them."""
@@ -182,6 +184,18 @@ def live(page, css_class: str):
 def saved(page, css_class: str):
     """The static copy of an explorer: the module running on the saved values (the book, saved HTML)."""
     return page.locator(f".gptlib-static .{css_class}:visible").first
+
+
+def saved_count_counts_six_blocks(page) -> None:
+    """The saved count explorer on this page answers L = 6 with Theorem 5.2's count by itself and says
+    that the measured count needs a running kernel (the book, a notebook saved as HTML)."""
+    count = saved(page, "gptlib-count")
+    blocks = count.locator(".gptlib-count-L input")
+    blocks.fill("6")
+    frame_ms(count, lambda: blocks.press("Enter"))
+    six_blocks = theorem_5_2(COURSE_CONFIG.replace(L=6))
+    assert f"Theorem 5.2: {six_blocks:,} parameters" in count.locator(".gptlib-count-theorem").inner_text()
+    assert "needs a running kernel" in count.locator(".gptlib-count-message").inner_text()
 
 
 def open_and_run_cell(page, lab, notebook: str, source: str, timeout_ms: int = 120_000) -> None:

@@ -5,10 +5,8 @@ from urllib.parse import unquote, urldefrag, urljoin
 
 import pytest
 from axe_audit import violations
-from jupyterlab_driver import frame_ms, saved
+from jupyterlab_driver import frame_ms, saved, saved_count_counts_six_blocks
 from servers import free_port, serve
-
-from gptlib import COURSE_CONFIG, theorem_5_2
 
 PAGE_FACTS = """() => ({
     ids: [...document.querySelectorAll('[id]')].map(e => e.id),
@@ -85,13 +83,7 @@ def test_the_books_explorers_move_without_a_kernel_and_pass_an_accessibility_aud
     assert violations(page, exclude=[".search-button-field"]) == []
 
     page.goto(urljoin(book_site, "05_gpt_and_parameter_count.html"))
-    count = saved(page, "gptlib-count")
-    blocks = count.locator(".gptlib-count-L input")
-    blocks.fill("6")
-    frame_ms(count, lambda: blocks.press("Enter"))
-    six_blocks = theorem_5_2(COURSE_CONFIG.replace(L=6))
-    assert f"Theorem 5.2: {six_blocks:,} parameters" in count.locator(".gptlib-count-theorem").inner_text()
-    assert "needs a running kernel" in count.locator(".gptlib-count-message").inner_text()
+    saved_count_counts_six_blocks(page)
 
     page.goto(urljoin(book_site, "01_multi_head_attention.html"))
     attention = saved(page, "gptlib-attn-explorer")
