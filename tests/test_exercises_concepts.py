@@ -4,10 +4,14 @@ notebooks every question is asked in Markdown above an unanswered check (its ans
 import re
 
 import pytest
+import torch
 
-from gptlib import exercises
+from gptlib import circuits, exercises
+from gptlib.config import COURSE_CONFIG, GPTConfig
+from gptlib.counting import measured_table
 from gptlib.exercises import concepts
 from gptlib.exercises.result import FAILED, NOT_ATTEMPTED, PASSED
+from gptlib.model import GPT
 from tests.support import notebook_files
 
 CHOICES = [(q, spec) for q, spec in concepts.QUESTIONS.items() if isinstance(spec, concepts.Choice)]
@@ -35,6 +39,108 @@ def test_a_number_passes_only_for_its_value_and_names_each_typical_mistake(quest
         verdict = exercises.check_concept(question, value)
         assert verdict.status == FAILED and verdict.message.startswith(name)
     assert exercises.check_concept(question, right + 1).status == FAILED
+
+
+def _numel(params) -> int:
+    return sum(p.numel() for p in params)
+
+
+def _block(d: int):
+    return GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1)).blocks[0]
+
+
+def _pairs(T: int):
+    """Question 6.3: (right, [each mistake's value]), counted pair by pair."""
+    pairs = [(t, s) for t in range(T) for s in range(T)]
+    return sum(s > t for t, s in pairs), [sum(s >= t for t, s in pairs), len(pairs), sum(s != t for t, s in pairs)]
+
+
+def _block_count(d: int):
+    """Question 5.3: Theorem 5.2's per-block count; the mistakes' values counted from a block's tensors."""
+    block = _block(d)
+    norms = _numel(block.ln_1.parameters()) + _numel(block.ln_2.parameters())
+    matrices = _numel(p for p in block.parameters() if p.dim() >= 2)
+    return 12 * d * d + 10 * d, [matrices, _numel(block.parameters()) - norms, _numel(block.attn.parameters())]
+
+
+def _layer_norm_image(d: int):
+    """Question 4.3: Proposition 4.2's sphere in 1-perp; the mistakes: 1-perp's dimension (the centring
+    matrix's rank) and d."""
+    centring = torch.eye(d, dtype=torch.float64) - 1 / d
+    return d - 2, [int(torch.linalg.matrix_rank(centring)), d]
+
+
+def _mlp_count(d: int):
+    """Question 2.3: 8 d^2 + 5 d; the mistakes' values counted from an MLP's tensors."""
+    mlp = _block(d).mlp
+    total = _numel(mlp.parameters())
+    return 8 * d * d + 5 * d, [mlp.W_1.numel() + mlp.W_2.numel(), total - mlp.b_1.numel() + d, mlp.W_1.numel()]
+
+
+def _score_rank(d: int, H: int, T: int):
+    """Question 1.5: min(T, d_head); the mistakes: T, d, and d_head at the course's H."""
+    return min(T, d // H), [T, d, d // COURSE_CONFIG.H]
+
+
+def _post_norm(T: int):
+    """Question 3.3: one zero per position; the mistakes: two per position, two for each of two LayerNorms, none."""
+    return T, [2 * T, 4 * T, 0]
+
+
+def _crossover(d: int):
+    """Question 7.3: T = 6d (d_ff = 4d); the mistakes: 2d, d_ff, the course width's 6d."""
+    return 6 * d, [2 * d, 4 * d, 6 * COURSE_CONFIG.d]
+
+
+# question, its builder, the values it must have at given sizes (computed here), what its reason must state
+# there, and other sizes to build it at: a number typed into a reason or a mistake fails at those.
+REBUILT = [
+    ("6.3", concepts.masked_pairs_question, _pairs, lambda n, T: [f"= {n:,} for T = {T}"], {"T": 7}),
+    ("5.3", concepts.block_question, _block_count, lambda n, d: [f"= {n:,} for d = {d}"], {"d": 64}),
+    ("4.3", concepts.layer_norm_image_question, _layer_norm_image, lambda n, d: [f"d - 2 = {n:,} for d = {d}"], {"d": 20}),
+    ("2.3", concepts.mlp_question, _mlp_count, lambda n, d: [f"= {n:,} for d = {d}"], {"d": 32}),
+    ("1.5", concepts.score_rank_question, _score_rank,
+     lambda n, d, H, T: [f"d_head = d/H = {d // H} dimensions", f"min(T, d_head) = {n}"], {"d": 96, "H": 6, "T": 32}),
+    ("3.3", concepts.post_norm_question, _post_norm, lambda n, T: [f"T = {n} zeros"], {"T": 6}),
+    ("7.3", concepts.crossover_question, _crossover, lambda n, d: [f"6d = {n:,} for d = {d}"], {"d": 256}),
+]
+
+
+def _large_numbers(text: str) -> set[int]:
+    """The numbers above 12 in a text (the coefficients of its formulas, 12 d^2 + 10 d, are 12 or less)."""
+    return {int(n.replace(",", "")) for n in re.findall(r"\d[\d,]*\d|\d", text)} - set(range(13))
+
+
+def _agrees(spec: concepts.Number, values, stated, sizes: dict) -> None:
+    right, wrong = values(**sizes)
+    assert spec.asked_at == sizes
+    assert spec.answer() == right
+    assert [mistake() for mistake in spec.mistakes.values()] == wrong
+    why, statements = spec.why(right), stated(right, **sizes)
+    assert all(statement in why for statement in statements), why
+    assert _large_numbers(why) == _large_numbers(" ".join(statements)), why  # no other size's number in it
+
+
+@pytest.mark.parametrize("question, build, values, stated, other", REBUILT, ids=[case[0] for case in REBUILT])
+def test_a_number_question_reasons_and_predicts_mistakes_from_its_own_sizes(question, build, values, stated, other):
+    asked = concepts.QUESTIONS[question]
+    _agrees(asked, values, stated, asked.asked_at)
+    _agrees(build(**other), values, stated, other)
+    assert exercises.concept_answer(question).endswith(asked.why(asked.answer()))
+
+
+def test_the_course_model_choices_state_its_own_numbers():
+    table = measured_table(COURSE_CONFIG)  # the five rows, then the total, counted from a model
+    blocks, total = sum(table[1:4]), table[-1]
+    why = concepts.QUESTIONS["5.2"].why
+    assert f"= {blocks / total:.0%} of the course model's {total:,};" in why
+    assert _large_numbers(why) == _large_numbers(f"{blocks / total:.0%} {total:,}")
+    torch.manual_seed(0)
+    attn = GPT(COURSE_CONFIG).double().blocks[0].attn
+    d_head = circuits.numerical_rank(circuits.W_OV(attn, 0)).rank  # measured: W_OV^h's rank
+    spec = concepts.QUESTIONS["1.4"]
+    assert f"at most d_head = {d_head}." in spec.why and f"rank at most {d_head}:" in spec.wrong["a"]
+    assert _large_numbers(spec.why + spec.wrong["a"]) == {d_head}
 
 
 def test_unanswered_bad_and_unknown_questions():
@@ -67,6 +173,7 @@ def test_each_notebook_asks_its_questions_above_an_unanswered_check(number):
     for question, (markdown, shown) in asked.items():
         assert f"Question {question}" in markdown
         spec = concepts.QUESTIONS[question]
+        assert all(f"${name} = {value}$" in markdown for name, value in spec.asked_at.items())  # the sizes it is built at
         if isinstance(spec, concepts.Choice):
             assert re.findall(r"^\(([a-z])\) ", markdown, re.M) == spec.letters()
         assert shown and all("not attempted yet" in text for text in shown)

@@ -19,19 +19,22 @@ from dataclasses import dataclass, field
 import torch
 
 from .. import circuits, cost, geometry, jacobians
-from ..config import GPTConfig
+from ..config import COURSE_CONFIG, GPTConfig
+from ..counting import theorem_5_2
 from ..model import GPT
 from ..reproducibility import seeded
-from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, as_int
+from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, as_int, name_mistake
 
 
 @dataclass(frozen=True)
 class Choice:
-    """A multiple-choice question: the right letter, why it is right, and why each other letter is not."""
+    """A multiple-choice question: the right letter, why it is right, and why each other letter is not.
+    asked_at: the sizes its Markdown states, where its reasons depend on them."""
 
     answer: str
     why: str
     wrong: dict[str, str]
+    asked_at: dict[str, int] = field(default_factory=dict)
 
     def letters(self) -> list[str]:
         return sorted([self.answer, *self.wrong])
@@ -39,19 +42,18 @@ class Choice:
 
 @dataclass(frozen=True)
 class Number:
-    """A question answered by a whole number: `answer()` computes it; `mistakes` maps a typical
-    wrong number's computation to the mistake that produces it."""
+    """A question answered by a whole number, built for the sizes it is asked at (`asked_at`, which its
+    Markdown states): `answer()` computes it, `why(answer)` explains it, and `mistakes` maps each
+    typical wrong number's computation to the mistake that produces it. All three read those sizes, so
+    a question asked at other sizes has no stale number."""
 
+    asked_at: dict[str, int]
     answer: Callable[[], int]
-    why: str
-    mistakes: dict[str, Callable[[], int]] = field(default_factory=dict)
+    why: Callable[[int], str]
+    mistakes: dict[str, Callable[[], int]]
 
 
-def _width(d: int) -> GPTConfig:
-    return GPTConfig(V=65, T_max=64, d=d, H=4, L=4)
-
-
-def _post_norm_zero_singular_values(T: int = 8, d: int = 16) -> int:
+def _post_norm_zero_singular_values(T: int, d: int) -> int:
     """Singular values of a random float64 post-norm block's Jacobian (eps = 1e-5) that are zero to rounding."""
     with seeded(0):
         block = GPT(GPTConfig(V=5, T_max=T, d=d, H=2, L=1, norm="post")).double().blocks[0]
@@ -60,7 +62,7 @@ def _post_norm_zero_singular_values(T: int = 8, d: int = 16) -> int:
     return int((s < 1e-13 * s[0]).sum())  # the damped radial ones sit near 1e-10 x largest
 
 
-def _score_rank(d: int = 128, H: int = 8, T: int = 64) -> int:
+def _score_rank(d: int, H: int, T: int) -> int:
     """Numerical rank of one random head's T x T score matrix S^h."""
     with seeded(0):
         attn = GPT(GPTConfig(V=5, T_max=T, d=d, H=H, L=1)).blocks[0].attn
@@ -68,21 +70,133 @@ def _score_rank(d: int = 128, H: int = 8, T: int = 64) -> int:
     return circuits.numerical_rank(circuits.scores(attn, X)[0, 0].detach()).rank
 
 
-def _mlp_parameters(d: int = 64) -> int:
+def _mlp_parameters(d: int) -> int:
     """Parameters of one MLP sublayer of a model of width d (d_ff = 4d), counted from the module."""
     return sum(p.numel() for p in GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1)).blocks[0].mlp.parameters())
 
 
-def _layer_norm_image_dimension(d: int = 128) -> int:
+def _layer_norm_image_dimension(d: int) -> int:
     """Rank of LN's Jacobian (eps = 0) at a random u: the dimension of LayerNorm's image."""
     with seeded(0):
         u = torch.randn(d, dtype=torch.float64)
     return circuits.numerical_rank(geometry.layer_norm_jacobian(u, 0.0)).rank
 
 
-def _block_parameters(d: int = 128) -> int:
+def _block_parameters(d: int) -> int:
     """Parameters of one block of a model of width d (d_ff = 4d), counted from the module."""
     return sum(p.numel() for p in GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1)).blocks[0].parameters())
+
+
+def masked_pairs_question(T: int) -> Number:
+    """Question 6.3: the entries (t, s) of a T x T dependency map that a causal model keeps at zero."""
+    entries = torch.ones(T, T)  # (t, s)
+    return Number(
+        {"T": T},
+        lambda: int(entries.triu(1).sum()),
+        lambda n: f"the pairs with s > t: T (T - 1) / 2 = {n:,} for T = {T}.",
+        {
+            "you counted the diagonal too: Z_t may depend on x_t itself": lambda: int(entries.triu().sum()),
+            "that is every entry: Z_t may depend on x_1, ..., x_t": lambda: int(entries.sum()),
+            "that is both off-diagonal triangles: only s > t is forbidden": lambda: int(entries.sum() - entries.trace()),
+        },
+    )
+
+
+def block_question(d: int) -> Number:
+    """Question 5.3: the parameters of one block of width d (d_ff = 4d)."""
+    return Number(
+        {"d": d},
+        lambda: _block_parameters(d),
+        lambda n: f"attention 4 d^2 + d, MLP 8 d^2 + 5 d, two LayerNorms 4 d: 12 d^2 + 10 d = {n:,} for d = {d}.",
+        {
+            "you left out every bias and LayerNorm parameter: 12 d^2 is only the weight matrices": lambda: 12 * d**2,
+            "you left out the two LayerNorms' gains and shifts (4 d)": lambda: 12 * d**2 + 6 * d,
+            "that is the attention sublayer alone: add the MLP's 8 d^2 + 5 d and the LayerNorms' 4 d": lambda: 4 * d**2 + d,
+        },
+    )
+
+
+def layer_norm_image_question(d: int) -> Number:
+    """Question 4.3: the dimension of LayerNorm's image at width d (eps = 0, gamma = 1, beta = 0)."""
+    return Number(
+        {"d": d},
+        lambda: _layer_norm_image_dimension(d),
+        lambda n: f"the image is the sphere of radius sqrt(d) inside the (d - 1)-dimensional hyperplane 1-perp: "
+        f"d - 2 = {n:,} for d = {d}.",
+        {
+            "that is the dimension of the hyperplane 1-perp: the sphere inside it has one fewer": lambda: d - 1,
+            "that is d: centring already removes the direction of 1": lambda: d,
+        },
+    )
+
+
+def mlp_question(d: int) -> Number:
+    """Question 2.3: the parameters of one MLP sublayer of width d (d_ff = 4d)."""
+    return Number(
+        {"d": d},
+        lambda: _mlp_parameters(d),
+        lambda n: f"W_1 and W_2 have d d_ff = 4 d^2 entries each, b_1 has 4d and b_2 has d: 8 d^2 + 5 d = {n:,} "
+        f"for d = {d}.",
+        {
+            "you left out the biases b_1 (4d) and b_2 (d)": lambda: 8 * d**2,
+            "b_1 has d_ff = 4d entries, not d": lambda: 8 * d**2 + 2 * d,
+            "that is one weight matrix: the MLP has two, W_1 and W_2": lambda: 4 * d**2,
+        },
+    )
+
+
+def score_rank_question(d: int, H: int, T: int) -> Number:
+    """Question 1.5: the rank of one head's T x T score matrix S^h in a model of width d with H heads."""
+    d_head = GPTConfig(d=d, H=H).d_head
+    return Number(
+        {"d": d, "H": H, "T": T},
+        lambda: _score_rank(d, H, T),
+        lambda n: f"S^h = X W_QK^h X^T / sqrt(d_head) passes through d_head = d/H = {d_head} dimensions: "
+        f"rank min(T, d_head) = {n}.",
+        {
+            "that is T: a T x T matrix could have rank T, but S^h factors through d_head dimensions": lambda: T,
+            "that is d: the score matrix passes through W_QK^h, of rank d_head = d/H": lambda: d,
+            f"that is d_head for H = {COURSE_CONFIG.H}; here H = {H}": lambda: COURSE_CONFIG.replace(d=d).d_head,
+        },
+    )
+
+
+def post_norm_question(T: int, d: int = 16) -> Number:
+    """Question 3.3: the zero singular values of a post-norm block's (T d) x (T d) Jacobian (the answer
+    does not depend on d, which the question leaves open)."""
+    return Number(
+        {"T": T},
+        lambda: _post_norm_zero_singular_values(T, d),
+        lambda n: f"the last LayerNorm's Jacobian removes the all-ones direction at each position exactly: T = {n} "
+        "zeros. The row's own radial direction is only damped, by eps / (sigma^2 + eps), so it leaves a tiny singular "
+        "value, not a zero.",
+        {
+            "you counted the radial direction too: with eps > 0 LayerNorm damps it but does not remove it": lambda: 2 * T,
+            "you added both LayerNorms' losses: the first one's directions are not lost again at the output; only the "
+            "last LayerNorm's one per position remains, for generic weights": lambda: 2 * 2 * T,  # 2 LayerNorms x 2 directions
+            "no identity term survives a post-norm block to keep every direction": lambda: 0,
+        },
+    )
+
+
+def crossover_question(d: int) -> Number:
+    """Question 7.3: the T at which attention's T^2 work equals a block's projections and MLP, at width d."""
+    config = COURSE_CONFIG.replace(d=d)  # d_ff = 4d
+    return Number(
+        {"d": d},
+        lambda: cost.crossover_T(config),
+        lambda n: f"per block 4 T^2 d = 8 T d^2 + 4 T d d_ff gives T = 2d + d_ff = 6d = {n:,} for d = {d}.",
+        {
+            "you compared attention's T^2 work with the projections only (T = 2d): add the MLP": lambda: 2 * config.d,
+            "you compared attention's T^2 work with the MLP only (T = d_ff): add the projections": lambda: config.d_ff,
+            f"that is the course width's crossover (d = {COURSE_CONFIG.d}): this question asks about d = {d}": (
+                lambda: cost.crossover_T(COURSE_CONFIG)
+            ),
+        },
+    )
+
+
+_COURSE_BLOCKS = COURSE_CONFIG.L * (12 * COURSE_CONFIG.d**2 + 10 * COURSE_CONFIG.d)  # Theorem 5.2's blocks, d_ff = 4d
 
 
 QUESTIONS: dict[str, Choice | Number] = {
@@ -105,15 +219,7 @@ QUESTIONS: dict[str, Choice | Number] = {
             "c": "attention still reads earlier positions too: the model does not become position-wise",
         },
     ),
-    "6.3": Number(
-        lambda: int(torch.ones(10, 10).triu(1).sum()),
-        "the pairs with s > t: T (T - 1) / 2 = 45 for T = 10.",
-        {
-            "you counted the diagonal too: Z_t may depend on x_t itself": lambda: 55,
-            "that is every entry: Z_t may depend on x_1, ..., x_t": lambda: 100,
-            "that is both off-diagonal triangles: only s > t is forbidden": lambda: 90,
-        },
-    ),
+    "6.3": masked_pairs_question(T=10),
     "5.1": Choice(
         "b",
         "Theorem 5.2's convention: no bias on W_Q, W_K, W_V or W_U; biases on W_O, W_1 and W_2.",
@@ -124,21 +230,14 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "5.2": Choice(
         "a",
-        "the blocks hold L (12 d^2 + 10 d) = 97% of the course model's 816,640; the embeddings, LN_f and W_U do not grow with L.",
+        f"the blocks hold L (12 d^2 + 10 d) = {_COURSE_BLOCKS / theorem_5_2(COURSE_CONFIG):.0%} of the course model's "
+        f"{theorem_5_2(COURSE_CONFIG):,}; the embeddings, LN_f and W_U do not grow with L.",
         {
             "b": "the count is linear in L, not quadratic: each block adds the same 12 d^2 + 10 d",
             "c": "every block has its own weights: nothing is shared between blocks",
         },
     ),
-    "5.3": Number(
-        _block_parameters,
-        "attention 4 d^2 + d, MLP 8 d^2 + 5 d, two LayerNorms 4 d: 12 d^2 + 10 d = 197,888 for d = 128.",
-        {
-            "you left out every bias and LayerNorm parameter: 12 d^2 is only the weight matrices": lambda: 12 * 128**2,
-            "you left out the two LayerNorms' gains and shifts (4 d)": lambda: 12 * 128**2 + 6 * 128,
-            "that is the attention sublayer alone: add the MLP's 8 d^2 + 5 d and the LayerNorms' 4 d": lambda: 4 * 128**2 + 128,
-        },
-    ),
+    "5.3": block_question(d=COURSE_CONFIG.d),
     "4.1": Choice(
         "b",
         "c = -2 flips the sign of u - mean(u) 1 and leaves sigma positive: LN(-2u) = -LN(u). Remark 4.3's "
@@ -156,14 +255,7 @@ QUESTIONS: dict[str, Choice | Number] = {
             "c": "they agree only on inputs that are already centred, as the Aside 4.4 cells showed",
         },
     ),
-    "4.3": Number(
-        _layer_norm_image_dimension,
-        "the image is the sphere of radius sqrt(d) inside the (d - 1)-dimensional hyperplane 1-perp: d - 2 = 126.",
-        {
-            "that is the dimension of the hyperplane 1-perp: the sphere inside it has one fewer": lambda: 127,
-            "that is d: centring already removes the direction of 1": lambda: 128,
-        },
-    ),
+    "4.3": layer_norm_image_question(d=128),
     "2.1": Choice(
         "b",
         "only attention mixes rows; the MLP, LayerNorm and the residual additions act on each position alone.",
@@ -180,15 +272,7 @@ QUESTIONS: dict[str, Choice | Number] = {
             "c": "the weights are nonnegative and sum to 1, so only convex combinations are reachable, not the whole span",
         },
     ),
-    "2.3": Number(
-        _mlp_parameters,
-        "W_1 and W_2 have d d_ff = 4 d^2 entries each, b_1 has 4d and b_2 has d: 8 d^2 + 5 d = 33,088 for d = 64.",
-        {
-            "you left out the biases b_1 (4d) and b_2 (d)": lambda: 8 * 64**2,
-            "b_1 has d_ff = 4d entries, not d": lambda: 8 * 64**2 + 2 * 64,
-            "that is one weight matrix: the MLP has two, W_1 and W_2": lambda: 4 * 64**2,
-        },
-    ),
+    "2.3": mlp_question(d=64),
     "1.1": Choice(
         "a",
         "W_OV^h = W_V^h W_O^h maps R^d into R^d_head and back: every output is a combination of the d_head rows of "
@@ -220,22 +304,15 @@ QUESTIONS: dict[str, Choice | Number] = {
     "1.4": Choice(
         "b",
         "each row of A^h X W_OV^h is a combination of rows of W_OV^h, so it lies in W_OV^h's row space, of "
-        "dimension at most d_head = 32.",
+        f"dimension at most d_head = {COURSE_CONFIG.d_head}.",
         {
-            "a": "the write is X W_OV^h averaged over positions, and W_OV^h has rank at most 32: its outputs fill "
-            "only a 32-dimensional subspace",
+            "a": "the write is X W_OV^h averaged over positions, and W_OV^h has rank at most "
+            f"{COURSE_CONFIG.d_head}: its outputs fill only a {COURSE_CONFIG.d_head}-dimensional subspace",
             "c": "the write is built from the values of the positions the head attends to, not from the query's row",
         },
+        {"d": COURSE_CONFIG.d, "H": COURSE_CONFIG.H},
     ),
-    "1.5": Number(
-        _score_rank,
-        "S^h = X W_QK^h X^T / sqrt(d_head) passes through d_head = d/H = 16 dimensions: rank min(T, d_head) = 16.",
-        {
-            "that is T: a T x T matrix could have rank T, but S^h factors through d_head dimensions": lambda: 64,
-            "that is d: the score matrix passes through W_QK^h, of rank d_head = d/H": lambda: 128,
-            "that is d_head for H = 4; here H = 8": lambda: 32,
-        },
-    ),
+    "1.5": score_rank_question(d=128, H=8, T=64),
     "1.6": Choice(
         "a",
         "3 H d (d/H) + d^2 + d = 4 d^2 + d for every H that divides d: the budget is the same, its structure changes.",
@@ -263,17 +340,7 @@ QUESTIONS: dict[str, Choice | Number] = {
             "what was added",
         },
     ),
-    "3.3": Number(
-        _post_norm_zero_singular_values,
-        "the last LayerNorm's Jacobian removes the all-ones direction at each position exactly: T = 8 zeros. The "
-        "row's own radial direction is only damped, by eps / (sigma^2 + eps), so it leaves a tiny singular value, not a zero.",
-        {
-            "you counted the radial direction too: with eps > 0 LayerNorm damps it but does not remove it": lambda: 16,
-            "you added both LayerNorms' losses: the first one's directions are not lost again at the output; only the "
-            "last LayerNorm's one per position remains, for generic weights": lambda: 32,
-            "no identity term survives a post-norm block to keep every direction": lambda: 0,
-        },
-    ),
+    "3.3": post_norm_question(T=8),
     "7.1": Choice(
         "b",
         "per token the projections and the MLP cost the same at every T, while each token's query meets T keys "
@@ -293,17 +360,7 @@ QUESTIONS: dict[str, Choice | Number] = {
             "b": "the elementwise work (softmax, GELU) is not counted at all: it is O(T d), not a matrix product",
         },
     ),
-    "7.3": Number(
-        lambda: cost.crossover_T(_width(1024)),
-        "per block 4 T^2 d = 8 T d^2 + 4 T d d_ff gives T = 2d + d_ff = 6d.",
-        {
-            "you compared attention's T^2 work with the projections only (T = 2d): add the MLP": lambda: 2 * 1024,
-            "you compared attention's T^2 work with the MLP only (T = d_ff): add the projections": lambda: 4 * 1024,
-            "that is the course width's crossover (d = 128): this question asks about d = 1024": (
-                lambda: cost.crossover_T(_width(128))
-            ),
-        },
-    ),
+    "7.3": crossover_question(d=1024),
 }
 
 
@@ -323,10 +380,11 @@ def _judge(spec: Choice | Number, answer) -> tuple[str, str]:
             return PASSED, f"({letter}): {spec.why}"
         return FAILED, f"({letter}) is not it: {spec.wrong[letter]}. Try another letter."
     number = as_int(answer, "your answer")
-    if number == spec.answer():
-        return PASSED, f"{number:,}: {spec.why}"
-    named = [mistake for mistake, wrong in spec.mistakes.items() if wrong() == number]
-    return FAILED, (named[0] if named else f"{number:,} is not it") + ". Try again."
+    right = spec.answer()
+    if number == right:
+        return PASSED, f"{number:,}: {spec.why(right)}"
+    named = name_mistake({(): number}, spec.mistakes)  # the point (): each mistake is computed with no arguments
+    return FAILED, (named or f"{number:,} is not it") + ". Try again."
 
 
 def check_concept(question: str, answer) -> Result:
@@ -346,5 +404,7 @@ def check_concept(question: str, answer) -> Result:
 def concept_answer(question: str) -> str:
     """The answer to concept question `question` and the reason, for when you are stuck."""
     spec = _question(question)
-    answer = f"({spec.answer})" if isinstance(spec, Choice) else f"{spec.answer():,}"
-    return f"Question {question}: {answer}. {spec.why}"
+    if isinstance(spec, Choice):
+        return f"Question {question}: ({spec.answer}). {spec.why}"
+    answer = spec.answer()
+    return f"Question {question}: {answer:,}. {spec.why(answer)}"
