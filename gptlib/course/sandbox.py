@@ -167,7 +167,7 @@ def _run_cells(shell, connection: Connection, cells: list[tuple[int, str]]) -> N
 
 
 def _serve(shell, inbound: Connection, connection: Connection) -> None:
-    from gptlib.exercises.result import _raised_by_a_stub  # the checkers' own rule for "not attempted yet"
+    from gptlib.exercises.result import raised_by_a_stub  # the checkers' own rule for "not attempted yet"
 
     namespace = shell.user_ns
     while True:
@@ -185,7 +185,7 @@ def _serve(shell, inbound: Connection, connection: Connection) -> None:
             try:
                 value = namespace[name](*args)
             except NotImplementedError as error:
-                _send(connection, "raise", type(error).__name__, str(error)[:400], _raised_by_a_stub(error))
+                _send(connection, "raise", type(error).__name__, str(error)[:400], raised_by_a_stub(error))
             except Exception as error:
                 _send(connection, "raise", type(error).__name__, str(error)[:400], False)
             else:

@@ -112,7 +112,7 @@ _LIBRARIES = tuple(
 )
 
 
-def _raised_by_a_stub(error: NotImplementedError) -> bool:
+def raised_by_a_stub(error: NotImplementedError) -> bool:
     """Whether a `raise` statement in the learner's own code raised it (the scaffold's stub), rather
     than a library the learner called (torch.func.jacfwd through a fused kernel, say)."""
     innermost = traceback.extract_tb(error.__traceback__)[-1]
@@ -155,7 +155,7 @@ def call(fn, *args, what: str = "...", in_place: bool = False):
         with global_state_kept():
             return fn(*copies)
     except NotImplementedError as error:
-        if _raised_by_a_stub(error):
+        if raised_by_a_stub(error):
             raise _NotAttempted(f"{what} still raises NotImplementedError: replace the stub's body with your own code.") from None
         raise _LearnerRaised(what, error) from None
     except Exception as error:  # the learner's mistake, reported, never raised
