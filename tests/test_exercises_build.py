@@ -12,7 +12,7 @@ from gptlib import GPT, GPTConfig
 from gptlib import model as gptlib_model
 from gptlib.exercises import build
 from gptlib.exercises import build_solutions as S
-from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
+from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, Wrong
 from tests.support.scratch_gpt import ScratchGPT
 
 # ---- wrong versions of each reference solution, one typical mistake each -------------------
@@ -151,6 +151,7 @@ WRONG = [
     (build.check_gpt, (gpt_with(embed=lambda m, idx: m.E[idx] + m.P[-idx.shape[-1]:]),), "P is read from its last rows"),
     (build.check_init, (init_scaling(lambda L: 1.0), S.GPT), "the init is not scaled"),
     (build.check_init, (init_scaling(lambda L: 1 / math.sqrt(L)), S.GPT), "scaled by 1/sqrt(L)"),
+    (build.check_init, (init_scaling(lambda L: 1 / (2 * L)), S.GPT), "divided by 2L"),
     (build.check_init, (init_scaling(lambda L: 1 / math.sqrt(2 * L), W_2=False), S.GPT), "only W_O is scaled"),
 ]
 
@@ -159,6 +160,23 @@ WRONG = [
 def test_typical_wrong_versions_fail_with_their_mistake_named(check, args, mistake):
     result = check(*args)
     assert result.status == FAILED and mistake in result.message, result
+
+
+def test_judge_names_every_mistake_that_reproduces_the_output_not_only_the_first():
+    got = torch.ones(2, 3)
+    mistakes = {"one": lambda: torch.ones(2, 3), "one, nearly": lambda: torch.ones(2, 3) + 1e-7, "two": lambda: 2 * got}
+    with pytest.raises(Wrong) as both:
+        build.judge(got, [None], lambda reading: torch.zeros(2, 3), lambda reading: mistakes, "thing")
+    assert "each of 2 typical mistakes" in both.value.message and both.value.message.endswith("one; or one, nearly.")
+    with pytest.raises(Wrong, match=r"^two\.$"):
+        build.judge(2 * got, [None], lambda reading: torch.zeros(2, 3), lambda reading: mistakes, "thing")
+
+
+def test_the_build_tolerance_is_tol_times_one_plus_the_largest_output():
+    want = torch.tensor([100.0, 0.0])
+    assert build.same(want + torch.tensor([0.0, 0.9 * build.TOL * 101]), want)
+    assert not build.same(want + torch.tensor([0.0, 1.1 * build.TOL * 101]), want)
+    assert not build.same(torch.tensor([float("nan"), 0.0]), want) and not build.same(want[:1], want)
 
 
 def test_a_mistake_inside_a_block_or_gpt_is_named_at_its_part():

@@ -201,6 +201,16 @@ def test_name_mistake_names_one_lists_candidates_or_a_pair_or_nothing():
     assert result.name_mistake({1: 1}, six).endswith("a; or b; or c; or d; or 2 more")
 
 
+def test_explaining_lists_every_combination_of_a_size_that_adds_up_at_every_point():
+    mistakes = {"once": lambda n: n, "twice": lambda n: 2 * n, "three times": lambda n: 3 * n}
+    assert result.explaining({1: 3, 2: 6}, mistakes) == [("three times",)]
+    assert result.explaining({1: 3, 2: 6}, mistakes, size=2) == [("once", "twice")]
+    assert result.explaining({1: 4, 2: 8}, mistakes, size=2) == [("once", "three times")]
+    assert result.explaining({1: 3, 2: 7}, mistakes) == []  # "three times" explains only the first point
+    assert result.explaining({(): 0}, mistakes, size=0) == [()] and result.explaining({(): 1}, mistakes, size=0) == []
+    assert result.explaining({2: (2, 4)}, {"pair": lambda n: (n, 2 * n)}) == [("pair",)]  # one prediction as it is
+
+
 @pytest.mark.parametrize(
     "got, expected, tolerances, equal",
     [
@@ -212,6 +222,9 @@ def test_name_mistake_names_one_lists_candidates_or_a_pair_or_nothing():
         ((1.0, torch.zeros(2)), [1.0, torch.full((2,), 1e-7)], {"atol": 1e-6}, True),
         ((1.0,), (1.0, 2.0), {}, False),
         (float("nan"), 0.0, {"atol": 1}, False),
+        (torch.tensor([100.0, 1.5]), torch.tensor([100.0, 1.0]), {"rtol": 0.01}, False),  # 0.5 > 1% of 1
+        (torch.tensor([100.0, 1.5]), torch.tensor([100.0, 1.0]), {"rtol": 0.01, "of_largest": True}, True),  # <= 1% of 100
+        (torch.tensor([100.0, 2.5]), torch.tensor([100.0, 1.0]), {"rtol": 0.01, "of_largest": True}, False),
     ],
 )
 def test_close_is_one_rule_for_numbers_tensors_and_tuples(got, expected, tolerances, equal):

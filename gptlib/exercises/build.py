@@ -15,13 +15,15 @@ random values, read as the lecture's symbols (gptlib.exercises.roles: by shape, 
 says, otherwise every reading the shapes allow), loaded into gptlib's own component, and both are
 run on the same random input. The learner's weights are put back afterwards. A reading under which
 the two agree to TOL passes; otherwise the typical mistakes of that component are computed under
-every reading, and the one that explains the learner's output is named.
+each reading in turn, and those that explain the learner's output are named (result.name_mistake: all
+of them, as candidates, when several do).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import math
 
 import torch
@@ -35,17 +37,13 @@ from ..model import MLP as ReferenceMLP
 from ..model import Block as ReferenceBlock
 from ..model import MultiHeadAttention as ReferenceAttention
 from . import roles
-from .result import Wrong, call, checker
+from .result import Wrong, call, checker, close, name_mistake
 
 SIZES = {"V": 13, "T_max": 8, "d": 16, "H": 2, "L": 2, "d_ff": 64}  # all different, so shapes tell roles apart
 B, T = 2, 6  # the random input: T < T_max, so P's first T rows are the ones used
 EPS = 1e-5  # Definition 4.1's epsilon, as in the course config
 TOL = 2e-5  # |learner - reference| <= TOL * (1 + max |reference|): float32 rounding, well below every mistake
-
-
-def close(got: torch.Tensor, want: torch.Tensor) -> bool:
-    return got.shape == want.shape and bool(torch.isfinite(got).all()) and \
-        (got - want).abs().max().item() <= TOL * (1 + want.abs().max().item())
+same = functools.partial(close, rtol=TOL, atol=TOL, of_largest=True)  # that rule, as result.close states it
 
 
 def built(learner, *sizes: int, what: str) -> nn.Module:
@@ -109,15 +107,16 @@ def refuse_nan_at_start(got: torch.Tensor) -> None:
 
 
 def judge(got: torch.Tensor, readings: list, reference, mistakes, component: str, notes: list[str] = ()):
-    """The first reading under which `got` equals reference(reading); else Wrong naming the first
-    mistake (mistakes(reading) -> {message: thunk}) that reproduces `got` under some reading."""
+    """The first reading under which `got` equals reference(reading); else Wrong naming the typical
+    mistakes (mistakes(reading) -> {message: thunk}) that reproduce `got` (result.name_mistake: every one
+    that does, as candidates when several do), under the first reading under which any does."""
     for reading in readings:
-        if close(got, reference(reading)):
+        if same(got, reference(reading)):
             return reading
     for reading in readings:
-        for message, thunk in mistakes(reading).items():
-            if close(got, thunk()):
-                raise Wrong(message + ".", list(notes))
+        named = name_mistake({(): got}, mistakes(reading), same)  # the point (): each thunk takes no arguments
+        if named:
+            raise Wrong(named + ".", list(notes))
     gap = (got - reference(readings[0])).abs().max().item()
     nan = " (it holds NaN or inf)" if not torch.isfinite(got).all() else ""
     raise Wrong(f"your {component} differs from the lecture's by up to {gap:.2g}{nan}, more than the tolerance "
@@ -706,27 +705,26 @@ def check_init(init_weights, gpt) -> tuple[str, list[str]]:
     if biases.abs().max().item() != 0:
         raise Wrong("the biases (b_O, b_1, b_2, beta) are not all 0.", details)
 
-    def near(value, target):
-        return abs(value - target) <= STD_RTOL * target
-
+    near = functools.partial(close, rtol=STD_RTOL)  # near(measured std, expected std)
+    scaled = STD / math.sqrt(2 * L)
     if not near(others, STD):
-        if near(others, STD / math.sqrt(2 * L)):
+        if near(others, scaled):
             raise Wrong("every matrix is scaled by 1/sqrt(2L): only the branches' output projections W_O and W_2 are.", details)
         raise Wrong(f"E, P, W_Q, W_K, W_V, W_1, W_U should have std {STD} (Project aside 5.2).", details)
     typical = {
         "the init is not scaled: W_O and W_2 have std 0.02 like every other matrix; Project aside 5.2 divides it by "
-        "sqrt(2L), one factor for each of the 2L writes into the residual stream": STD,
-        "W_O and W_2 are scaled by 1/sqrt(L): there are 2L residual writes (two per block), so 1/sqrt(2L)": STD / math.sqrt(L),
-        "W_O and W_2 are divided by 2L: the factor is 1/sqrt(2L) (variances add over the 2L writes)": STD / (2 * L),
+        "sqrt(2L), one factor for each of the 2L writes into the residual stream": lambda: STD,
+        "W_O and W_2 are scaled by 1/sqrt(L): there are 2L residual writes (two per block), so 1/sqrt(2L)":
+            lambda: STD / math.sqrt(L),
+        "W_O and W_2 are divided by 2L: the factor is 1/sqrt(2L) (variances add over the 2L writes)": lambda: STD / (2 * L),
     }
-    if not near(residual, STD / math.sqrt(2 * L)):
+    if not near(residual, scaled):
         W_O, W_2 = (pooled_std(groups["W_O, W_2"][i::2]) for i in (0, 1))
-        if near(W_O, STD / math.sqrt(2 * L)) != near(W_2, STD / math.sqrt(2 * L)):
-            scaled, other = ("W_O", "W_2") if near(W_O, STD / math.sqrt(2 * L)) else ("W_2", "W_O")
-            raise Wrong(f"only {scaled} is scaled by 1/sqrt(2L): {other} writes into the residual stream too.", details)
-        names = [message for message, value in typical.items() if near(residual, value)]
-        raise Wrong(names[0] + "." if names else f"W_O and W_2 should have std 0.02 / sqrt(2L) = {STD / math.sqrt(2 * L):.4f}.",
-                    details)
+        if near(W_O, scaled) != near(W_2, scaled):
+            right, other = ("W_O", "W_2") if near(W_O, scaled) else ("W_2", "W_O")
+            raise Wrong(f"only {right} is scaled by 1/sqrt(2L): {other} writes into the residual stream too.", details)
+        named = name_mistake({(): residual}, typical, near)  # the point (): each std takes no arguments
+        raise Wrong((named or f"W_O and W_2 should have std 0.02 / sqrt(2L) = {scaled:.4f}") + ".", details)
     return "matrices std 0.02, W_O and W_2 std 0.02 / sqrt(2L), gains 1, biases 0 (Project aside 5.2).", details
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from itertools import combinations
 
 import torch
 import torch.nn.functional as F
@@ -36,7 +35,7 @@ from ..config import GPTConfig
 from ..counting import theorem_5_2
 from ..model import LayerNorm, eval_mode
 from .causal import batch_independence, causality_verdict, logits, refuse_a_length_too_long, refuse_randomness, tried_length
-from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, checker
+from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, checker, explaining
 
 OWN = "Your own GPT"
 LOSS_RTOL = 0.1  # initial loss within 10% of ln V
@@ -131,19 +130,17 @@ def _expected_groups(V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool) 
 def explanations(delta: int, candidates: dict[str, tuple[bool, str, int]], least: int = 0) -> list[tuple[list[str], list[str]]]:
     """Every (conventions, mistakes) among the candidates whose differences add up to delta, with as
     few differences in all as any (at most four), and among those as few mistakes (at least `least`,
-    at most two): the simplest stories, all of them."""
-    allowed = [name for name, (ok, _, _) in candidates.items() if ok]
-    wrong = [name for name, (ok, _, _) in candidates.items() if not ok]
+    at most two): the simplest stories, all of them (found by result.explaining)."""
+    mistaken = [name for name, (ok, _, _) in candidates.items() if not ok]
+    allowed = [name for name in candidates if name not in mistaken]
+    differences = {name: (lambda n=candidates[name][2]: n) for name in mistaken + allowed}  # mistakes first: listed by them
     for n in range(least, 5):
+        found = explaining({(): delta}, differences, size=n)
         for m in range(least, min(n, 2) + 1):
-            found = [
-                (list(chosen), list(slips))
-                for slips in combinations(wrong, m)
-                for chosen in combinations(allowed, n - m)
-                if sum(candidates[name][2] for name in chosen + slips) == delta
-            ]
-            if found:
-                return found
+            stories = [([x for x in names if x in allowed], [x for x in names if x in mistaken])
+                       for names in found if sum(x in mistaken for x in names) == m]
+            if stories:
+                return stories
     return []
 
 

@@ -30,6 +30,7 @@ import functools
 import html
 import itertools
 import numbers
+import operator
 import os
 import sysconfig
 import traceback
@@ -238,38 +239,52 @@ def as_matrix(value, shape: tuple[int, ...], what: str) -> torch.Tensor:
     return value.detach().to(torch.float64)
 
 
-def close(got, expected, rtol: float = 0.0, atol: float = 0.0) -> bool:
+def close(got, expected, rtol: float = 0.0, atol: float = 0.0, of_largest: bool = False) -> bool:
     """Whether a learner's answer equals `expected` within atol + rtol |expected|, entry by entry
     (exactly, with the default tolerances): numbers, tensors of the same shape (compared in
-    float64, whatever their dtype), and tuples or lists of them. The one tolerance rule of the checkers."""
+    float64, whatever their dtype), and tuples or lists of them. The one tolerance rule of the checkers.
+    of_largest=True: rtol scales the largest |entry| of each expected tensor instead of each entry's
+    own (float rounding in a module's output grows with its largest values, not with each entry)."""
     if isinstance(got, (tuple, list)) or isinstance(expected, (tuple, list)):
         return (isinstance(got, (tuple, list)) and isinstance(expected, (tuple, list)) and len(got) == len(expected)
-                and all(close(g, e, rtol, atol) for g, e in zip(got, expected)))
+                and all(close(g, e, rtol, atol, of_largest) for g, e in zip(got, expected)))
     if isinstance(got, torch.Tensor) or isinstance(expected, torch.Tensor):
         got, expected = (torch.as_tensor(x).detach().to(torch.float64) for x in (got, expected))
+        if of_largest and expected.numel():
+            rtol, atol = 0.0, atol + rtol * expected.abs().max().item()
         return got.shape == expected.shape and torch.allclose(got, expected, rtol=rtol, atol=atol)
     return abs(got - expected) <= atol + rtol * abs(expected)
+
+
+def explaining(answers: dict, mistakes: dict, same=close, size: int = 1) -> list[tuple[str, ...]]:
+    """Every combination of `size` mistakes whose predictions, added up, explain the learner's answer at
+    EVERY point, in the order of `mistakes` (size 1: the single mistakes; size 0: () when the answer is 0).
+
+    answers: {point: the learner's answer there}, a point being what the learner's function was
+    called with (one argument, or a tuple of several). mistakes: {name: a function of the same
+    argument(s) giving the answer that mistake produces}. same(answer, predicted) is the tolerance.
+    """
+    calls = [(point if isinstance(point, tuple) else (point,), answer) for point, answer in answers.items()]
+    return [names for names in itertools.combinations(mistakes, size)
+            if all(same(answer, _added([mistakes[name](*args) for name in names])) for args, answer in calls)]
+
+
+def _added(predictions: list):
+    """The predictions' sum (one prediction as it is, none as 0)."""
+    return functools.reduce(operator.add, predictions) if predictions else 0
 
 
 def name_mistake(answers: dict, mistakes: dict, same=close, pairs: bool = False) -> str | None:
     """Name the typical mistake behind a wrong answer, from what it does, or None when none explains it.
 
-    answers: {point: the learner's answer there}, a point being what the learner's function was
-    called with (one argument, or a tuple of several). mistakes: {name: a function of the same
-    argument(s) giving the answer that mistake produces}. same(answer, predicted) is the tolerance.
-    A mistake is named only if it explains the answer at EVERY point; with pairs=True (answers
-    that add up, such as counts) also a sum of two mistakes, "A and B". When several explain it
-    equally, the points tried cannot tell them apart: all are listed, as candidates.
+    answers, mistakes and same as for `explaining`. A mistake is named only if it explains the answer
+    at EVERY point; with pairs=True (answers that add up, such as counts) also a sum of two mistakes,
+    "A and B". When several explain it equally, the points tried cannot tell them apart: all are
+    listed, as candidates.
     """
-    calls = [(point if isinstance(point, tuple) else (point,), answer) for point, answer in answers.items()]
-
-    def explains(mistake) -> bool:
-        return all(same(answer, mistake(*args)) for args, answer in calls)
-
-    names = [name for name, mistake in mistakes.items() if explains(mistake)]
+    names = [name for (name,) in explaining(answers, mistakes, same)]
     if not names and pairs:
-        found = [f"{a} and {b}" for (a, da), (b, db) in itertools.combinations(mistakes.items(), 2)
-                 if explains(lambda *args, da=da, db=db: da(*args) + db(*args))]
+        found = [f"{a} and {b}" for a, b in explaining(answers, mistakes, same, size=2)]
         if len(found) == 1:
             return f"exactly what two mistakes together give: {found[0]}"
         names = [f"({pair})" for pair in found]
