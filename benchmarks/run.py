@@ -47,7 +47,7 @@ import sys
 import time
 from collections.abc import Callable
 from functools import partial
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import torch
@@ -254,12 +254,20 @@ def verdicts(rows: list[dict], imports: dict) -> dict:
     }
 
 
+def installed_version(name: str) -> str:
+    """The installed version of distribution `name`, or "not installed"."""
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
+
+
 def machine() -> dict:
-    """CPU, core count and the versions of everything timed."""
+    """CPU, core count and the versions of everything timed ("not installed" for a missing peer)."""
     cpuinfo = Path("/proc/cpuinfo")
     lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
     cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), platform.processor())
-    versions = {name: version(name) for name in ("gptlib", "transformers", "transformer-lens")}
+    versions = {name: installed_version(name) for name in ("gptlib", "transformers", "transformer-lens")}
     return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__,
             **versions}
 
