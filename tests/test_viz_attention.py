@@ -16,9 +16,11 @@ from PIL import Image  # noqa: E402
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, circuits, encode, run_with_cache  # noqa: E402
 from gptlib.viz.attention import (  # noqa: E402
     AttentionExplorer,
+    AttentionView,
     attention_figure,
     attention_run,
     attention_view,
+    describe_view,
     singular_values_figure,
     token_labels,
 )
@@ -175,9 +177,20 @@ def test_figures_draw_what_they_are_given(model):
     texts = [text.get_text() for text in fig.texts]
     assert texts.count("␣") == 2 and texts.count("a") == 2  # each character labels a row and a column
     assert norms.patches[0].get_x() == 1 - 0.5  # the shown head is outlined
+    assert fig.get_label().startswith("Attention pattern A^h of layer 0, head 1 over 4 characters")
+    assert fig.get_label().split(": ")[-1].startswith("a→a b→")  # the first query sees only itself
     spectrum = torch.tensor([3.0, 1.0, 1e-9])
     fig = singular_values_figure({"M": spectrum}, 1e-6, "test")
     torch.testing.assert_close(torch.tensor(fig.axes[0].lines[0].get_ydata()), spectrum.double(), check_dtype=False)
+    assert fig.get_label().endswith("the rank tolerance 1e-06 (dashed); M: 3 values, largest 3.0e+00.")
+
+
+def test_the_text_alternative_names_each_querys_strongest_key_unless_two_nearly_tie():
+    A = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])  # row 1: a tie; row 2: c by 0.2
+    view = AttentionView(list("abc"), 1, 2, A, torch.zeros(4, 3))
+    assert describe_view(view) == ("Attention pattern A^h of layer 1, head 2 over 3 characters, beside every head's "
+                                   "write norm; each query's strongest key (? where the top two weights are within "
+                                   "0.001): a→a b→? c→c")
 
 
 def test_partial_repaint_gives_the_same_pixels_as_a_full_draw(model):

@@ -26,3 +26,4 @@ def test_each_map_is_drawn_with_its_zeros_masked_and_one_shared_scale():
     assert images[0].norm.vmax == images[1].norm.vmax == positive.max().item()
     assert [label.get_text() for label in fig.axes[0].get_xticklabels()] == list(text)
     assert [ax.get_title() for ax in fig.axes[: len(maps)]] == list(maps)
+    assert fig.get_label().endswith("not exactly 0: perturbation: 0 of 3; gradient: 0 of 3.")  # a causal model

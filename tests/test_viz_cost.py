@@ -23,6 +23,7 @@ def test_cost_vs_T_draws_each_component_the_crossover_and_the_times():
         np.testing.assert_array_equal(lines[name].get_ydata(), values)
     assert lines[f"T = 2d + d_ff = {crossover}"].get_xdata()[0] == crossover == 6 * COURSE_CONFIG.d
     np.testing.assert_allclose(time_ax.get_lines()[0].get_ydata(), [2.0, 3.0, 9.0])  # in microseconds
+    assert "against T from 64 to 1024" in fig.get_label() and "at T = 1024 the largest is scores." in fig.get_label()
 
 
 def test_six_n_rule_heatmap_holds_the_errors_in_percent():
@@ -33,3 +34,4 @@ def test_six_n_rule_heatmap_holds_the_errors_in_percent():
     np.testing.assert_allclose(np.asarray(ax.collections[0].get_array()).reshape(2, 3), 100 * np.array(errors))
     assert [label.get_text() for label in ax.get_xticklabels()] == ["64", "512", "4096"]
     assert [label.get_text() for label in ax.get_yticklabels()] == ["64", "256"]
+    assert fig.get_label().endswith("from 0% to 50%, above 20% (cyan contour) in 2 of 6 cells.")  # 0.5 and 0.3

@@ -176,6 +176,9 @@ def test_norm_against_sigma_figure_draws_the_geometry_values():
                                geometry.output_norm_against_sigma(8, sigmas, 1e-3))
     ideal, flat = lines["sqrt(d) = 2.83"], lines["eps = 0"]
     assert flat.get_zorder() > ideal.get_zorder() and flat.get_linewidth() > lines["eps = 0.001"].get_linewidth()
+    # at sigma = 1e-3 and eps = 1e-3, ||LN(u)|| = sqrt(d) sigma / sqrt(sigma^2 + eps) = sqrt(8 * 1e-6 / 1.001e-3)
+    assert fig.get_label().endswith(f"at sigma(u) = 1e-03 ||LN(u)|| is 2.8e+00 for eps = 0, {(8e-6 / 1.001e-3) ** 0.5:.1e} "
+                                    "for eps = 0.001.")
 
 
 NODE = shutil.which("node")

@@ -17,7 +17,10 @@ def ydata(line):
 
 def test_block_spectrum_draws_each_placements_values_floored_for_the_log_scale():
     values = {"pre": torch.tensor([3.0, 1.0, 1.0]), "post": torch.tensor([2.0, 0.5, 0.0], dtype=torch.float64)}
-    lines = figures.block_spectrum_figure(values).axes[0].get_lines()
+    fig = figures.block_spectrum_figure(values)
+    lines = fig.axes[0].get_lines()
+    assert fig.get_label().endswith("pre-norm: 3 values, largest 3.0e+00, 0 below 1e-06; "
+                                    "post-norm: 3 values, largest 2.0e+00, 1 below 1e-06.")
     np.testing.assert_array_equal(ydata(lines[0]), [3.0, 1.0, 1.0])
     np.testing.assert_array_equal(ydata(lines[1]), [2.0, 0.5, 1e-17])  # an exact 0 drawn at the floor
 
@@ -25,7 +28,9 @@ def test_block_spectrum_draws_each_placements_values_floored_for_the_log_scale()
 def test_depth_study_draws_max_median_min_against_L_and_the_deepest_gradients():
     rows = [DepthStudyRow(1, torch.tensor([4.0, 2.0, 1.0]), torch.tensor([1.0, 2.0])),
             DepthStudyRow(3, torch.tensor([9.0, 3.0, 0.5]), torch.tensor([1.0, 2.0, 3.0, 4.0]))]
-    left, right = figures.depth_study_figure({"pre": rows}).axes
+    fig = figures.depth_study_figure({"pre": rows})
+    left, right = fig.axes
+    assert fig.get_label().endswith("at layer 0 over at layer 3: pre-norm: 2.5e-01.")  # 1.0 / 4.0
     largest, median, smallest = left.get_lines()
     np.testing.assert_array_equal(largest.get_xdata(), [1, 3])
     np.testing.assert_array_equal(ydata(largest), [4.0, 9.0])
@@ -38,7 +43,9 @@ def test_depth_study_draws_max_median_min_against_L_and_the_deepest_gradients():
 def test_stream_figure_draws_norms_and_cosines_per_model():
     norms = {"random": torch.tensor([1.0, 1.5, 2.0])}
     cosines = {"random": torch.tensor([1.0, 0.9, 0.7], dtype=torch.float64)}
-    left, right = figures.stream_figure(norms, cosines).axes
+    fig = figures.stream_figure(norms, cosines)
+    left, right = fig.axes
+    assert fig.get_label().endswith("random: norm 1.0e+00 at l = 0, 2.0e+00 at l = 2, cosine 0.70 there.")
     np.testing.assert_array_equal(ydata(left.get_lines()[0]), [1.0, 1.5, 2.0])
     np.testing.assert_array_equal(ydata(right.get_lines()[0]), [1.0, 0.9, 0.7])
 
@@ -46,7 +53,9 @@ def test_stream_figure_draws_norms_and_cosines_per_model():
 def test_small_updates_draws_both_ratios_and_each_blocks_loss_increase():
     ratios = BranchWriteRatios(attn=torch.tensor([0.1, 0.2]), mlp=torch.tensor([0.3, 0.4]))
     drops = BlockDropLosses(base=torch.tensor(1.5), dropped=torch.tensor([2.0, 1.75]))
-    left, right = figures.small_updates_figure(ratios, drops).axes
+    fig = figures.small_updates_figure(ratios, drops)
+    left, right = fig.axes
+    assert fig.get_label().endswith("largest for block 0 (0.50 nats).")
     heights = [patch.get_height() for patch in left.patches]
     np.testing.assert_allclose(heights, [0.1, 0.2, 0.3, 0.4])
     np.testing.assert_allclose([patch.get_height() for patch in right.patches], [0.5, 0.25])
@@ -63,3 +72,4 @@ def test_init_variance_draws_both_runs_and_the_idealized_lines():
     np.testing.assert_array_equal(lines["idealized 2L v"], [2.0, 8.0])  # v = 2.0 / 2, one write at L = 1
     np.testing.assert_array_equal(lines["idealized 2L (v / 2L) = v"], [1.0, 1.0])
     assert ax.get_title().endswith("(ratio at L=4: 6.7)")
+    assert ax.figure.get_label().endswith("at L = 4 the unscaled variance is about 7 times the scaled one.")  # 8.0 / 1.2

@@ -22,6 +22,7 @@ from .. import checks, circuits
 from ..cache import run_with_cache
 from ..data import encode
 from ..model import GPT, eval_mode
+from ..portable import coarse
 from .display import canvas_png
 from .explorer import Explorer, module
 
@@ -97,6 +98,7 @@ DPI = 100
 SIDE = 640  # px: A^h's side; at T = 64, 10 px per character still fits an 8-point label
 MARGIN = {"left": 64, "bottom": 48, "top": 44, "right": 16, "gap": 56, "bar": 12}
 HEAD_WIDTH = 30  # px per head in the write-norm panel
+CLEAR_WIN = 1e-3  # a query's strongest key is named when it beats the runner-up by more than this weight
 
 
 def attention_figure(view: AttentionView) -> Figure:
@@ -104,7 +106,22 @@ def attention_figure(view: AttentionView) -> Figure:
     head of the layer at each query position, the same rows as A^h, the shown head outlined."""
     picture = AttentionPicture(view.write_norms.shape[0])
     picture.relabel(view.labels, float(view.write_norms.max()))
-    return picture.draw(view)
+    fig = picture.draw(view)
+    fig.set_label(describe_view(view))
+    return fig
+
+
+def describe_view(view: AttentionView) -> str:
+    """attention_figure's text alternative: what it shows, and each query's strongest key, or '?'
+    where the two largest weights are within CLEAR_WIN (which of them wins is rounding's choice)."""
+    labels = view.labels
+    top = view.A.topk(min(2, len(labels)), dim=-1)  # (T, 2): the two largest weights of each query
+    margin = top.values[:, 0] - (top.values[:, 1] if len(labels) > 1 else 0)  # (T,)
+    strongest = " ".join(f"{labels[t]}→{labels[int(top.indices[t, 0])] if margin[t] > CLEAR_WIN else '?'}"
+                         for t in range(len(labels)))
+    return (f"Attention pattern A^h of layer {view.layer}, head {view.head} over {len(labels)} "
+            f"characters, beside every head's write norm; each query's strongest key (? where the top two "
+            f"weights are within {CLEAR_WIN:g}): {strongest}")
 
 
 class AttentionPicture:
@@ -230,6 +247,10 @@ def singular_values_figure(spectra: dict[str, torch.Tensor], tolerance: float | 
     ax.set_ylabel("sigma_i")
     ax.set_title(title)
     ax.legend(fontsize=8)
+    # no count above the tolerance: for a matrix of lower rank than its size (S^h) that counts rounding noise
+    above = "" if tolerance is None else f", and the rank tolerance {tolerance:.0e} (dashed)"
+    counts = "; ".join(f"{name}: {len(sigma)} values, largest {coarse(sigma.max())}" for name, sigma in spectra.items())
+    fig.set_label(f"{title}: singular values in descending order on a log scale{above}; {counts}.")
     return fig
 
 
@@ -306,7 +327,4 @@ class AttentionExplorer(Explorer):
         return self.picture.png(self.shown)
 
     def alt_text(self) -> str:
-        A, labels = self.shown.A, self.shown.labels
-        strongest = " ".join(f"{labels[t]}→{labels[int(A[t].argmax())]}" for t in range(len(labels)))
-        return (f"Attention pattern A^h of layer {self.shown.layer}, head {self.shown.head} over {len(labels)} "
-                f"characters, beside every head's write norm; each query's strongest key: {strongest}")
+        return describe_view(self.shown)

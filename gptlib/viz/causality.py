@@ -29,4 +29,9 @@ def dependency_maps_figure(maps: dict[str, torch.Tensor], tokens: str | None = N
             ax.set_xticks(range(T), list(tokens), fontsize=7)
             ax.set_yticks(range(T), list(tokens), fontsize=7)
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="size of the dependence (white: exactly 0)")
+    T = next(iter(maps.values())).shape[0]
+    above = {title: int(torch.triu(m, diagonal=1).count_nonzero()) for title, m in maps.items()}
+    fig.set_label(f"Dependency maps over T = {T} positions, logit row t down, perturbed input s across, log colour "
+                  "scale, exact zeros white; entries above the diagonal (s > t) that are not exactly 0: "
+                  + "; ".join(f"{title}: {n} of {T * (T - 1) // 2}" for title, n in above.items()) + ".")
     return fig

@@ -3,11 +3,18 @@
     figure_png(fig)    PNG bytes with a tight bounding box: static figures of any layout
     render_png(fig)    PNG bytes from one Agg draw: the explorers' pictures, laid out in pixels
     canvas_png(canvas) PNG bytes of what an Agg canvas holds (after a partial redraw)
-    show_figure(fig)   display figure_png(fig) as an image output
+    image_output(png, alt) the MIME bundle of a PNG with its text alternative
+    show_figure(fig)   display figure_png(fig) as an image output, its alt text the figure's label
+
+Every picture a notebook shows carries a text alternative saying what it shows. A gptlib figure
+function writes it from the data it draws into the figure's label (`fig.set_label`), so the
+description travels with the figure; `show_figure(fig, alt=...)` may give another.
 """
 
 from __future__ import annotations
 
+import base64
+import html
 import io
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -43,13 +50,33 @@ def canvas_png(canvas: FigureCanvasAgg) -> bytes:
     return buffer.getvalue()
 
 
-def show_figure(fig: Figure, dpi: int = 100) -> None:
-    """Display `fig` as a PNG image (inside an ipywidgets.Output if called in its context).
+def image_output(png: bytes, alt: str) -> tuple[dict, dict]:
+    """The (data, metadata) of an image output whose text alternative every viewer reads.
+
+    text/html is an <img alt> (what JupyterLab, the book's myst-nb and nbconvert's HTML show
+    first; neither renders image/png's alt metadata); image/png with its alt metadata stays for
+    viewers that prefer it; text/plain is the alternative itself, for a terminal. nbval compares
+    text/html and text/plain, so `alt` must hold only what a compared output may (the PNG's
+    bytes are sanitized away: tests/nbval_sanitize.cfg).
+    """
+    encoded = base64.b64encode(png).decode("ascii")
+    data = {"text/html": f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{encoded}">',
+            "image/png": encoded, "text/plain": alt}
+    return data, {"image/png": {"alt": alt}}
+
+
+def show_figure(fig: Figure, alt: str | None = None, dpi: int = 100) -> None:
+    """Display `fig` as a PNG image (inside an ipywidgets.Output if called in its context), with
+    `alt`, or else the figure's label, as its text alternative (image_output).
 
     Rendering the bytes ourselves avoids pyplot's global state, so a figure never shows
     twice and never turns into an interactive canvas when ipympl is active elsewhere.
     """
-    from IPython.display import Image as PNG
     from IPython.display import display
 
-    display(PNG(figure_png(fig, dpi)))
+    text = fig.get_label() if alt is None else alt
+    if not text.strip():
+        raise ValueError("show_figure needs a text alternative saying what the figure shows: "
+                         "pass alt=... or set it with fig.set_label(...)")
+    data, metadata = image_output(figure_png(fig, dpi), text)
+    display(data, metadata=metadata, raw=True)

@@ -30,6 +30,8 @@ from pathlib import Path
 import anywidget
 import traitlets
 
+from .display import image_output
+
 JS = Path(__file__).with_name("js")
 SHOWN_CHARACTERS = 24  # typed text longer than this is shortened in messages, so a line never grows
 
@@ -128,9 +130,10 @@ class Explorer(anywidget.AnyWidget):
 
         if self.drawn:  # else nothing could be drawn yet, and the live explorer says why
             png = self.static_png()
-            static = {"text/html": self.static_html(png), "image/png": base64.b64encode(png).decode("ascii"),
-                      "text/plain": f"[the first picture of the {type(self).__name__} below]"}
-            display(static, metadata={"image/png": {"alt": self.alt_text()}}, raw=True)
+            static, metadata = image_output(png, self.alt_text())
+            static |= {"text/html": self.static_html(png),
+                       "text/plain": f"[the first picture of the {type(self).__name__} below]"}
+            display(static, metadata=metadata, raw=True)
         bundle = self._repr_mimebundle_()  # the live widget: anywidget gives (data, metadata)
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
         display(data, metadata=metadata, raw=True)

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from .. import checks, geometry
+from ..portable import coarse
 from .display import render_png
 from .explorer import Explorer, module
 
@@ -282,4 +283,10 @@ def norm_against_sigma_figure(d: int, sigmas: torch.Tensor, eps_values) -> Figur
     ax.set_title(f"epsilon breaks scale invariance near zero variance (d = {d})")
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
+    smallest = sigmas.min()
+    at_smallest = ", ".join(f"{coarse(geometry.output_norm_against_sigma(d, smallest.reshape(1), eps))} for eps = {eps:g}"
+                            for eps in eps_values)
+    fig.set_label(f"||LN(u)|| against sigma(u) from {smallest.item():.0e} to {sigmas.max().item():.0e} (log axis), d = {d}, "
+                  f"one curve per eps, the line sqrt(d) = {math.sqrt(d):.2f}; at sigma(u) = {smallest.item():.0e} "
+                  f"||LN(u)|| is {at_smallest}.")
     return fig

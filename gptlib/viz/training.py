@@ -26,4 +26,8 @@ def loss_curves_figure(runs: list[TrainingRun], target: float | None = None) -> 
     by_step.set_ylabel("held-out loss (nats/char)")
     by_step.legend(fontsize=8)
     fig.tight_layout()
+    goal = "" if target is None else f", the target {target} nats/char dotted"
+    fig.set_label(f"Held-out loss (nats/char) against training steps (left) and wall-clock seconds (right){goal}; "
+                  + "; ".join(f"{run.name}: from {run.val_losses[0]:.2f} at step {run.steps[0]} to "
+                              f"{run.val_losses[-1]:.2f} at step {run.steps[-1]}" for run in runs) + ".")
     return fig
