@@ -45,7 +45,9 @@ export function theorem52({ V, T_max, d, L, d_ff, tie, attn_only }) {
   return { rows, total: rows.reduce((a, b) => a + b, 0n) };
 }
 
-const grouped = (n) => n.toLocaleString("en-US");
+// One formatter for every number: toLocaleString would build a new Intl.NumberFormat per call.
+const GROUPED = new Intl.NumberFormat("en-US");
+const grouped = (n) => GROUPED.format(n);
 const percent = (part, whole, digits) => `${((100 * Number((part * 1000000n) / whole)) / 1000000).toFixed(digits)}%`;
 
 function render({ model, el }) {
@@ -78,7 +80,7 @@ function render({ model, el }) {
   const measured = statusLine("gptlib-count-message", 2);
   root.append(sizes, table, theorem, measured);
 
-  let shownTypes = null; // what the table shows: the last sizes that could be counted
+  let handled = null; // the last input answered: Enter answers at once, and the change event it fires repeats it
   function current() {
     return { typed: Object.fromEntries(SIZES.map(([name]) => [name, boxes[name].value])), tie: tie.checked };
   }
@@ -123,9 +125,10 @@ function render({ model, el }) {
   const redraw = frameScheduler(root, () => {});
   function update(send) {
     const now = current();
+    if (send && same(now, handled)) return;
+    handled = now;
     try {
       draw(read(now));
-      shownTypes = now;
     } catch (error) {
       table.classList.add("gptlib-stale");
       say(theorem, `Cannot draw: ${error.message} (the table still shows the last valid input).`, true);
