@@ -8,7 +8,7 @@ committed with the notebooks, which CI keeps current with nbval.
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # for slugs.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # for slugs.py and hidden_cells.py
 
 project = "gptlib: a companion to Lecture 5, The Transformer"
 author = "the gptlib authors"
@@ -17,6 +17,7 @@ html_title = "Lecture 5 companion"
 extensions = [
     "myst_nb",
     "sphinx-mathjax-offline",  # MathJax 3 copied into the site, so math renders with no network
+    "hidden_cells",  # after myst_nb: its hidden cells' toggles named by their visible text
 ]
 exclude_patterns = ["_build", "**.ipynb_checkpoints", "conf.py"]
 

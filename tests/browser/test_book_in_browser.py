@@ -18,6 +18,12 @@ PAGE_FACTS = """() => ({
 })"""
 
 
+# What axe may not judge: sphinx-book-theme's search button, whose aria-label "Search" is shorter
+# than its visible "Search Ctrl+K" (the theme's markup, which the book does not write). Everything
+# else, myst-nb's hidden-cell toggles included (book/hidden_cells.py names them), is audited.
+THEME_CHROME = [".search-button-field"]
+
+
 @pytest.fixture(scope="module")
 def book_site(book_html, tmp_path_factory):
     port = free_port()
@@ -33,7 +39,8 @@ def open_page(page, url: str) -> dict:
     return page.evaluate(PAGE_FACTS)
 
 
-def test_every_page_loads_with_images_math_and_resolving_links(page, book_site, book_html):
+def test_every_page_loads_with_images_math_and_resolving_links_and_passes_an_audit(page, book_site, book_html):
+    """Every page, and WCAG 2.1 A and AA (axe) on each, the theme's chrome (THEME_CHROME) left out."""
     problems: list[str] = []
     page.on("console", lambda msg: msg.type == "error" and problems.append(f"console: {msg.text}"))
     page.on("requestfailed", lambda request: problems.append(f"failed: {request.url}"))
@@ -45,6 +52,7 @@ def test_every_page_loads_with_images_math_and_resolving_links(page, book_site, 
         facts[url] = open_page(page, url)
         assert not facts[url]["brokenImages"], f"{html.name}: images not decoded"
         assert not facts[url]["mathErrors"], f"{html.name}: MathJax could not typeset"
+        problems += [f"{html.name}: {found}" for found in violations(page, exclude=THEME_CHROME)]
     assert not problems
 
     for name in ("04_layernorm_geometry", "05_gpt_and_parameter_count"):
@@ -78,9 +86,7 @@ def test_the_books_explorers_move_without_a_kernel_and_pass_an_accessibility_aud
     turn = sphere.locator(".gptlib-sphere-turn input[type=range]")
     frame_ms(sphere, lambda: turn.press("ArrowRight"))
     assert turn.get_attribute("aria-valuetext") == "35" and "cu = (" in sphere.locator(".gptlib-sphere-readout").inner_text()
-    # WCAG 2.1 A and AA on the whole page but the theme's search button, whose aria-label "Search"
-    # is shorter than its visible "Search Ctrl+K" (sphinx-book-theme's markup, not ours)
-    assert violations(page, exclude=[".search-button-field"]) == []
+    assert violations(page, exclude=THEME_CHROME) == []  # with the explorer drawn and moved
 
     page.goto(urljoin(book_site, "05_gpt_and_parameter_count.html"))
     saved_count_counts_six_blocks(page)
