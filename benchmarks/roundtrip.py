@@ -77,12 +77,14 @@ def typed_box(css: str, values: tuple[str, str]):
 
 
 def toggle(css: str, labels: tuple[str, ...] = ()):
-    """Space on a checkbox, or on one of two buttons in turn."""
+    """Space on a checkbox, or on one of two buttons in turn; timed from the key's release, when
+    the browser activates them (see frame_ms)."""
     def move(explorer, i):
         target = explorer.locator(f".{css} button", has_text=labels[(i + 1) % 2]) if labels else \
             explorer.locator(f".{css} input")
         target.first.focus()
         return lambda: target.first.press("Space")
+    move.start_on = "keyup"
     return move
 
 
@@ -109,7 +111,8 @@ def measure_explorer(page, name: str, moves: int, with_kernel: bool, screenshots
     for control, make_move in CONTROLS[name].items():
         if (name, control) in KERNEL_ONLY and not with_kernel:
             continue
-        times[control] = [frame_ms(explorer, make_move(explorer, i)) for i in range(moves)]
+        start_on = getattr(make_move, "start_on", "keydown")
+        times[control] = [frame_ms(explorer, make_move(explorer, i), start_on=start_on) for i in range(moves)]
         print(f"  {name:9} {control:22} median {statistics.median(times[control]):6.1f} ms", flush=True)
     if screenshots is not None:
         screenshots.mkdir(parents=True, exist_ok=True)

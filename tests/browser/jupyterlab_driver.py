@@ -145,27 +145,30 @@ def settled_offset_in(page, outer, inner, tries: int = 20) -> tuple[float, float
     raise AssertionError(f"the layout kept moving: last offset {current}")
 
 
-# Watches an explorer drawn in the page: the time of the last key press (capture phase, before any
-# widget sees it) and the time its front end next drew a frame (its root's data-frames attribute
+# Watches an explorer drawn in the page: the time of the last key event `startOn` (capture phase,
+# before any widget sees it: 'keydown', or 'keyup' for a control the browser activates when the key
+# is released) and the time its front end next drew a frame (its root's data-frames attribute
 # changes inside the requestAnimationFrame callback that draws, just before the browser paints).
-FRAME_WATCH = """(root) => {
+FRAME_WATCH = """([root, startOn]) => {
     const state = {start: null, done: null};
     window.__gptlibFrames?.stop();
     const onKey = () => { if (state.done === null) state.start = performance.now(); };
-    document.addEventListener('keydown', onKey, true);
+    document.addEventListener(startOn, onKey, true);
     const observer = new MutationObserver(() => {
         if (state.start !== null && state.done === null) state.done = performance.now();
     });
     observer.observe(root, {attributes: true, attributeFilter: ['data-frames']});
-    state.stop = () => { observer.disconnect(); document.removeEventListener('keydown', onKey, true); };
+    state.stop = () => { observer.disconnect(); document.removeEventListener(startOn, onKey, true); };
     window.__gptlibFrames = state;
 }"""
 
 
-def frame_ms(root, act, timeout_ms: int = 30_000) -> float:
+def frame_ms(root, act, timeout_ms: int = 30_000, start_on: str = "keydown") -> float:
     """Milliseconds from the key press that `act()` makes to the next frame the explorer `root`
-    (a Playwright locator of its .gptlib-explorer element) draws."""
-    root.evaluate(FRAME_WATCH)
+    (a Playwright locator of its .gptlib-explorer element) draws. The clock starts at the key's
+    `start_on` event: "keyup" for Space on a button or checkbox, which acts only when released
+    (from keydown, the time the key is held, by a driver or a hand, would count as the page's)."""
+    root.evaluate(f"(root) => ({FRAME_WATCH})([root, {start_on!r}])")
     act()
     root.page.wait_for_function("() => window.__gptlibFrames.done !== null", timeout=timeout_ms)
     start, done = root.page.evaluate(
