@@ -9,6 +9,7 @@ Steps, each skipped when already done:
    find-links if there is one, else PyTorch's CPU wheel index, else (macOS, Windows, whose
    PyPI wheels are CPU-only) PyPI; on Linux without either it stops and says why;
 3. install gptlib editable with its notebook, test and course extras (pip adds only what is missing);
+4. remove rfc3987-syntax again (SLOW_AND_UNUSED says why).
 With --chromium it only installs Debian's Chromium for the browser tests (root and apt-get).
 """
 
@@ -26,6 +27,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+# jupyter-events pulls this in through jsonschema's format-nongpl extra, and jsonschema imports it
+# whenever it is installed, to check strings of the "iri" format. Its import builds 38 parsers: about
+# 3 s of CPU in every process that reads a notebook (JupyterLab, Voila, nbval and each of its
+# workers, the book build), where 0.3 s is the rest of nbformat. No schema installed here uses that
+# format; without the package jsonschema would leave it unchecked.
+SLOW_AND_UNUSED = "rfc3987-syntax"
 
 
 def run(*cmd: str) -> bool:
@@ -93,6 +101,8 @@ def main() -> None:
     ensure_cpu_torch(python)
     if not run(str(python), "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[notebooks,test,course]"):
         sys.exit("pip could not install gptlib's dependencies (see above)")
+    if subprocess.run([str(python), "-m", "pip", "show", "-q", SLOW_AND_UNUSED], capture_output=True).returncode == 0:
+        run(str(python), "-m", "pip", "uninstall", "--quiet", "--yes", SLOW_AND_UNUSED)
 
 
 if __name__ == "__main__":
