@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 BENCH_READY := $(VENV)/.bench-ready
+HUB_PROXY := build/hub/node_modules/.bin/configurable-http-proxy
 APP_PORT ?= 8866
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
@@ -27,8 +28,8 @@ book: $(READY)  ## the executed notebooks as a static site in build/book/html: o
 chromium:  ## Debian's Chromium for the browser tests and bench-explorers, installed only when missing (root and apt-get)
 	@command -v chromium >/dev/null || $(PYTHON) tools/ensure_env.py --chromium
 
-test: $(READY) chromium  ## the whole suite: unit tests, nbval over every notebook, browser tests
-	$(BIN)/python -m pytest
+test: $(READY) chromium $(HUB_PROXY)  ## the whole suite: unit tests, nbval over every notebook, browser tests (3 workers: tests/support/parallel.py)
+	$(BIN)/python -m pytest -n 3
 
 unit: $(READY)  ## the fast inner loop: unit tests only, no notebook kernel or browser (pytest -m unit)
 	$(BIN)/python -m pytest -m unit
@@ -49,8 +50,6 @@ assignments: $(READY)  ## build $(COURSE)/student (release) and $(COURSE)/autogr
 grade: $(READY)  ## grade $(SUBMISSIONS)/<student>/<NN_name>.ipynb in parallel: $(COURSE)/grades/grades.csv and feedback/<student>.html
 	$(BIN)/python -m gptlib.course grade $(SUBMISSIONS) --out $(COURSE)
 
-HUB_PROXY := build/hub/node_modules/.bin/configurable-http-proxy
-
 $(HUB_PROXY):
 	npm install --no-audit --no-fund --prefix build/hub configurable-http-proxy@4
 
@@ -59,8 +58,8 @@ hub-proxy: $(HUB_PROXY)  ## configurable-http-proxy from npm, into build/hub (Ju
 hub: $(READY) $(HUB_PROXY)  ## JupyterHub for a class on this machine, 127.0.0.1:8000 (course/hub/jupyterhub_config.py)
 	$(BIN)/jupyterhub -f course/hub/jupyterhub_config.py
 
-test-hub: $(READY) $(HUB_PROXY)  ## start the hub on 127.0.0.1, two users log in, spawn, run a checker, see only their files (~1 min)
-	GPTLIB_TEST_HUB=1 $(BIN)/python -m pytest -p no:nbval -o addopts="" -q tests/test_course_hub.py
+test-hub: $(READY) $(HUB_PROXY)  ## the hub test alone (make test runs it too): two users log in, spawn, run a checker, see only their files (~1 min)
+	$(BIN)/python -m pytest -p no:nbval -o addopts="" -q tests/test_course_hub.py
 
 bench-grading: $(READY)  ## the course kit's grading throughput on a synthetic class (every notebook, 10 students)
 	$(BIN)/python -m benchmarks.course_grading

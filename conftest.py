@@ -7,12 +7,23 @@
   browser (tests/browser: JupyterLab, Voila and the book in Chromium), slow (tests marked
   `@pytest.mark.slow` in their files: they start processes, build the book or train, seconds each),
   and unit (everything else).
-* The portability variants' nbval runs (minutes each, in processes of their own) start as soon as
-  the suite is collected and go on beside the rest of it, which mostly keeps one core busy; their
-  tests run last and wait for the verdicts. Runs still going when the session ends are killed.
+* Order: the longest work first (portability, browser, slow, notebooks, then unit tests), so that
+  `make test`'s workers (`pytest -n 3`, tests/support/parallel.py says how the work is split) end
+  together.
+* The portability variants' nbval runs (minutes each, in processes of their own) all start when the
+  first portability test is set up and go on beside the rest of the suite at a lower priority; each
+  variant's test waits for its verdict. Runs still going when the session ends are killed.
 """
 
+import os
 from pathlib import Path
+
+import pytest
+
+# Waiting OpenMP threads sleep instead of spinning, in this process and every one it starts (kernels,
+# servers, training runs): with the suite's workers and background runs sharing two cores, spinning
+# threads made torch processes up to ten times slower. It changes no result.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 pytest_plugins = ("tests.support.kernel_watchdog",)
 
@@ -31,10 +42,20 @@ def kind(item) -> str:
     return "unit"
 
 
+FIRST_TO_LAST = ("portability", "browser", "slow", "notebooks", "unit")
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         item.add_marker(kind(item))
-    items.sort(key=lambda item: kind(item) == "portability")  # stable: the rest keep their order
+    items.sort(key=lambda item: FIRST_TO_LAST.index(kind(item)))  # stable: each kind keeps its order
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    from tests.support.parallel import ByUnitScheduling
+
+    return ByUnitScheduling(config, log)
 
 
 def selected_variants(items) -> set[str]:
@@ -42,13 +63,13 @@ def selected_variants(items) -> set[str]:
             if kind(item) == "portability" and "variant" in getattr(getattr(item, "callspec", None), "params", {})}
 
 
-def pytest_collection_finish(session):
-    if selected_variants(session.items):
+def pytest_runtest_setup(item):
+    if kind(item) == "portability":
         from tests.support.portability import ci_run, ci_variants
 
         chosen, _ = ci_variants()
-        for name in selected_variants(session.items) & set(chosen):
-            ci_run(name)
+        for name in selected_variants(item.session.items) & set(chosen):
+            ci_run(name)  # started once; the later calls find it running
 
 
 def pytest_sessionfinish(session):
