@@ -3,8 +3,6 @@ print the same text everywhere."""
 
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -43,16 +41,28 @@ def test_seeded_studies_leave_the_callers_draws_alone_and_repeat_whatever_came_b
     assert torch.equal(study(), first)
 
 
-def threads_after_make_deterministic(**env):
-    """torch's thread count after make_deterministic(threads=1) in a fresh process, or its error's last line."""
-    code = "import gptlib, torch; gptlib.make_deterministic(threads=1); print(torch.get_num_threads())"
-    environment = {k: v for k, v in os.environ.items() if k != "GPTLIB_NUM_THREADS"} | env
-    run = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=120)
-    return (run.stdout or run.stderr).strip().splitlines()[-1]
+@pytest.fixture
+def threads_after_make_deterministic(monkeypatch):
+    """threads_after_make_deterministic(**env): torch's thread count after make_deterministic(threads=1)
+    with `env` as the only GPTLIB_ variables set, or its error as 'ValueError: ...'. The count is put
+    back afterwards."""
+    before = torch.get_num_threads()
+
+    def threads(**env):
+        monkeypatch.delenv("GPTLIB_NUM_THREADS", raising=False)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        try:
+            make_deterministic(threads=1)
+        except ValueError as error:
+            return f"ValueError: {error}"
+        return str(torch.get_num_threads())
+
+    yield threads
+    torch.set_num_threads(before)
 
 
-@pytest.mark.slow  # a fresh interpreter or a training run
-def test_the_thread_count_follows_the_argument_unless_gptlib_num_threads_is_set():
+def test_the_thread_count_follows_the_argument_unless_gptlib_num_threads_is_set(threads_after_make_deterministic):
     assert threads_after_make_deterministic() == "1"
     assert threads_after_make_deterministic(GPTLIB_NUM_THREADS=" 1 ") == "1"
     rule = f"GPTLIB_NUM_THREADS must be an integer in [1, {os.cpu_count()}]"
@@ -61,8 +71,7 @@ def test_the_thread_count_follows_the_argument_unless_gptlib_num_threads_is_set(
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 CPUs")
-@pytest.mark.slow  # a fresh interpreter or a training run
-def test_gptlib_num_threads_overrides_the_argument():
+def test_gptlib_num_threads_overrides_the_argument(threads_after_make_deterministic):
     assert threads_after_make_deterministic(GPTLIB_NUM_THREADS="2") == "2"
 
 

@@ -97,8 +97,13 @@ def capability(env: dict[str, str] | None = None) -> str:
 
     ATEN_CPU_CAPABILITY is taken out of the inherited environment first, so the CPU's own level is
     what torch picks by itself. Asking is safe even for a level the CPU lacks: torch only dies once a
-    vectorised kernel runs.
+    vectorised kernel runs. The CPU's own level, asked in a process whose torch chose by itself, is
+    read from that torch without starting another (every collection of the suite asks it).
     """
+    if not env and "ATEN_CPU_CAPABILITY" not in os.environ:
+        import torch
+
+        return torch.backends.cpu.get_cpu_capability()
     return _capability(tuple(sorted((env or {}).items())))
 
 
