@@ -28,8 +28,8 @@ book: $(READY)  ## the executed notebooks as a static site in build/book/html: o
 chromium:  ## Debian's Chromium for the browser tests and bench-explorers, installed only when missing (root and apt-get)
 	@command -v chromium >/dev/null || $(PYTHON) tools/ensure_env.py --chromium
 
-test: $(READY) chromium $(HUB_PROXY)  ## the whole suite: unit tests, nbval over every notebook, browser tests (3 workers: tests/support/parallel.py)
-	$(BIN)/python -m pytest -n 3
+test: $(READY) chromium $(HUB_PROXY)  ## the whole suite: unit tests, nbval over every notebook, browser tests (a worker per core and one more: tests/support/parallel.py)
+	$(BIN)/python -m pytest -n auto
 
 unit: $(READY)  ## the fast inner loop: unit tests only, no notebook kernel or browser (pytest -m unit)
 	$(BIN)/python -m pytest -m unit

@@ -8,8 +8,8 @@
   `@pytest.mark.slow` in their files: they start processes, build the book or train, seconds each),
   and unit (everything else).
 * Order: the longest work first (portability, browser, slow, notebooks, then unit tests), so that
-  `make test`'s workers (`pytest -n 3`, tests/support/parallel.py says how the work is split) end
-  together.
+  `make test`'s workers (`pytest -n auto`: a worker per core and one more; tests/support/parallel.py
+  says how the work is split) end together.
 * The portability variants' nbval runs (minutes each, in processes of their own) all start when the
   first portability test is set up and go on beside the rest of the suite at a lower priority; each
   variant's test waits for its verdict. Runs still going when the session ends are killed.
@@ -49,6 +49,13 @@ def pytest_collection_modifyitems(items):
     for item in items:
         item.add_marker(kind(item))
     items.sort(key=lambda item: FIRST_TO_LAST.index(kind(item)))  # stable: each kind keeps its order
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """`pytest -n auto` (make test): a worker per core, and one more that only waits for the
+    portability runs."""
+    return (os.cpu_count() or 1) + 1
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -1,4 +1,5 @@
-"""How `make test` spreads the suite over processes (pytest-xdist, `pytest -n 3`).
+"""How `make test` spreads the suite over processes (pytest-xdist, `pytest -n auto`: conftest.py asks
+for a worker per core and one more, three on this 2-core machine).
 
 The work goes out in units, each to the next free worker: one unit per test file or notebook, except
 that the browser tests and the book build are one unit, since they share one JupyterLab server, one
