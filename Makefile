@@ -6,6 +6,7 @@ READY := $(VENV)/.ready
 BENCH_READY := $(VENV)/.bench-ready
 HUB_PROXY := build/hub/node_modules/.bin/configurable-http-proxy
 APP_PORT ?= 8866
+CORES := $(shell $(PYTHON) -c 'import os; print(os.cpu_count() or 1)')
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 
 .PHONY: lab app book test unit portability notebooks env train-shakespeare train-induction bench bench-explorers chromium assignments grade bench-grading hub-proxy hub test-hub
@@ -31,8 +32,8 @@ chromium:  ## Debian's Chromium for the browser tests and bench-explorers, insta
 test: $(READY) chromium $(HUB_PROXY)  ## the whole suite: unit tests, nbval over every notebook, browser tests (a worker per core and one more: tests/support/parallel.py)
 	$(BIN)/python -m pytest -n auto
 
-unit: $(READY)  ## the fast inner loop: unit tests only, no notebook kernel or browser (pytest -m unit)
-	$(BIN)/python -m pytest -m unit
+unit: $(READY)  ## the fast inner loop: unit tests only, no notebook kernel or browser (pytest -m unit, a worker per core)
+	$(BIN)/python -m pytest -m unit -n $(CORES)
 
 portability: $(READY)  ## nbval over every notebook under 15 simulated CPUs / thread counts (tests/support/portability.py, ~15 min)
 	$(BIN)/python -m tests.support.portability --matrix wide
