@@ -48,9 +48,14 @@ def same_shape_tolerance(Z: torch.Tensor) -> float:
 
 
 def other_shape_tolerance(Z: torch.Tensor) -> float:
-    """Largest change of an independent logit between runs of different shapes: sqrt(eps) relative,
-    at most 1e-2 (bfloat16's sqrt(eps) is 0.09, while its rounding across shapes stays near 3e-3)."""
-    return min(torch.finfo(Z.dtype).eps ** 0.5, 1e-2) * (1 + Z.abs().max().item())
+    """Largest change of an independent logit between runs of different shapes: 4 sqrt(eps) relative,
+    at most 1e-2 (bfloat16's sqrt(eps) is 0.09, while its rounding across shapes stays near 3e-3).
+
+    Other shapes take other kernels, whose sums round in another order. A correct float32 GPT of
+    d = 256, L = 6 and weights of std 1 once moved by about twice sqrt(eps) relative between a batch
+    of one and of three (seen in one of a series of unit-test runs on a 2-core machine); mixing
+    that depends on the batch or the length moves logits by a fraction of themselves."""
+    return min(4 * torch.finfo(Z.dtype).eps ** 0.5, 1e-2) * (1 + Z.abs().max().item())
 
 
 def logits(model, idx: torch.Tensor, V: int | None) -> torch.Tensor:
