@@ -1,9 +1,9 @@
 """Every notebook matches its committed outputs under simulated other CPUs and thread counts.
 
 `make test` runs the first three of tests/support/portability.py's CI variants that this CPU can run,
-and reports the others as skipped with the reason. The three nbval processes start as soon as the suite
-is collected (conftest.py) and run beside the rest of it, which leaves one of the two cores idle most of
-the time; their tests come last and wait for their verdicts.
+and reports the others as skipped with the reason. The three nbval processes start when the first of
+their tests is set up (conftest.py sorts them first) and run, niced, beside the rest of the suite on
+the other workers; each variant's test waits for its verdict.
 `make portability` runs the wider matrix. The tests below the variants check that choice itself, for
 CPUs other than this one.
 """
@@ -16,6 +16,7 @@ from tests.support.portability import (
     CI,
     LEVELS,
     THREADS_ONLY,
+    VARIANT_TIMEOUT_S,
     WIDE,
     capability,
     choose,
@@ -38,7 +39,7 @@ def pytest_generate_tests(metafunc):
 
 
 @pytest.mark.portability
-@pytest.mark.timeout(660)
+@pytest.mark.timeout(VARIANT_TIMEOUT_S + 60)
 def test_notebooks_match_their_outputs_under(variant):
     chosen, skipped = this_cpu()
     if variant not in chosen:
