@@ -48,20 +48,21 @@ def gradient_map(model: GPT, idx: torch.Tensor) -> torch.Tensor:
     """M[t, s] = || dZ_t / dX^(0)_s ||_F, the Jacobian block of logits row t w.r.t. embedding row s.
 
     Tokens are discrete, so we differentiate with respect to the residual stream's start
-    X^(0) = E[x] + P (GPT.forward_from_embeddings). For each t, V copies of X^(0) back-propagate
-    the V unit vectors e_v at row t in one batch, giving the (V, T, d) block of the Jacobian.
-    torch.autograd.grad asks for X's gradient alone, so no weight gradient is computed (or left
-    in the parameters' .grad).
+    X^(0) = E[x] + P (GPT.forward_from_embeddings). One forward pass; then for each t one
+    vectorized backward pass (is_grads_batched) of the V unit vectors e_v at row t gives the
+    (V, T, d) block of the Jacobian. torch.autograd.grad asks for X's gradient alone, so no
+    weight gradient is computed (or left in the parameters' .grad).
     """
     idx = checks.token_sequence(model, idx)  # int64 ids
     T, V = idx.shape[0], model.config.V
     with torch.no_grad():
-        X0 = model.embed(idx)  # X^(0), (T, d)
+        X = model.embed(idx).requires_grad_(True)  # X^(0), (T, d)
+    Z = model.forward_from_embeddings(X.unsqueeze(0)).squeeze(0)  # (T, V)
     rows = []
     for t in range(T):
-        X = X0.expand(V, -1, -1).clone().requires_grad_(True)  # (V, T, d), one copy per logit v
-        Z = model.forward_from_embeddings(X)  # (V, T, V)
-        (grad,) = torch.autograd.grad(Z[torch.arange(V), t, torch.arange(V)].sum(), X)  # copy v: dZ_{t,v} / dX
+        units = Z.new_zeros(V, T, V)  # (V, T, V): vector v is e_v at row t
+        units[:, t] = torch.eye(V)
+        (grad,) = torch.autograd.grad(Z, X, units, retain_graph=True, is_grads_batched=True)  # (V, T, d): dZ_{t,v} / dX
         rows.append(grad.pow(2).sum(dim=(0, 2)).sqrt())  # (T,): norm over v and the d coordinates
     return torch.stack(rows)  # (T, T): [t, s]
 

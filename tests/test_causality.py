@@ -55,13 +55,16 @@ def test_perturbation_map_matches_one_sequence_at_a_time(small):
             torch.testing.assert_close(dependency_map[:, s], expected, atol=1e-5, rtol=1e-4)
 
 
-def test_gradient_map_matches_torch_jacobian(small):
+def test_gradient_map_matches_one_logit_per_copy(small):
+    # Reference without vmap: T V copies of X^(0) in one plain batch, copy (t, v) back-propagating Z_{t,v} alone.
     model = model_of(small.replace(causal=False))
-    X0 = (model.E[IDX] + model.P[: len(IDX)]).detach()  # (T, d)
-    J = torch.autograd.functional.jacobian(
-        lambda X: model.forward_from_embeddings(X[None])[0], X0, vectorize=True
-    )  # (T, V, T, d)
-    torch.testing.assert_close(gradient_map(model, IDX), J.pow(2).sum(dim=(1, 3)).sqrt())
+    T, V = len(IDX), small.V
+    X0 = (model.E[IDX] + model.P[:T]).detach()  # (T, d)
+    X = X0.expand(T * V, -1, -1).clone().requires_grad_(True)  # (T V, T, d)
+    copy = torch.arange(T * V)
+    (J,) = torch.autograd.grad(model.forward_from_embeddings(X)[copy, copy // V, copy % V].sum(), X)
+    expected = J.reshape(T, V, T, -1).pow(2).sum(dim=(1, 3)).sqrt()  # (T, T): [t, s]
+    torch.testing.assert_close(gradient_map(model, IDX), expected)
 
 
 def test_gradient_map_agrees_with_central_differences(small):
