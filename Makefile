@@ -8,6 +8,10 @@ HUB_PROXY := build/hub/node_modules/.bin/configurable-http-proxy
 APP_PORT ?= 8866
 CORES := $(shell $(PYTHON) -c 'import os; print(os.cpu_count() or 1)')
 ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+# Python may cache compiled modules (__pycache__/, git-ignored) even where the environment says not
+# to: without the cache every pytest process rewrites the asserts of ~230 modules again (5 s each),
+# and make test starts about ten of them.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: lab app book test unit portability notebooks env train-shakespeare train-induction bench bench-explorers chromium assignments grade bench-grading hub-proxy hub-proxy-if-npm hub test-hub
 
