@@ -11,6 +11,7 @@ system (course/hub/jupyterhub_config.py says how a real class gets one Unix user
 """
 
 import asyncio
+import concurrent.futures
 import json
 import os
 import secrets
@@ -146,6 +147,13 @@ def _spawn(hub, user: str) -> str:
     return reply.json()["token"]
 
 
+def _in_own_thread(function, *args):
+    """function(*args) in a thread of its own: the browser tests' Playwright keeps an event loop
+    running in the main thread of a worker they share, where asyncio.run() would refuse to start."""
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:
+        return thread.submit(function, *args).result()
+
+
 async def _execute(ws_url: str, token: str, code: str, seconds: float) -> str:
     """Run code in a kernel over the Jupyter websocket; the text it printed."""
     from tornado.httpclient import HTTPRequest
@@ -206,6 +214,6 @@ def test_two_students_log_in_spawn_check_and_see_only_their_own_files(hub):
         assert refused.status_code in (302, 403), f"{user} read {other}'s file: {refused.status_code}"
         kernel = requests.post(f"{url}/user/{user}/api/kernels", headers=auth, json={}, timeout=60).json()["id"]
         ws = f"ws://127.0.0.1:{url.rsplit(':', 1)[1]}/user/{user}/api/kernels/{kernel}/channels"
-        printed = asyncio.run(_execute(ws, tokens[user], CHECK, 120))
+        printed = _in_own_thread(asyncio.run, _execute(ws, tokens[user], CHECK, 120))
         assert printed.strip() == f"True {sorted([NB05, 'mine.txt'])}", printed
     shutil.rmtree(hub["data"] / "homes", ignore_errors=True)
