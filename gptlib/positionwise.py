@@ -80,16 +80,12 @@ def separating_direction(point: torch.Tensor, rows: torch.Tensor) -> Separation:
     d = point.shape[0]
     eye = torch.eye(d, dtype=torch.float64)
     coefficients = torch.linalg.lstsq(rows.T, point.unsqueeze(1)).solution  # (n, 1)
-    candidates = {f"+e_{j}": eye[j] for j in range(d)} | {f"-e_{j}": -eye[j] for j in range(d)}
-    candidates["point - mean(rows)"] = point - rows.mean(0)
-    candidates["point off span(rows)"] = point - (rows.T @ coefficients).squeeze(1)
-    best = None
-    for name, u in candidates.items():
-        norm = u.norm()
-        if norm == 0:
-            continue
-        u = u / norm
-        margin = float(u @ point - (rows @ u).max())
-        if best is None or margin > best.margin:
-            best = Separation(name, u, margin)
-    return best
+    names = [f"+e_{j}" for j in range(d)] + [f"-e_{j}" for j in range(d)] + ["point - mean(rows)", "point off span(rows)"]
+    mean_gap = point - rows.mean(0)  # (d,)
+    off_span = point - (rows.T @ coefficients).squeeze(1)  # (d,)
+    candidates = torch.cat((eye, -eye, mean_gap.unsqueeze(0), off_span.unsqueeze(0)))  # (2d + 2, d), in the order of names
+    norms = candidates.norm(dim=1)  # (2d + 2,)
+    units = candidates / norms.unsqueeze(1)  # (2d + 2, d); a zero candidate gives nan and is skipped below
+    margins = (units @ point - (units @ rows.T).amax(dim=1)).masked_fill(norms == 0, -math.inf)  # (2d + 2,)
+    best = int(margins.argmax())  # the first of equal margins, in the order of the docstring
+    return Separation(names[best], units[best], float(margins[best]))

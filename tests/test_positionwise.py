@@ -78,6 +78,23 @@ def test_convex_combinations_are_never_separated():
         assert separating_direction(point, rows).margin <= 1e-12
 
 
+def test_separating_direction_is_the_best_candidate_tried_one_at_a_time():
+    # The candidates are scored in one batch; score each alone: u = c / |c|, margin u.p - max_s u.r_s.
+    generator = torch.Generator().manual_seed(1)
+    rows = torch.randn(4, 6, dtype=torch.float64, generator=generator)
+    point = torch.randn(6, dtype=torch.float64, generator=generator)
+    eye = torch.eye(6, dtype=torch.float64)
+    coefficients = torch.linalg.lstsq(rows.T, point.unsqueeze(1)).solution
+    candidates = [*eye, *-eye, point - rows.mean(0), point - (rows.T @ coefficients).squeeze(1)]
+    margins = [float((c / c.norm()) @ point - (rows @ (c / c.norm())).max()) for c in candidates]
+    best = separating_direction(point, rows)
+    assert best.margin == pytest.approx(max(margins), abs=1e-12)
+    assert best.margin == pytest.approx(float(best.direction @ point - (rows @ best.direction).max()), abs=1e-12)
+    on_axis = separating_direction(torch.tensor([2.0, 0.0]), torch.tensor([[0.0, 0.0], [1.0, 0.0]]))
+    assert on_axis.name == "+e_0"  # ties with "point - mean(rows)" (same direction): the first candidate wins
+    assert on_axis.margin == 1.0
+
+
 def test_points_outside_the_hull_are_certified():
     rows = torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])  # a triangle
     outside = separating_direction(torch.tensor([1.0, 1.0]), rows)
