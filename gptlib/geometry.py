@@ -134,6 +134,10 @@ def layer_norm(
 def layer_norm_jacobian(u: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
     """d LN(u) / du at one row u (d,), with gamma = 1 and beta = 0: a (d, d) matrix, by reverse mode.
 
+    LayerNorm acts row by row, so d copies of u normalized as one batch, copy i back-propagating
+    output i alone, give the rows in one plain backward pass (no vmap, no grad_outputs tensor:
+    either would import torch._dynamo or sympy, a second or more of a notebook's time).
+
     Proposition 4.2's image is a (d-2)-dimensional sphere, and the rank of this matrix at a
     nonconstant u is the dimension of the image near LN(u): with eps = 0 it is d - 2, the
     kernel being spanned by 1 (centering) and by u itself (scale invariance, Remark 4.3).
@@ -142,8 +146,9 @@ def layer_norm_jacobian(u: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
     u = checks.rows(u)
     if u.dim() != 1:
         raise ValueError(f"u must be one row of shape (d,), got shape {tuple(u.shape)}")
-    # vectorized reverse mode, as torch.func.jacrev but without importing torch._dynamo (seconds)
-    return torch.autograd.functional.jacobian(lambda row: layer_norm(row, eps=eps), u, vectorize=True)
+    copies = u.detach().expand(u.shape[0], -1).clone().requires_grad_(True)  # (d, d): copy i gives row i of the Jacobian
+    (jacobian,) = torch.autograd.grad(layer_norm(copies, eps=eps).diagonal().sum(), copies)  # d LN(u)_i / du in row i
+    return jacobian
 
 
 def rms_norm(u: torch.Tensor, gamma: torch.Tensor | None = None, eps: float = 0.0) -> torch.Tensor:
