@@ -32,13 +32,19 @@ def _as_flat_map(fn, T: int, d: int):
 
 
 def jacobian_of(fn, X: torch.Tensor) -> torch.Tensor:
-    """Jacobian of a map (1, T, d) -> (1, T, d) at X (T, d), as a (T d, T d) matrix, by reverse mode.
+    """Jacobian of a map (B, T, d) -> (B, T, d) at X (T, d), as a (T d, T d) matrix, by reverse mode.
 
-    One forward pass, then all T d rows in one vectorized backward pass (vectorize=True). Unlike
-    torch.func.jacrev, this does not import torch._dynamo, which costs a notebook seconds.
+    Like finite_difference_jacobian it runs T d copies of X as one batch (fn must treat the
+    sequences of a batch independently, as every block does): copy j back-propagates output j
+    alone, so one plain backward pass gives all T d rows. No vmap and no grad_outputs tensor,
+    which would import torch._dynamo (torch.func.jacrev) or sympy (is_grads_batched): seconds
+    of a notebook's time.
     """
     T, d = X.shape
-    return torch.autograd.functional.jacobian(_as_flat_map(fn, T, d), X.reshape(-1), vectorize=True)
+    copies = X.detach().reshape(1, T * d).expand(T * d, -1).clone().requires_grad_(True)  # (T d, T d): row j is vec(X)
+    outputs = fn(copies.reshape(T * d, T, d)).reshape(T * d, T * d)  # row j: vec(fn(X)) from copy j
+    (jacobian,) = torch.autograd.grad(outputs.diagonal().sum(), copies)  # row j: d vec(fn(X))_j / d vec(X)
+    return jacobian
 
 
 def finite_difference_jacobian(fn, X: torch.Tensor, h: float = 1e-6) -> torch.Tensor:
