@@ -1,6 +1,6 @@
 """Showing a matplotlib Figure in a notebook as a PNG, the same way in every backend.
 
-    figure_png(fig)    PNG bytes with a tight bounding box: static figures of any layout
+    figure_png(fig)    PNG bytes cropped to a tight bounding box: static figures of any layout
     render_png(fig)    PNG bytes from one Agg draw: the explorers' pictures, laid out in pixels
     canvas_png(canvas) PNG bytes of what an Agg canvas holds (after a partial redraw)
     image_output(png, alt) the MIME bundle of a PNG with its text alternative
@@ -16,16 +16,40 @@ from __future__ import annotations
 import base64
 import html
 import io
+import math
 
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
+PAD_INCHES = 0.1  # margin around what a figure draws (savefig's default pad_inches)
+
 
 def figure_png(fig: Figure, dpi: int = 100) -> bytes:
-    """The figure rendered as PNG bytes, cropped to what it draws (two draws: measure, then render)."""
+    """The figure rendered as PNG bytes, cropped to what it draws with a margin of PAD_INCHES.
+
+    savefig(bbox_inches="tight") draws a figure twice (measure, then render); here one Agg
+    draw is measured and its pixels cropped, the same picture up to a pixel at the edges in a
+    third less time. A figure that draws beyond its own canvas (a legend pushed outside,
+    say) goes through savefig, which enlarges the canvas to hold it.
+    """
+    own_dpi, fig.dpi = fig.dpi, dpi
+    try:
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        box = fig.get_tightbbox(canvas.get_renderer()).padded(PAD_INCHES)  # inches, from the bottom left
+        width, height = canvas.get_width_height()
+        left, right = math.floor(box.x0 * dpi), math.ceil(box.x1 * dpi)
+        top, bottom = height - math.ceil(box.y1 * dpi), height - math.floor(box.y0 * dpi)  # pixel rows, from the top
+        if left >= 0 and top >= 0 and right <= width and bottom <= height:
+            buffer = io.BytesIO()
+            Image.fromarray(np.asarray(canvas.buffer_rgba())[top:bottom, left:right]).save(buffer, format="png")
+            return buffer.getvalue()
+    finally:
+        fig.dpi = own_dpi
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", pad_inches=PAD_INCHES)
     return buffer.getvalue()
 
 
