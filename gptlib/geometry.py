@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from . import checks
+from .jacobians import jacobian_of
 
 
 def centering_matrix(d: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
@@ -134,9 +135,8 @@ def layer_norm(
 def layer_norm_jacobian(u: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
     """d LN(u) / du at one row u (d,), with gamma = 1 and beta = 0: a (d, d) matrix, by reverse mode.
 
-    LayerNorm acts row by row, so d copies of u normalized as one batch, copy i back-propagating
-    output i alone, give the rows in one plain backward pass (no vmap, no grad_outputs tensor:
-    either would import torch._dynamo or sympy, a second or more of a notebook's time).
+    LayerNorm acts row by row, so jacobians.jacobian_of (d copies of u as one batch, one plain
+    backward pass) applies with T = 1.
 
     Proposition 4.2's image is a (d-2)-dimensional sphere, and the rank of this matrix at a
     nonconstant u is the dimension of the image near LN(u): with eps = 0 it is d - 2, the
@@ -146,9 +146,7 @@ def layer_norm_jacobian(u: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
     u = checks.rows(u)
     if u.dim() != 1:
         raise ValueError(f"u must be one row of shape (d,), got shape {tuple(u.shape)}")
-    copies = u.detach().expand(u.shape[0], -1).clone().requires_grad_(True)  # (d, d): copy i gives row i of the Jacobian
-    (jacobian,) = torch.autograd.grad(layer_norm(copies, eps=eps).diagonal().sum(), copies)  # d LN(u)_i / du in row i
-    return jacobian
+    return jacobian_of(lambda X: layer_norm(X, eps=eps), u.unsqueeze(0))  # (d, d): u as a sequence of one row
 
 
 def rms_norm(u: torch.Tensor, gamma: torch.Tensor | None = None, eps: float = 0.0) -> torch.Tensor:

@@ -26,11 +26,6 @@ from .model import GPT, Block
 from .reproducibility import seeded
 
 
-def _as_flat_map(fn, T: int, d: int):
-    """vec(X) (T d,) -> vec(fn(X)) (T d,), calling fn on a batch of one (1, T, d)."""
-    return lambda x: fn(x.reshape(1, T, d)).reshape(-1)
-
-
 def jacobian_of(fn, X: torch.Tensor) -> torch.Tensor:
     """Jacobian of a map (B, T, d) -> (B, T, d) at X (T, d), as a (T d, T d) matrix, by reverse mode.
 
