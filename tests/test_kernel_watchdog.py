@@ -1,9 +1,10 @@
 """A notebook kernel that dies fails its cell within seconds, named (tests/support/kernel_watchdog.py).
 
 Three scratch notebooks, each of whose second cell ends its own kernel in one way, go through nbval in
-one fresh pytest process with the suite's own plugin. The failures must all arrive well inside a minute
-(nbval alone would wait --nbval-cell-timeout, here 300 s, for every remaining cell) and say which
-notebook, which cell and how the kernel ended.
+one fresh pytest process with the suite's own plugin: once with kernels forked from a server that has
+imported torch (tests/support/kernel_forks.py, what the suite uses on Linux), once with fresh ones.
+The failures must all arrive well inside a minute (nbval alone would wait --nbval-cell-timeout, here
+300 s, for every remaining cell) and say which notebook, which cell and how the kernel ended.
 """
 
 import os
@@ -26,7 +27,8 @@ ENDINGS = {
 }
 
 
-def test_a_kernel_that_dies_fails_its_cell_within_seconds_and_says_how(tmp_path):
+@pytest.mark.parametrize("fresh", ["0", "1"], ids=["forked kernels", "fresh kernels"])
+def test_a_kernel_that_dies_fails_its_cell_within_seconds_and_says_how(tmp_path, fresh):
     for n, code in enumerate(code for code, _ in ENDINGS.values()):
         cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell(code), nbformat.v4.new_code_cell("x")]
         nbformat.write(nbformat.v4.new_notebook(cells=cells), tmp_path / f"dies_{n}.ipynb")
@@ -35,7 +37,7 @@ def test_a_kernel_that_dies_fails_its_cell_within_seconds_and_says_how(tmp_path)
                "--nbval-cell-timeout=300", "-q", str(tmp_path)]
     start = time.monotonic()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env=os.environ | {"PYTHONPATH": str(ROOT)})
+                          env=os.environ | {"PYTHONPATH": str(ROOT), "GPTLIB_FRESH_KERNELS": fresh})
     seconds, out = time.monotonic() - start, done.stdout + done.stderr
     assert done.returncode == 1 and f"{2 * len(ENDINGS)} failed, {len(ENDINGS)} passed" in out, out
     assert seconds < 60, f"the failures took {seconds:.0f} s\n{out}"
