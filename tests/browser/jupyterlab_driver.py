@@ -5,12 +5,22 @@ from __future__ import annotations
 from gptlib import COURSE_CONFIG, theorem_5_2
 
 
-def open_and_run_all(page, lab, notebook: str, timeout_ms: int = 120_000) -> None:
-    """Open a notebook in JupyterLab, wait for its kernel, run all cells and wait for them."""
+def open_notebook(page, lab, notebook: str, timeout_ms: int = 120_000) -> None:
+    """Open a notebook in JupyterLab, as saved, and wait for its kernel."""
     base, token = lab
     page.goto(f"{base}/lab/tree/{notebook}?token={token}&reset")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout_ms)
     page.locator("#jp-main-statusbar", has_text="Idle").wait_for(timeout=timeout_ms)
+
+
+def open_and_run_all(page, lab, notebook: str, timeout_ms: int = 120_000) -> None:
+    """Open a notebook in JupyterLab, wait for its kernel, run all cells and wait for them."""
+    open_notebook(page, lab, notebook, timeout_ms)
+    run_all(page, timeout_ms)
+
+
+def run_all(page, timeout_ms: int = 120_000) -> None:
+    """Run every cell of the open notebook and wait for them."""
     # Clear the stored outputs first, so that numbered prompts can only come from this run.
     page.evaluate("window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
@@ -22,6 +32,19 @@ def open_and_run_all(page, lab, notebook: str, timeout_ms: int = 120_000) -> Non
         timeout=timeout_ms,
     )
     page.locator("#jp-main-statusbar", has_text="Idle").wait_for(timeout=timeout_ms)
+
+
+def unrun_cell_shows_one_picture(page, source: str) -> None:
+    """In the notebook as opened, before anything runs, the code cell containing `source` (an
+    explorer) shows exactly one picture: its static copy, or the widget drawn from its saved state."""
+    cell = page.locator(".jp-CodeCell", has=page.locator(".jp-InputArea", has_text=source)).first
+    cell.wait_for(timeout=120_000)
+    cell.scroll_into_view_if_needed()
+    pictures = cell.locator(".jp-OutputArea-output img")
+    pictures.first.wait_for(timeout=30_000)
+    shown = [pictures.nth(i) for i in range(pictures.count()) if pictures.nth(i).is_visible()]
+    assert len(shown) == 1, f"the unrun cell {source!r} shows {len(shown)} pictures"  # never none, never two
+    assert shown[0].evaluate("img => img.complete && img.naturalWidth > 200")
 
 
 def output_texts(page) -> list[str]:
@@ -201,13 +224,9 @@ def saved_count_counts_six_blocks(page) -> None:
     assert "needs a running kernel" in count.locator(".gptlib-count-message").inner_text()
 
 
-def open_and_run_cell(page, lab, notebook: str, source: str, timeout_ms: int = 120_000) -> None:
-    """Open a notebook in JupyterLab and run only the first code cell whose source contains
-    `source` (a cell that needs no earlier one: the explorer cells of notebooks 04 and 05)."""
-    base, token = lab
-    page.goto(f"{base}/lab/tree/{notebook}?token={token}&reset")
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout_ms)
-    page.locator("#jp-main-statusbar", has_text="Idle").wait_for(timeout=timeout_ms)
+def run_cell(page, notebook: str, source: str, timeout_ms: int = 120_000) -> None:
+    """In the open notebook, run only the first code cell whose source contains `source` (a cell that
+    needs no earlier one: the explorer cells of notebooks 04 and 05)."""
     index = page.evaluate(
         """(source) => {
             const notebook = window.jupyterapp.shell.currentWidget.content;

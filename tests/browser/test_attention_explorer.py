@@ -1,12 +1,14 @@
 """Notebook 01's attention explorer, used in JupyterLab with the keyboard and the pointer as a learner would."""
 
-from jupyterlab_driver import frame_ms, live, offset_in, open_and_run_all
+from jupyterlab_driver import frame_ms, live, offset_in, open_notebook, run_all, unrun_cell_shows_one_picture
 
 ACTIVE_CELL = "() => window.jupyterapp.shell.currentWidget.content.activeCellIndex"
 
 
 def test_layer_head_hover_and_all_heads_answer_in_the_page_and_bad_text_keeps_the_picture(page, lab):
-    open_and_run_all(page, lab, "01_multi_head_attention.ipynb")
+    open_notebook(page, lab, "01_multi_head_attention.ipynb")
+    unrun_cell_shows_one_picture(page, "AttentionExplorer(")  # the notebook as saved, before anything runs
+    run_all(page)
     explorer = live(page, "gptlib-attn-explorer")
     explorer.scroll_into_view_if_needed()
     message = explorer.locator(".gptlib-attn-message")

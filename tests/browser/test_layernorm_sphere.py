@@ -3,7 +3,7 @@
 import json
 
 from axe_audit import violations
-from jupyterlab_driver import frame_ms, live, offset_in, open_and_run_cell, settled_offset_in
+from jupyterlab_driver import frame_ms, live, offset_in, open_notebook, run_cell, settled_offset_in, unrun_cell_shows_one_picture
 
 
 def type_into_box(sphere, css_class: str, value: str) -> None:
@@ -14,8 +14,10 @@ def type_into_box(sphere, css_class: str, value: str) -> None:
 
 
 def open_sphere(page, lab):
-    """Run notebook 04 in JupyterLab and bring its live sphere into view."""
-    open_and_run_cell(page, lab, "04_layernorm_geometry.ipynb", "sphere = LayerNormSphere()")
+    """Open notebook 04 in JupyterLab, see its saved sphere, run it and bring the live sphere into view."""
+    open_notebook(page, lab, "04_layernorm_geometry.ipynb")
+    unrun_cell_shows_one_picture(page, "LayerNormSphere()")  # the notebook as saved, before anything runs
+    run_cell(page, "04_layernorm_geometry.ipynb", "sphere = LayerNormSphere()")
     sphere = live(page, "gptlib-sphere")
     sphere.scroll_into_view_if_needed()
     return sphere

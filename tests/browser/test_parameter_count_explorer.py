@@ -1,10 +1,12 @@
 """Notebook 05's parameter-count explorer, typed into as a learner would."""
 
-from jupyterlab_driver import frame_ms, live, offset_in, open_and_run_cell
+from jupyterlab_driver import frame_ms, live, offset_in, open_notebook, run_cell, unrun_cell_shows_one_picture
 
 
 def test_count_explorer_counts_in_the_page_refuses_in_words_and_hears_the_measured_count(page, lab):
-    open_and_run_cell(page, lab, "05_gpt_and_parameter_count.ipynb", "explorer = ParameterCountExplorer()")
+    open_notebook(page, lab, "05_gpt_and_parameter_count.ipynb")
+    unrun_cell_shows_one_picture(page, "ParameterCountExplorer()")  # the notebook as saved, before anything runs
+    run_cell(page, "05_gpt_and_parameter_count.ipynb", "explorer = ParameterCountExplorer()")
     explorer = live(page, "gptlib-count")
     explorer.scroll_into_view_if_needed()
     theorem, measured = explorer.locator(".gptlib-count-theorem"), explorer.locator(".gptlib-count-message")
