@@ -3,6 +3,7 @@
     figure_png(fig)    PNG bytes cropped to a tight bounding box: static figures of any layout
     render_png(fig)    PNG bytes from one Agg draw: the explorers' pictures, laid out in pixels
     canvas_png(canvas) PNG bytes of what an Agg canvas holds (after a partial redraw)
+    pixels_png(pixels) PNG bytes of an RGB or RGBA pixel array
     image_output(png, alt) the MIME bundle of a PNG with its text alternative
     show_figure(fig)   display figure_png(fig) as an image output, its alt text the figure's label
 
@@ -43,9 +44,7 @@ def figure_png(fig: Figure, dpi: int = 100) -> bytes:
         left, right = math.floor(box.x0 * dpi), math.ceil(box.x1 * dpi)
         top, bottom = height - math.ceil(box.y1 * dpi), height - math.floor(box.y0 * dpi)  # pixel rows, from the top
         if left >= 0 and top >= 0 and right <= width and bottom <= height:
-            buffer = io.BytesIO()
-            Image.fromarray(np.asarray(canvas.buffer_rgba())[top:bottom, left:right]).save(buffer, format="png")
-            return buffer.getvalue()
+            return pixels_png(np.asarray(canvas.buffer_rgba())[top:bottom, left:right])  # (h, w, 4)
     finally:
         fig.dpi = own_dpi
     buffer = io.BytesIO()
@@ -67,10 +66,14 @@ def render_png(fig: Figure) -> bytes:
 
 
 def canvas_png(canvas: FigureCanvasAgg) -> bytes:
-    """What an Agg canvas holds now, as PNG bytes (zlib level 1, see render_png)."""
+    """What an Agg canvas holds now, as RGB PNG bytes (zlib level 1, see render_png)."""
+    return pixels_png(np.asarray(canvas.buffer_rgba())[:, :, :3], compress_level=1)  # (h, w, 3)
+
+
+def pixels_png(pixels: np.ndarray, compress_level: int = 6) -> bytes:
+    """PNG bytes of an (h, w, 3) RGB or (h, w, 4) RGBA uint8 array (6: Pillow's default effort)."""
     buffer = io.BytesIO()
-    rgba = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-    rgba.convert("RGB").save(buffer, format="png", compress_level=1)
+    Image.fromarray(np.ascontiguousarray(pixels)).save(buffer, format="png", compress_level=compress_level)
     return buffer.getvalue()
 
 
