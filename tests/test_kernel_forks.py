@@ -6,6 +6,7 @@ gone when jupyter_client kills what it started. Its deaths are tested in test_ke
 import os
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from nbval.kernel import CURRENT_ENV_KERNEL_NAME, RunningKernel
@@ -72,8 +73,9 @@ def test_a_forked_kernel_is_a_fresh_kernel_in_all_but_its_imports(folder, monkey
         seen = run(kernel, "import os, sys\nprint(os.getpid(), os.getppid(), 'torch' in sys.modules, os.getcwd(), "
                            "sys.path[0], os.environ.get('GPTLIB_TEST_VARIABLE'), os.environ['JPY_PARENT_PID'])")
         pid, parent, preloaded, cwd, path, variable, jpy_parent = seen.split()
-        server = kernel_forks._SERVERS[str(folder)][1]
-        assert int(parent) == server.pid != launcher.pid and preloaded == "True", seen
+        server = Path(f"/proc/{parent}/cmdline").read_bytes().decode().split("\0")  # the kernel's parent process
+        assert server[1:4] == [os.path.abspath(kernel_forks.__file__), "serve", kernel_forks.fork_server(str(folder))]
+        assert int(parent) != launcher.pid and preloaded == "True", seen
         assert cwd == path == str(folder) and variable == "seen" and int(jpy_parent) == os.getpid(), seen
 
         started = time.monotonic()

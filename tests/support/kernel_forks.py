@@ -6,7 +6,7 @@ a fifth of the suite's CPU time. Here a server process imports them once; each k
 that then runs ipykernel exactly as `python -m ipykernel_launcher -f <connection file>` would.
 
 jupyter_client still starts and watches a process of its own, the launcher (`python -S this_file
-launch -f <connection file>`, stdlib only, about 20 ms). The launcher sends the server its working
+launch -f <connection file>`, standard library only, under 0.1 s). The launcher sends the server its working
 folder, environment, arguments and stdin/stdout/stderr; the server forks the kernel; the launcher
 passes on every signal jupyter_client sends it (interrupt, terminate) to the kernel's process group,
 and when the kernel ends it ends the same way: the same exit code, or killed by the same signal, so a
@@ -21,11 +21,23 @@ is missing (macOS, Windows), or GPTLIB_FRESH_KERNELS=1 is set, every kernel is f
 
 from __future__ import annotations
 
+import atexit
+import importlib
+import importlib.util
 import json
 import os
+import resource
+import select
+import selectors
+import shutil
 import signal
 import socket
+import subprocess
 import sys
+import tempfile
+import threading
+import traceback
+import warnings
 
 SERVER_ADDRESS = "GPTLIB_KERNEL_FORK_SERVER"  # the environment variable naming the server's socket
 PRELOAD = ("torch", "gptlib")  # not ipykernel: it reads JPY_PARENT_PID when imported
@@ -45,22 +57,14 @@ def launcher_argv() -> list[str]:
     return [sys.executable, "-S", os.path.abspath(__file__), "launch", "-f", "{connection_file}"]
 
 
-_SERVERS: dict[str, tuple[str, object]] = {}  # working folder -> (socket address, server process)
+_SERVERS: dict[str, str | None] = {}  # working folder -> its server's socket address (None: it did not start)
 
 
 def fork_server(cwd: str) -> str | None:
     """The socket address of a fork server for kernels that run in `cwd`, started (about 4 s) the
     first time; None, with a warning, if it did not start within STARTUP_S."""
-    import atexit
-    import selectors
-    import subprocess
-    import tempfile
-    import warnings
-
     if cwd in _SERVERS:
-        return _SERVERS[cwd][0]
-    import shutil
-
+        return _SERVERS[cwd]
     folder = tempfile.mkdtemp(prefix="kernel_forks_")
     address = os.path.join(folder, "server")
     command = [sys.executable, os.path.abspath(__file__), "serve", address, str(os.getpid())]
@@ -75,11 +79,11 @@ def fork_server(cwd: str) -> str | None:
         server.kill()
         errors.seek(0)
         warnings.warn(f"the kernel fork server did not start; kernels start fresh: {errors.read()[-2000:]!r}")
-        _SERVERS[cwd] = (None, server)
-        return None
-    atexit.register(shutil.rmtree, folder, True)
-    atexit.register(server.kill)
-    _SERVERS[cwd] = (address, server)
+        address = None
+    else:
+        atexit.register(shutil.rmtree, folder, True)
+        atexit.register(server.kill)
+    _SERVERS[cwd] = address
     return address
 
 
@@ -125,8 +129,6 @@ def end_like(code: int) -> None:
     """Exit with `code`, or, for a negative one, be killed by that signal (without a core file)."""
     if code >= 0:
         os._exit(code)
-    import resource
-
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     signal.signal(-code, signal.SIG_DFL)
     os.kill(os.getpid(), -code)
@@ -138,31 +140,33 @@ def end_like(code: int) -> None:
 def serve(address: str, parent: int) -> None:
     """Import PRELOAD, say "ready" on stdout, then fork a kernel for each launcher that connects,
     until the process `parent` ends."""
-    import importlib
-    import selectors
-
     sys.path[0] = os.getcwd()  # as for `python -m ipykernel_launcher`, started in the same folder
     for name in PRELOAD:
         importlib.import_module(name)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(address)
     listener.listen()
+    parent_ended = os.pidfd_open(parent)
     events = selectors.DefaultSelector()
-    events.register(listener, selectors.EVENT_READ, "request")
-    events.register(os.pidfd_open(parent), selectors.EVENT_READ, "parent ended")
+    events.register(listener, selectors.EVENT_READ)
+    events.register(parent_ended, selectors.EVENT_READ)
     print("ready", flush=True)
     kernels: dict[int, tuple[int, socket.socket]] = {}  # pidfd -> (pid, connection to its launcher)
     while True:
         for key, _ in events.select():
-            if key.data == "parent ended":
+            if key.fd == parent_ended:
                 for pid, _ in kernels.values():
                     _signal_group(pid, signal.SIGKILL)
                 return
-            if key.data == "request":
-                started = _fork_kernel(listener, events, kernels)
-                if started:
-                    events.register(started[0], selectors.EVENT_READ, "kernel ended")
-                    kernels[started[0]] = started[1:]
+            if key.fileobj is listener:
+                launcher, _ = listener.accept()
+                # what the kernel must not inherit: every socket and descriptor of this server
+                started = _fork_kernel(launcher, [listener, *(c for _, c in kernels.values())],
+                                       [events.fileno(), parent_ended, *kernels])
+                if started is not None:
+                    pidfd, pid = started
+                    events.register(pidfd, selectors.EVENT_READ)
+                    kernels[pidfd] = pid, launcher
             else:
                 pid, launcher = kernels.pop(key.fd)
                 events.unregister(key.fd)
@@ -172,16 +176,12 @@ def serve(address: str, parent: int) -> None:
                 launcher.close()
 
 
-def _fork_kernel(listener, events, kernels):
-    """Accept one launcher's request; fork its kernel. (pidfd, pid, connection), or None if refused."""
-    launcher, _ = listener.accept()
+def _fork_kernel(launcher: socket.socket, sockets: list[socket.socket], descriptors: list[int]):
+    """Read one launcher's request and fork its kernel: (pidfd, pid), or None once refused."""
     data, fds, _, _ = socket.recv_fds(launcher, MESSAGE_BYTES, 3)
     request = json.loads(data)
-    differ = differences(request["env"], dict(os.environ))
-    refused = (f"the kernel's environment differs from the fork server's in {differ}" if differ else
-               f"the kernel runs in {request['cwd']}, the fork server in {os.getcwd()}" if request["cwd"] != os.getcwd()
-               else f"the launcher sent {len(fds)} file descriptors, not 3" if len(fds) != 3 else None)
-    if refused:
+    refused = _refusal(request, fds)
+    if refused is not None:
         for fd in fds:
             os.close(fd)
         _send(launcher, {"refused": refused})
@@ -190,18 +190,25 @@ def _fork_kernel(listener, events, kernels):
     pid = os.fork()
     if pid == 0:
         try:
-            open_here = [listener, launcher, *(connection for _, connection in kernels.values())]
-            _become_kernel(request, fds, open_here, [events.fileno(), *kernels, *_pidfds(events)])
+            _become_kernel(request, fds, [launcher, *sockets], descriptors)
         finally:
             os._exit(1)
-    for fd in fds:
+    for fd in fds:  # the kernel holds them now
         os.close(fd)
     _send(launcher, {"pid": pid})
-    return os.pidfd_open(pid), pid, launcher
+    return os.pidfd_open(pid), pid
 
 
-def _pidfds(events) -> list[int]:
-    return [key.fd for key in events.get_map().values() if key.data == "parent ended"]
+def _refusal(request: dict, fds: list[int]) -> str | None:
+    """Why this server cannot fork the kernel asked for, or None if it can."""
+    differ = differences(request["env"], dict(os.environ))
+    if differ:
+        return f"the kernel's environment differs from the fork server's in {differ}"
+    if request["cwd"] != os.getcwd():
+        return f"the kernel runs in {request['cwd']}, the fork server in {os.getcwd()}"
+    if len(fds) != 3:
+        return f"the launcher sent {len(fds)} file descriptors, not 3"
+    return None
 
 
 def _send(connection: socket.socket, message: dict) -> None:
@@ -214,10 +221,6 @@ def _send(connection: socket.socket, message: dict) -> None:
 def _become_kernel(request: dict, fds: list[int], sockets: list[socket.socket], descriptors: list[int]) -> None:
     """In the forked child: take the launcher's place (stdio, folder, environment, arguments), watch
     the launcher, run ipykernel as ipykernel_launcher does, and exit as a kernel process would."""
-    import atexit
-    import importlib.util
-    import threading
-
     os.setsid()  # a process group of its own, as jupyter_client gives a fresh kernel
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
@@ -241,8 +244,6 @@ def _become_kernel(request: dict, fds: list[int], sockets: list[socket.socket], 
     except SystemExit as exit:
         code = exit.code if isinstance(exit.code, int) else 0 if exit.code is None else 1
     except BaseException:
-        import traceback
-
         traceback.print_exc()
         code = 1
     atexit._run_exitfuncs()
@@ -252,8 +253,6 @@ def _become_kernel(request: dict, fds: list[int], sockets: list[socket.socket], 
 
 
 def _die_with(pidfd: int) -> None:
-    import select
-
     select.select([pidfd], [], [])
     os.killpg(os.getpid(), signal.SIGKILL)
 
