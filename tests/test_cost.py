@@ -98,6 +98,13 @@ def test_six_n_rule_error_follows_the_attention_term(d, T):
     assert cost.six_n_rule_error(config, T) == pytest.approx(per_token / (6 * cost.non_embedding_parameters(config)) - 1)
 
 
+@pytest.mark.parametrize("d, T", [(64, 4096), (128, 1024), (1024, 32)])  # corners of notebook 07's grid
+def test_six_n_rule_error_is_the_error_against_what_flop_counter_measures(d, T):
+    config = COURSE_CONFIG.replace(d=d, T_max=T)
+    measured = cost.measured_flops(config, T, training=True)
+    assert cost.six_n_rule_error(config, T) == measured / cost.six_n_rule(config, T) - 1
+
+
 def test_six_n_rule_is_off_by_more_than_20_percent_only_for_long_sequences():
     config = COURSE_CONFIG
     assert abs(cost.six_n_rule_error(config, 64)) < 0.2  # course length T = 64 < 1.2 d
