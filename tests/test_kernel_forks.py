@@ -89,6 +89,23 @@ def test_a_forked_kernel_is_a_fresh_kernel_in_all_but_its_imports(folder, monkey
     assert launcher.wait(timeout=10) == -9
 
 
+# What preloaded modules read from the environment when imported (kernel_forks._redo_import_time_reads).
+IMPORT_TIME_READS = ("import os, matplotlib\nfrom ipykernel.kernelapp import IPKernelApp\n"
+                     "print(matplotlib.rcParams['backend'], os.environ['MPLBACKEND'], IPKernelApp.instance().parent_handle)")
+
+
+@needs_forks
+def test_a_forked_kernel_reads_what_a_fresh_one_reads_at_import(tmp_path, monkeypatch):
+    with kernel_in(tmp_path) as kernel:  # a server of its own, started with this environment
+        forked = run(kernel, "import sys\nprint('matplotlib' in sys.modules)\n" + IMPORT_TIME_READS)
+    monkeypatch.setenv("GPTLIB_FRESH_KERNELS", "1")
+    with kernel_in(tmp_path) as kernel:
+        fresh = run(kernel, "import sys\nprint('matplotlib' in sys.modules)\n" + IMPORT_TIME_READS)
+    assert forked.split()[0] == "True" and fresh.split()[0] == "False", (forked, fresh)  # preloaded, or not
+    assert forked.split()[1:] == fresh.split()[1:], (forked, fresh)
+    assert fresh.split()[1:] == ["module://matplotlib_inline.backend_inline"] * 2 + [str(os.getpid())]
+
+
 def test_a_kernel_whose_environment_differs_from_the_servers_is_refused():
     server = {"PATH": "/bin", "ATEN_CPU_CAPABILITY": "avx2", "JPY_PARENT_PID": "1"}
     kernel = server | {"JPY_PARENT_PID": "2", "JPY_SESSION_NAME": "x", "PYTEST_CURRENT_TEST": "t"}

@@ -1,9 +1,10 @@
 """Notebook kernels forked from a process that has imported torch already, for nbval's many kernels.
 
 Every notebook nbval checks starts a kernel, and every kernel spends about 4 s on `import torch` and
-gptlib before its first cell: some 40 starts in `make test` (the plain pass and three simulated CPUs),
-a fifth of the suite's CPU time. Here a server process imports them once; each kernel is a fork of it
-that then runs ipykernel exactly as `python -m ipykernel_launcher -f <connection file>` would.
+gptlib before its first cell, and 1-2 s more on ipykernel, matplotlib and the widgets: some 40 starts in
+`make test` (the plain pass and three simulated CPUs), a fifth of the suite's CPU time. Here a server
+process imports them once (PRELOAD); each kernel is a fork of it that then runs ipykernel exactly as
+`python -m ipykernel_launcher -f <connection file>` would.
 
 jupyter_client still starts and watches a process of its own, the launcher (`python -S this_file
 launch -f <connection file>`, standard library only, under 0.1 s). The launcher sends the server its working
@@ -15,8 +16,10 @@ launcher is killed (SIGKILL, which cannot be passed on), the kernel sees it go a
 
 The kernel gets the launcher's environment, but torch read the server's at import: the server refuses
 a kernel whose environment differs in anything but the variables jupyter_client and pytest set per
-kernel or test (PER_KERNEL), and the launcher then starts a fresh kernel instead. Where fork or pidfd
-is missing (macOS, Windows), or GPTLIB_FRESH_KERNELS=1 is set, every kernel is fresh.
+kernel or test (PER_KERNEL), and the launcher then starts a fresh kernel instead. One preloaded module
+reads a value that ipykernel sets only once the kernel starts, matplotlib its backend; the kernel is
+given its own (_redo_import_time_reads). Where fork or pidfd is missing (macOS, Windows), or
+GPTLIB_FRESH_KERNELS=1 is set, every kernel is fresh.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import importlib
 import importlib.util
 import json
 import os
+import pkgutil
 import resource
 import select
 import selectors
@@ -40,7 +44,9 @@ import traceback
 import warnings
 
 SERVER_ADDRESS = "GPTLIB_KERNEL_FORK_SERVER"  # the environment variable naming the server's socket
-PRELOAD = ("torch", "gptlib")  # not ipykernel: it reads JPY_PARENT_PID when imported
+# What the server imports for every kernel, with every module of gptlib.viz (matplotlib, ipywidgets).
+# Not ipykernel.kernelapp: it reads JPY_PARENT_PID, set per kernel, when imported (0.01 s after these).
+PRELOAD = ("torch", "gptlib", "ipykernel.ipkernel")
 PER_KERNEL = ("JPY_", "PYDEVD_", "PYTEST_CURRENT_TEST", SERVER_ADDRESS)
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 MESSAGE_BYTES = 1 << 20
@@ -138,11 +144,14 @@ def end_like(code: int) -> None:
 # ---- the server: imports once, forks a kernel per request ---------------------------------------
 
 def serve(address: str, parent: int) -> None:
-    """Import PRELOAD, say "ready" on stdout, then fork a kernel for each launcher that connects,
-    until the process `parent` ends."""
+    """Import PRELOAD and gptlib.viz, say "ready" on stdout, then fork a kernel for each launcher that
+    connects, until the process `parent` ends."""
     sys.path[0] = os.getcwd()  # as for `python -m ipykernel_launcher`, started in the same folder
     for name in PRELOAD:
         importlib.import_module(name)
+    viz = importlib.import_module("gptlib.viz")
+    for module in pkgutil.iter_modules(viz.__path__, "gptlib.viz."):
+        importlib.import_module(module.name)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(address)
     listener.listen()
@@ -234,6 +243,7 @@ def _become_kernel(request: dict, fds: list[int], sockets: list[socket.socket], 
     os.environ.update(request["env"])
     sys.path[0] = request["cwd"]
     sys.argv = [importlib.util.find_spec("ipykernel_launcher").origin, *request["argv"]]
+    _redo_import_time_reads()
     launcher = os.pidfd_open(request["launcher"])
     threading.Thread(target=_die_with, args=(launcher,), daemon=True, name="kernel_forks: launcher watch").start()
     code = 0
@@ -250,6 +260,17 @@ def _become_kernel(request: dict, fds: list[int], sockets: list[socket.socket], 
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _redo_import_time_reads() -> None:
+    """Give the kernel what matplotlib read from the environment when the server imported it, as a
+    fresh kernel reads it from its own: the backend, MPLBACKEND, which ipykernel sets to its inline
+    backend when unset, before a fresh kernel's notebook imports matplotlib."""
+    import matplotlib
+
+    if not os.environ.get("MPLBACKEND"):  # as ipykernel's init_gui_pylab does
+        os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    matplotlib.rcParams["backend"] = os.environ["MPLBACKEND"]  # as `import matplotlib` does
 
 
 def _die_with(pidfd: int) -> None:
