@@ -33,8 +33,9 @@ def test_layer_head_hover_and_all_heads_answer_in_the_page_and_bad_text_keeps_th
     assert explorer.locator(".gptlib-tip").nth(1).inner_text().startswith("head 0, position ")
     heads = explorer.locator(".gptlib-head-button")
     assert heads.count() == 4 and heads.nth(2).get_attribute("aria-pressed") == "true"
-    heads.nth(3).click()  # the all-heads view: a click focuses that head
-    assert "layer 1, head 3" in message.inner_text() and heads.nth(3).get_attribute("aria-pressed") == "true"
+    heads.nth(3).click()  # the all-heads view: a click focuses that head, drawn in the next animation frame
+    message.filter(has_text="layer 1, head 3").wait_for(timeout=5_000)
+    assert heads.nth(3).get_attribute("aria-pressed") == "true"
 
     text = explorer.locator(".gptlib-attn-text")
     text.fill("To be, or not to be")

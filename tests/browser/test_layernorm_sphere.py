@@ -44,7 +44,8 @@ def test_sphere_draws_in_the_page_reads_out_on_hover_refuses_bad_text_and_hears_
 
     type_into_box(sphere, "gptlib-sphere-u0", "0.125")
     assert sphere.locator(".gptlib-sphere-u0 input[type=text]").input_value() == "0.125"  # echoed exactly
-    assert "cu = (0.125, 0.800, 0.400)" in sphere.locator(".gptlib-sphere-readout").inner_text()
+    readout = sphere.locator(".gptlib-sphere-readout")  # written when the next animation frame draws
+    readout.filter(has_text="cu = (0.125, 0.800, 0.400)").wait_for(timeout=5_000)
 
     canvas = sphere.locator("canvas.gptlib-sphere-output")
     points = {name: (x, y) for name, x, y in json.loads(canvas.get_attribute("data-points"))}
