@@ -30,8 +30,8 @@ app: $(READY)  ## the three explorers as one page for the lecture hall: Voila on
 book: $(READY)  ## the executed notebooks as a static site in build/book/html: offline, nothing re-executed
 	$(BIN)/python tools/build_book.py
 
-chromium:  ## Debian's headless Chromium (chromium-headless-shell) for the browser tests and bench-explorers, installed only when missing (root and apt-get)
-	@command -v chromium-headless-shell >/dev/null || $(PYTHON) tools/ensure_env.py --chromium
+chromium:  ## Debian's Chromium for the browser tests and bench-explorers, installed only when missing (root and apt-get)
+	@command -v chromium >/dev/null || $(PYTHON) tools/ensure_env.py --chromium
 
 test: $(READY) chromium hub-proxy-if-npm  ## the whole suite: unit tests, nbval over every notebook, browser tests (a worker per core and one more: tests/support/parallel.py)
 	$(BIN)/python -m pytest -n auto

@@ -10,7 +10,7 @@ Steps, each skipped when already done:
    PyPI wheels are CPU-only) PyPI; on Linux without either it stops and says why;
 3. install gptlib editable with its notebook, test and course extras (pip adds only what is missing);
 4. remove rfc3987-syntax again (SLOW_AND_UNUSED says why).
-With --chromium it only installs Debian's headless Chromium for the browser tests (root and apt-get).
+With --chromium it only installs Debian's Chromium for the browser tests (root and apt-get).
 """
 
 from __future__ import annotations
@@ -79,15 +79,13 @@ def ensure_cpu_torch(python: Path) -> None:
 
 
 def ensure_chromium() -> None:
-    """Debian's headless Chromium (tests/browser/servers.py says why not the full browser)."""
-    if shutil.which("chromium-headless-shell"):
+    if shutil.which("chromium"):
         return
     if os.geteuid() != 0 or not shutil.which("apt-get"):
-        print("Chromium is missing: install Debian's 'chromium-headless-shell' package for the browser tests",
-              flush=True)
+        print("Chromium is missing: install Debian's 'chromium' package for the browser tests", flush=True)
         return
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium-headless-shell"]):
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
         print("+", " ".join(cmd), flush=True)
         subprocess.run(cmd, env=env, check=True)
 

@@ -1,8 +1,5 @@
 """Servers and a browser for the browser tests and benchmarks.roundtrip: a real JupyterLab or Voila
 server on 127.0.0.1, and the flags that keep headless Debian Chromium off this machine's closed network.
-The browser is Debian's chromium-headless-shell where it is installed (`make test` installs it):
-it draws the same pages as the full browser, which falls back in its place, for about a fifth less
-CPU per JupyterLab page (13-14 core-seconds against 16-18 on notebook 01).
 
 The notebooks are copied into a temporary root (JupyterLab autosaves into what it opens), and
 each server gets its own config, runtime, settings and IPython directories. A plain module, not
@@ -25,7 +22,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = shutil.which("chromium-headless-shell") or shutil.which("chromium") or "/usr/bin/chromium-headless-shell"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
