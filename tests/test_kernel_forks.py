@@ -89,18 +89,20 @@ def test_a_forked_kernel_is_a_fresh_kernel_in_all_but_its_imports(folder, monkey
     assert launcher.wait(timeout=10) == -9
 
 
-# What preloaded modules read from the environment when imported (kernel_forks._redo_import_time_reads).
-IMPORT_TIME_READS = ("import os, matplotlib\nfrom ipykernel.kernelapp import IPKernelApp\n"
+# Whether matplotlib was loaded before the first cell, then what preloaded modules read from the
+# environment when imported (kernel_forks._redo_import_time_reads).
+IMPORT_TIME_READS = ("import os, sys\nprint('matplotlib' in sys.modules)\n"
+                     "import matplotlib\nfrom ipykernel.kernelapp import IPKernelApp\n"
                      "print(matplotlib.rcParams['backend'], os.environ['MPLBACKEND'], IPKernelApp.instance().parent_handle)")
 
 
 @needs_forks
 def test_a_forked_kernel_reads_what_a_fresh_one_reads_at_import(tmp_path, monkeypatch):
     with kernel_in(tmp_path) as kernel:  # a server of its own, started with this environment
-        forked = run(kernel, "import sys\nprint('matplotlib' in sys.modules)\n" + IMPORT_TIME_READS)
+        forked = run(kernel, IMPORT_TIME_READS)
     monkeypatch.setenv("GPTLIB_FRESH_KERNELS", "1")
     with kernel_in(tmp_path) as kernel:
-        fresh = run(kernel, "import sys\nprint('matplotlib' in sys.modules)\n" + IMPORT_TIME_READS)
+        fresh = run(kernel, IMPORT_TIME_READS)
     assert forked.split()[0] == "True" and fresh.split()[0] == "False", (forked, fresh)  # preloaded, or not
     assert forked.split()[1:] == fresh.split()[1:], (forked, fresh)
     assert fresh.split()[1:] == ["module://matplotlib_inline.backend_inline"] * 2 + [str(os.getpid())]
