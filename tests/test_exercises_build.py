@@ -13,6 +13,7 @@ from gptlib import model as gptlib_model
 from gptlib.exercises import build
 from gptlib.exercises import build_solutions as S
 from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, Wrong
+from tests.support import learner_gpts as layouts
 from tests.support.scratch_gpt import ScratchGPT
 
 # ---- wrong versions of each reference solution, one typical mistake each -------------------
@@ -326,6 +327,54 @@ def test_a_head_in_nn_linear_style_passes_and_extra_biases_are_named():
     assert build.check_attention_head(head, d=32, d_head=8).passed
     biased = build.check_gpt(ScratchGPT(qkv_bias=True, **SIZES), **SIZES)
     assert biased.passed and any("set to 0 for this comparison" in d for d in biased.details)
+
+
+# ---- components in layouts the reference solutions do not use (tests/support/learner_gpts.py) ----
+
+BUILT = dict(V=13, T_max=8, d=16, H=2, L=2, d_ff=64)  # the sizes of build.SIZES, for modules built here
+SQUARE_E = dict(BUILT, V=16)  # V = d: E (and W_U) read both ways round, the behaviour choosing
+
+
+LAYOUTS = {
+    "one head, Q | K | V in one nn.Linear(d, 3 d_head)": lambda: build.check_attention_head(layouts.FusedLinearHead),
+    "the same with nn.Linear's bias (named, set to 0)": lambda: build.check_attention_head(
+        layouts.FusedLinearHead(16, 8, bias=True), d=16, d_head=8),
+    "one head, Q, K, V stacked in one (3, d_head, d) Parameter": lambda: build.check_attention_head(layouts.StackedHead),
+    "multi-head attention, one (3, H, d_head, d) Parameter by einsum": lambda: build.check_multi_head_attention(
+        layouts.StackedAttention),
+    "a block with LN_1, LN_2 in an nn.ModuleList": lambda: build.check_block(layouts.ModuleListBlock),
+    "a GPT with E (d, V), P (d, T_max), one_hot(ids) @ E.T": lambda: build.check_gpt(layouts.TransposedGPT),
+    "the same, tied": lambda: build.check_gpt(layouts.TransposedGPT(**BUILT, tied=True), **BUILT),
+    "the same, tied, V = d": lambda: build.check_gpt(layouts.TransposedGPT(**SQUARE_E, tied=True), **SQUARE_E),
+    "its init (Project aside 5.2)": lambda: build.check_init(layouts.init_transposed, layouts.TransposedGPT),
+}
+
+
+@pytest.mark.parametrize("check", LAYOUTS.values(), ids=LAYOUTS.keys())
+def test_a_correct_component_in_another_layout_passes(check):
+    result = check()
+    assert result.passed, result
+
+
+LAYOUT_MISTAKES = {
+    "scaling of the scores is missing": lambda: build.check_attention_head(
+        layouts.FusedLinearHead(16, 8, scaled=False), d=16, d_head=8),
+    "there is no causal mask": lambda: build.check_attention_head(layouts.StackedHead(16, 8, masked=False), d=16, d_head=8),
+    "your heads are joined in the wrong order": lambda: build.check_multi_head_attention(
+        layouts.StackedAttention(16, 2, interleaved=True), H=2),
+    "post-norm block (Aside 3.5)": lambda: build.check_block(layouts.ModuleListBlock(16, 2, 64, post_norm=True), H=2),
+    "P is not added": lambda: build.check_gpt(layouts.TransposedGPT(**BUILT, positions=False), **BUILT),
+    "the init is not scaled": lambda: build.check_init(lambda model: layouts.init_transposed(model, 1.0),
+                                                       layouts.TransposedGPT),
+    "scaled by 1/sqrt(L)": lambda: build.check_init(
+        lambda model: layouts.init_transposed(model, 1 / math.sqrt(build.INIT_SIZES["L"])), layouts.TransposedGPT),
+}
+
+
+@pytest.mark.parametrize("mistake, check", LAYOUT_MISTAKES.items(), ids=LAYOUT_MISTAKES.keys())
+def test_the_same_layout_with_a_mistake_is_caught_and_named(mistake, check):
+    result = check()
+    assert result.status == FAILED and mistake in result.message, result
 
 
 def test_the_functional_reference_of_the_mistakes_is_gptlib_attention_when_switched_right():

@@ -397,18 +397,19 @@ def is_layer_norm(module: nn.Module, d: int) -> bool:
     return bool(shapes) and all(s == (d,) for s in shapes)
 
 
-def holds_blocks(container: nn.ModuleDict, L: int) -> bool:
-    """Whether an nn.ModuleDict is the L blocks: L entries with the same parameter shapes."""
-    shapes = [[tuple(p.shape) for p in entry.parameters()] for entry in container.values()]
+def holds_blocks(container: nn.Module, L: int) -> bool:
+    """Whether a container is the L blocks: L entries with the same parameter shapes."""
+    shapes = [[tuple(p.shape) for p in entry.parameters()] for entry in container.children()]
     return len(shapes) == L and all(s == shapes[0] for s in shapes) and len(shapes[0]) > 2
 
 
 def named_parts(module: nn.Module, L: int | None = None) -> list[tuple[str, nn.Module]]:
-    """The module's children, with an nn.ModuleDict's entries in its place (a container such as nanoGPT's
-    `transformer = nn.ModuleDict(...)` is no part of its own), unless it holds the L blocks."""
+    """The module's children, with an nn.ModuleDict's or nn.ModuleList's entries in its place (a container such
+    as nanoGPT's `transformer = nn.ModuleDict(...)`, or a block's `norms = nn.ModuleList([LN_1, LN_2])`, is no
+    part of its own), unless it holds the L blocks."""
     parts = []
     for name, child in module.named_children():
-        if isinstance(child, nn.ModuleDict) and not (L is not None and holds_blocks(child, L)):
+        if isinstance(child, (nn.ModuleDict, nn.ModuleList)) and not (L is not None and holds_blocks(child, L)):
             parts += [(f"{name}.{n}", c) for n, c in named_parts(child, L)]
         else:
             parts.append((name, child))
@@ -533,11 +534,12 @@ def check_block(block, d: int | None = None, H: int | None = None, d_ff: int | N
 
 
 def gpt_parts(module: nn.Module, V: int, T_max: int, d: int, L: int) -> dict:
-    """The GPT's pieces: E (V, d), P (T_max, d), W_U (d, V) or None when tied to E, the L blocks
-    (modules), LN_f (a module), and extra tensors (a bias on W_U). Roles by shape, then name, then order."""
+    """The GPT's pieces: E (V, d), P (T_max, d) and W_U (d, V), each as the list of its readings (stored
+    either way round: both when square), W_U None when tied to E; the L blocks (modules), LN_f (a module),
+    and extra tensors (a bias on W_U). Roles by shape, then name, then order."""
     children = named_parts(module, L)
     blocks = next((child for _, child in children if isinstance(child, (nn.ModuleList, nn.Sequential)) and len(child) == L
-                   or isinstance(child, nn.ModuleDict)), None)  # named_parts keeps a ModuleDict only if it holds the blocks
+                   or isinstance(child, nn.ModuleDict)), None)  # named_parts keeps a container only if it holds the blocks
     if blocks is None:
         raise Wrong(f"expected your GPT to hold its {L} blocks in an nn.ModuleList (or nn.Sequential or nn.ModuleDict) "
                     f"of length L = {L}.")
@@ -547,11 +549,11 @@ def gpt_parts(module: nn.Module, V: int, T_max: int, d: int, L: int) -> dict:
                     f"blocks; found {len(norms)}.")
     inside = {id(p) for c in (blocks, norms[0][1]) for p in c.parameters()}
     own = [(n, p) for n, p in module.named_parameters() if id(p) not in inside]
-    vocab = [(n, p) for n, p in own if p.dim() == 2 and V in p.shape and d in p.shape]
-    positions = [(n, p) for n, p in own if tuple(p.shape) == (T_max, d)]
+    vocab = [(n, p) for n, p in own if roles.orientations(p, V, d)]
+    positions = [(n, p) for n, p in own if roles.orientations(p, T_max, d)]
     extra = [n for n, p in own if (n, p) not in vocab and (n, p) not in positions]
     if not positions:
-        raise Wrong(f"your GPT has no positional embedding P of shape ({T_max}, {d}) (T_max x d): Section 5 adds "
+        raise Wrong(f"your GPT has no positional embedding P of shape ({T_max}, {d}) (T_max x d, or d x T_max): Section 5 adds "
                     "P[t] to E[x_t], without it attention cannot tell positions apart.")
     if not 1 <= len(vocab) <= 2 or any(p.dim() != 1 for n, p in own if n in extra):
         shapes = ", ".join(f"{n} {tuple(p.shape)}" for n, p in own)
@@ -565,11 +567,10 @@ def gpt_parts(module: nn.Module, V: int, T_max: int, d: int, L: int) -> dict:
         U_name = named[-1] if named else vocab[-1][0]  # by name, else the one that is no nn.Embedding's table
         E_name = next(n for n, _ in vocab if n != U_name)
     table = dict(own)
-    if tuple(table[E_name].shape) != (V, d):
-        raise Wrong(f"your token embedding {E_name} has shape {tuple(table[E_name].shape)}: E has one row per token, ({V}, {d}).")
-    W_U = None if U_name is None else roles.orientations(table[U_name], d, V)[0]
+    W_U = None if U_name is None else roles.orientations(table[U_name], d, V)
     blocks = list(blocks.values() if isinstance(blocks, nn.ModuleDict) else blocks)
-    return {"E": table[E_name], "P": positions[0][1], "W_U": W_U, "blocks": blocks, "ln_f": norms[0], "extra": extra}
+    return {"E": roles.orientations(table[E_name], V, d), "P": roles.orientations(positions[0][1], T_max, d), "W_U": W_U,
+            "blocks": blocks, "ln_f": norms[0], "extra": extra}
 
 
 def judge_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: int, d_ff: int, seed: int = 0):
@@ -585,19 +586,23 @@ def judge_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: i
     H = heads_of(block_parts(parts["blocks"][0], d, d_ff)["attn"][0][1], H)
     config = GPTConfig(V=V, T_max=T_max, d=d, H=H, L=L, d_ff=d_ff, tie_weights=parts["W_U"] is None)
     reference = ReferenceGPT(config).double()
-    loaded(reference, {"E": parts["E"], "P": parts["P"]} | ({} if parts["W_U"] is None else {"W_U": parts["W_U"]}))
     loaded(reference.ln_f, ln_f_reading.weights)
+    tables = [{"E": E, "P": P} | ({} if W_U is None else {"W_U": W_U})
+              for E in parts["E"] for P in parts["P"] for W_U in (parts["W_U"] or [None])]  # one unless a shape is square
     idx = torch.randint(0, V, (B, min(T, T_max)), generator=torch.Generator().manual_seed(seed))
     got = output(module, idx, (*idx.shape, V), "idx")
     options = [[block, {**block, "ln_1": block["ln_2"], "ln_2": block["ln_1"]}] for block in blocks]
 
     def with_blocks(choice):
-        for block, option in zip(reference.blocks, choice):
+        table, block_options = choice
+        loaded(reference, table)
+        for block, option in zip(reference.blocks, block_options):
             load_block(block, option)
         return reference
 
     first = [found[0] for found in options]
-    choices = [first] + [[found[1] if i == l else found[0] for i, found in enumerate(options)] for l in range(L)]
+    choices = ([(tables[0], first)] + [(tables[0], [found[1] if i == l else found[0] for i, found in enumerate(options)])
+                                       for l in range(L)] + [(table, first) for table in tables[1:]])
 
     def logits(choice, X=None, final=True):
         model = with_blocks(choice)
@@ -659,9 +664,9 @@ def init_groups(module: nn.Module, sizes: dict) -> dict[str, list[torch.Tensor]]
     matrix's orientation, nor on which of W_Q, W_K, W_V is which."""
     V, T_max, d, H, L, d_ff = (sizes[k] for k in ("V", "T_max", "d", "H", "L", "d_ff"))
     parts = gpt_parts(module, V, T_max, d, L)
-    groups = {"W_O, W_2": [], "other matrices": [parts["E"], parts["P"]], "gains": [], "biases": []}
+    groups = {"W_O, W_2": [], "other matrices": [parts["E"][0], parts["P"][0]], "gains": [], "biases": []}
     if parts["W_U"] is not None:
-        groups["other matrices"].append(parts["W_U"])
+        groups["other matrices"].append(parts["W_U"][0])
     for block in [*parts["blocks"], None]:
         if block is None:
             norms = [parts["ln_f"]]

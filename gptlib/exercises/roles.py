@@ -2,7 +2,8 @@
 it, and otherwise every reading the shapes allow (the build checkers keep the one that behaves).
 
 A learner's module may hold nn.Linear weights (out, in) or raw Parameters used as X @ W (in, out),
-per-head tensors (H, d, d_head), one tensor per head, or one fused (3d, d) Q|K|V matrix. Every
+per-head tensors (H, d, d_head), one tensor per head, one fused (3d, d) Q|K|V matrix, or Q, K, V
+stacked in one tensor along a first axis of 3 ((3, d_head, d) for one head, (3, H, d_head, d), ...). Every
 function here returns *candidates*: readings of the module in gptlib's own layout (the shapes of
 gptlib.model), most likely first. A square matrix can be read either way round, so both readings
 are candidates; so are the orders of same-shaped tensors whose names do not say their role.
@@ -101,16 +102,12 @@ def layer_norm_readings(module: nn.Module, d: int) -> list[Reading]:
 def head_readings(module: nn.Module, d: int, d_head: int) -> list[Reading]:
     """One head: W_Q, W_K, W_V each (d, d_head) acting as X @ W; vectors are extra (the head has no bias)."""
     matrices, vectors = _split(parameters(module))
-    fitting = [(n, p) for n, p in matrices if orientations(p, d, d_head)]
-    if len(fitting) != 3 or len(matrices) != 3:
+    triples = _qkv_triples(matrices, d, 1, d_head) if len(matrices) in (1, 3) else []
+    if not triples:
         raise Wrong(f"one head has three matrices W_Q, W_K, W_V of shape ({d}, {d_head}) (or nn.Linear's "
-                    f"({d_head}, {d})); yours has: {', '.join(f'{n} {tuple(p.shape)}' for n, p in matrices) or 'none'}.")
-    table = dict(matrices)
-    readings = []
-    for order in ordered([n for n, _ in matrices], ["Q", "K", "V"]):
-        for Ws in itertools.product(*(orientations(table[n], d, d_head) for n in order)):
-            readings.append(Reading(dict(zip(("W_Q", "W_K", "W_V"), Ws)), [n for n, _ in vectors]))
-    return readings
+                    f"({d_head}, {d})), or one holding all three: ({d}, {3 * d_head}), ({3 * d_head}, {d}) or "
+                    f"(3, {d_head}, {d}); yours has: {', '.join(f'{n} {tuple(p.shape)}' for n, p in matrices) or 'none'}.")
+    return [Reading({"W_Q": W_Q[0], "W_K": W_K[0], "W_V": W_V[0]}, [n for n, _ in vectors]) for W_Q, W_K, W_V in triples]
 
 
 def _per_head(W: torch.Tensor, H: int) -> torch.Tensor:
@@ -119,40 +116,44 @@ def _per_head(W: torch.Tensor, H: int) -> torch.Tensor:
     return W.reshape(d, H, width // H).permute(1, 0, 2)
 
 
-def _qkv_options(matrices, d: int, H: int) -> list[tuple[list[str], list[tuple[torch.Tensor, ...]]]]:
-    """[(names used, [(W_Q, W_K, W_V) each (H, d, d_head), ...])] for the layouts the Q|K|V matrices fit."""
-    d_head = d // H
+def _as_heads(t: torch.Tensor, d: int, H: int, d_head: int) -> list[torch.Tensor]:
+    """One role's tensor read as (H, d, d_head), each head acting as X @ W: a (d, H d_head) matrix either way
+    round (heads side by side), or a per-head (H, d, d_head) or (H, d_head, d) tensor. Empty if none fits."""
+    if t.dim() == 2:
+        return [_per_head(W, H) for W in orientations(t, d, H * d_head)]
+    if t.dim() == 3 and t.shape[0] == H:
+        return [W for W, fits in ((t, tuple(t.shape[1:]) == (d, d_head)),
+                                  (t.transpose(1, 2), tuple(t.shape[1:]) == (d_head, d))) if fits]
+    return []
+
+
+def _qkv_triples(matrices, d: int, H: int, d_head: int) -> list[tuple[torch.Tensor, ...]]:
+    """Every reading (W_Q, W_K, W_V), each (H, d, d_head), of the tensors that hold them: three tensors (roles
+    by name, else every order), 3H (one module per head), or one holding all three, fused along its 3 H d_head
+    side ((d, 3 H d_head) or nn.Linear's transpose) or stacked along a first axis of 3 ((3, d_head, d),
+    (3, H, d_head, d), ...). One tensor is read as Q, K, V in that order, the order nanoGPT, GPT-2 and torch's
+    in_proj_weight use: its parts have no names to say otherwise."""
     names = [n for n, _ in matrices]
     table = dict(matrices)
-    if len(matrices) == 1:  # fused: one (d, 3d) or (3d, d) matrix, Q | K | V along the 3d side
-        (n, t), = matrices
-        return [([n], [tuple(_per_head(W, H) for W in W.split(d, dim=1)) for W in orientations(t, d, 3 * d)])]
+    if len(matrices) == 1:
+        t = table[names[0]]
+        if t.dim() >= 3 and t.shape[0] == 3:  # stacked: the three parts have one shape, so their readings pair up
+            return list(zip(*(_as_heads(part, d, H, d_head) for part in t.unbind(0))))
+        return [tuple(_per_head(W, H) for W in W.split(H * d_head, dim=1)) for W in orientations(t, d, 3 * H * d_head)]
     if len(matrices) == 3:
-        options = []
-        for order in ordered(names, ["Q", "K", "V"]):
-            per_role = []
-            for n in order:
-                t = table[n]
-                if t.dim() == 3 and tuple(t.shape) == (H, d, d_head):
-                    per_role.append([t])
-                elif t.dim() == 3 and tuple(t.shape) == (H, d_head, d):
-                    per_role.append([t.transpose(1, 2)])
-                else:
-                    per_role.append([_per_head(W, H) for W in orientations(t, d, d)] if t.dim() == 2 else [])
-            options += list(itertools.product(*per_role))
-        return [(names, options)]
+        return [triple for order in ordered(names, ["Q", "K", "V"])
+                for triple in itertools.product(*(_as_heads(table[n], d, H, d_head) for n in order))]
     if len(matrices) == 3 * H:  # one module per head, each holding its own W_Q^h, W_K^h, W_V^h
         triples = [names[3 * h : 3 * h + 3] for h in range(H)]
-        orders = ordered(triples[0], ["Q", "K", "V"])
         options = []
-        for order in orders:
+        for order in ordered(triples[0], ["Q", "K", "V"]):
             position = [triples[0].index(n) for n in order]
             per_head = [[table[triple[i]] for i in position] for triple in triples]  # [h][role]
             if all(len(orientations(t, d, d_head)) == 1 for row in per_head for t in row):
                 options.append(tuple(torch.stack([orientations(row[r], d, d_head)[0] for row in per_head])
                                      for r in range(3)))
-        return [(names, options)]
-    return [(names, [])]
+        return options
+    return []
 
 
 def attention_readings(module: nn.Module, d: int, H: int) -> list[Reading]:
@@ -177,15 +178,15 @@ def attention_readings(module: nn.Module, d: int, H: int) -> list[Reading]:
     b_name = named_b[-1] if named_b else bias_names[-1]
     extra = [n for n, _ in vectors if n != b_name]
     readings = []
-    for _, options in _qkv_options(rest, d, H):
-        for W_Q, W_K, W_V in options:
-            for W_O in orientations(table[o_name], d, d):
-                b_O = dict(vectors)[b_name]
-                readings.append(Reading({"W_Q": W_Q, "W_K": W_K, "W_V": W_V, "W_O": W_O, "b_O": b_O}, extra))
+    for W_Q, W_K, W_V in _qkv_triples(rest, d, H, d // H):
+        for W_O in orientations(table[o_name], d, d):
+            b_O = dict(vectors)[b_name]
+            readings.append(Reading({"W_Q": W_Q, "W_K": W_K, "W_V": W_V, "W_O": W_O, "b_O": b_O}, extra))
     if not readings:
         shapes = ", ".join(f"{n} {tuple(p.shape)}" for n, p in rest)
         raise Wrong(f"cannot tell your W_Q, W_K, W_V apart for d = {d}, H = {H}: expected one fused ({3 * d}, {d}) "
-                    f"matrix, three ({d}, {d}) or ({H}, {d}, {d // H}) ones, or three ({d}, {d // H}) per head "
+                    f"matrix or one stacked (3, {d}, {d}) or (3, {H}, {d // H}, {d}) tensor, three ({d}, {d}) or "
+                    f"({H}, {d}, {d // H}) ones, or three ({d}, {d // H}) per head "
                     f"(name them q/k/v or query/key/value); yours: {shapes or 'none'}.")
     return readings
 

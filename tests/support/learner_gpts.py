@@ -2,7 +2,13 @@
 lecture gpt.py (a Head module per head, a bias on W_U), Hugging Face's GPT-2 (Conv1D: raw (d_in,
 d_out) Parameters with biases, tied wte), nanoGPT (its own LayerNorm class, fused c_attn, torch's
 causal kernel, tied, bias=True or False), and two built from torch's own layers
-(nn.MultiheadAttention, nn.TransformerEncoder). Plain torch, no gptlib; each takes (V, T_max, d, H, L)."""
+(nn.MultiheadAttention, nn.TransformerEncoder). Plain torch, no gptlib; each takes (V, T_max, d, H, L).
+
+Below them, the build track's components (notebook 09) in layouts its reference solutions do not use,
+each with a switch that plants one typical mistake: one head's Q, K, V in one nn.Linear(d, 3 d_head)
+(nanoGPT's layout for one head) or in one stacked (3, d_head, d) Parameter; multi-head attention with
+one (3, H, d_head, d) Parameter applied by einsum; a block keeping its two LayerNorms in an
+nn.ModuleList; a GPT storing E and P transposed, (d, V) and (d, T_max), embedding by one_hot(ids) @ E.T."""
 
 import math
 
@@ -186,3 +192,109 @@ class EncoderGPT(nn.Module):
         x = self.emb(idx) + self.pos(torch.arange(T))
         mask = nn.Transformer.generate_square_subsequent_mask(T)
         return self.head(self.ln_f(self.encoder(x, mask=mask, is_causal=True)))
+
+
+# ---- the build track's components in other layouts -------------------------------------------
+
+
+def causal_attention(q, k, v, *, scaled=True, masked=True):
+    """softmax(q k^T / sqrt(d_head) + M) v, (..., T, d_head) each; scaled=False or masked=False plant a mistake."""
+    T, d_head = q.shape[-2:]
+    S = q @ k.transpose(-2, -1) / (math.sqrt(d_head) if scaled else 1.0)  # (..., T, T)
+    if masked:
+        S = S.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+    return S.softmax(-1) @ v
+
+
+class FusedLinearHead(nn.Module):
+    """One head, Q | K | V from one nn.Linear(d, 3 d_head), split as nanoGPT splits its c_attn."""
+
+    def __init__(self, d, d_head, *, bias=False, scaled=True):
+        super().__init__()
+        self.qkv, self.scaled = nn.Linear(d, 3 * d_head, bias=bias), scaled
+
+    def forward(self, X):  # (B, T, d) -> (B, T, d_head)
+        q, k, v = self.qkv(X).chunk(3, dim=-1)
+        return causal_attention(q, k, v, scaled=self.scaled)
+
+
+class StackedHead(nn.Module):
+    """One head, W_Q, W_K, W_V stacked in one Parameter (3, d_head, d), each acting as nn.Linear's weight."""
+
+    def __init__(self, d, d_head, *, masked=True):
+        super().__init__()
+        self.W, self.masked = nn.Parameter(torch.randn(3, d_head, d) / math.sqrt(d)), masked
+
+    def forward(self, X):  # (B, T, d) -> (B, T, d_head)
+        q, k, v = torch.einsum("btd,ned->nbte", X, self.W)
+        return causal_attention(q, k, v, masked=self.masked)
+
+
+class StackedAttention(nn.Module):
+    """Multi-head attention, W_Q, W_K, W_V of every head in one Parameter (3, H, d_head, d), applied by einsum;
+    W_O (d, d) acting on the right, b_O (d,). interleaved=True joins the heads feature by feature (a mistake)."""
+
+    def __init__(self, d, H, *, interleaved=False):
+        super().__init__()
+        self.W_qkv = nn.Parameter(torch.randn(3, H, d // H, d) / math.sqrt(d))
+        self.W_O, self.b_O = nn.Parameter(torch.randn(d, d) / math.sqrt(d)), nn.Parameter(torch.zeros(d))
+        self.interleaved = interleaved
+
+    def forward(self, X):  # (B, T, d) -> (B, T, d)
+        q, k, v = torch.einsum("btd,nhed->nbhte", X, self.W_qkv)  # each (B, H, T, d_head)
+        C = causal_attention(q, k, v)  # (B, H, T, d_head)
+        joined = C.permute(0, 2, 3, 1) if self.interleaved else C.transpose(1, 2)  # (B, T, ., .)
+        return joined.flatten(2) @ self.W_O + self.b_O
+
+
+class ModuleListBlock(nn.Module):
+    """The pre-norm block with LN_1 and LN_2 kept in one nn.ModuleList; post_norm=True plants Aside 3.5's block."""
+
+    def __init__(self, d, H, d_ff, *, post_norm=False):
+        super().__init__()
+        self.norms = nn.ModuleList(nn.LayerNorm(d) for _ in range(2))
+        self.attn = StackedAttention(d, H)
+        self.mlp = nn.Sequential(nn.Linear(d, d_ff), nn.GELU(), nn.Linear(d_ff, d))
+        self.post_norm = post_norm
+
+    def forward(self, X):  # (B, T, d)
+        ln_1, ln_2 = self.norms
+        if self.post_norm:
+            Y = ln_1(X + self.attn(X))
+            return ln_2(Y + self.mlp(Y))
+        Y = X + self.attn(ln_1(X))
+        return Y + self.mlp(ln_2(Y))
+
+
+class TransposedGPT(nn.Module):
+    """Section 5 with E stored as (d, V) and P as (d, T_max), tokens embedded by one_hot(ids) @ E.T;
+    W_U (d, V), or E itself when tied (W_U = E^T of the lecture's (V, d) E). positions=False leaves P out."""
+
+    def __init__(self, V, T_max, d, H, L, d_ff, *, tied=False, positions=True):
+        super().__init__()
+        self.E, self.P = nn.Parameter(torch.randn(d, V)), nn.Parameter(torch.randn(d, T_max))
+        self.blocks = nn.ModuleList(ModuleListBlock(d, H, d_ff) for _ in range(L))
+        self.ln_f = nn.LayerNorm(d)
+        self.W_U = None if tied else nn.Parameter(torch.randn(d, V) / math.sqrt(d))
+        self.positions = positions
+
+    def forward(self, idx):  # (B, T) -> (B, T, V)
+        X = F.one_hot(idx, self.E.shape[1]).to(self.E.dtype) @ self.E.T  # (B, T, d)
+        if self.positions:
+            X = X + self.P.T[: idx.shape[1]]
+        for block in self.blocks:
+            X = block(X)
+        return self.ln_f(X) @ (self.E if self.W_U is None else self.W_U)
+
+
+def init_transposed(model, residual_factor=None):
+    """Project aside 5.2 for TransposedGPT: matrices ~ N(0, 0.02^2), W_O and W_2 ~ N(0, (0.02 residual_factor)^2)
+    with residual_factor 1/sqrt(2L) unless given (a mistake), biases 0, gains 1."""
+    factor = 1 / math.sqrt(2 * len(model.blocks)) if residual_factor is None else residual_factor
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() >= 2:
+                p.normal_(0.0, 0.02 * (factor if name.endswith(("W_O", "mlp.2.weight")) else 1.0))
+            else:
+                p.fill_(1.0 if name.endswith("weight") else 0.0)  # the LayerNorms' gains; every bias
+    return model
