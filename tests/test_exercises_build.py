@@ -1,4 +1,4 @@
-"""The build track's checkers (gptlib.exercises.build): every reference solution passes, typical wrong
+"""The build track's checkers (the package gptlib.exercises.build): every reference solution passes, typical wrong
 versions fail with their mistake named, and GPTs written in other styles pass every component check."""
 
 import math
@@ -12,6 +12,11 @@ from gptlib import GPT, GPTConfig
 from gptlib import model as gptlib_model
 from gptlib.exercises import build
 from gptlib.exercises import build_solutions as S
+from gptlib.exercises.build.attention import concatenated
+from gptlib.exercises.build.head import heads
+from gptlib.exercises.build.initialization import INIT_SIZES
+from gptlib.exercises.build.judging import TOL, judge, same
+from gptlib.exercises.build.mlp import tanh_gap
 from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, Wrong
 from tests.support import learner_gpts as layouts
 from tests.support.scratch_gpt import ScratchGPT
@@ -167,17 +172,17 @@ def test_judge_names_every_mistake_that_reproduces_the_output_not_only_the_first
     got = torch.ones(2, 3)
     mistakes = {"one": lambda: torch.ones(2, 3), "one, nearly": lambda: torch.ones(2, 3) + 1e-7, "two": lambda: 2 * got}
     with pytest.raises(Wrong) as both:
-        build.judge(got, [None], lambda reading: torch.zeros(2, 3), lambda reading: mistakes, "thing")
+        judge(got, [None], lambda reading: torch.zeros(2, 3), lambda reading: mistakes, "thing")
     assert "each of 2 typical mistakes" in both.value.message and both.value.message.endswith("one; or one, nearly.")
     with pytest.raises(Wrong, match=r"^two\.$"):
-        build.judge(2 * got, [None], lambda reading: torch.zeros(2, 3), lambda reading: mistakes, "thing")
+        judge(2 * got, [None], lambda reading: torch.zeros(2, 3), lambda reading: mistakes, "thing")
 
 
 def test_the_build_tolerance_is_tol_times_one_plus_the_largest_output():
     want = torch.tensor([100.0, 0.0])
-    assert build.same(want + torch.tensor([0.0, 0.9 * build.TOL * 101]), want)
-    assert not build.same(want + torch.tensor([0.0, 1.1 * build.TOL * 101]), want)
-    assert not build.same(torch.tensor([float("nan"), 0.0]), want) and not build.same(want[:1], want)
+    assert same(want + torch.tensor([0.0, 0.9 * TOL * 101]), want)
+    assert not same(want + torch.tensor([0.0, 1.1 * TOL * 101]), want)
+    assert not same(torch.tensor([float("nan"), 0.0]), want) and not same(want[:1], want)
 
 
 def test_a_mistake_inside_a_block_or_gpt_is_named_at_its_part():
@@ -367,7 +372,7 @@ LAYOUT_MISTAKES = {
     "the init is not scaled": lambda: build.check_init(lambda model: layouts.init_transposed(model, 1.0),
                                                        layouts.TransposedGPT),
     "scaled by 1/sqrt(L)": lambda: build.check_init(
-        lambda model: layouts.init_transposed(model, 1 / math.sqrt(build.INIT_SIZES["L"])), layouts.TransposedGPT),
+        lambda model: layouts.init_transposed(model, 1 / math.sqrt(INIT_SIZES["L"])), layouts.TransposedGPT),
 }
 
 
@@ -385,9 +390,9 @@ def test_the_functional_reference_of_the_mistakes_is_gptlib_attention_when_switc
         for p in attn.parameters():
             p.normal_()
     X = torch.randn(2, 6, 16, dtype=torch.float64)
-    C = build.heads(X, attn.W_Q, attn.W_K, attn.W_V)
-    torch.testing.assert_close(build.concatenated(C) @ attn.W_O + attn.b_O, attn(X, explicit=True))
+    C = heads(X, attn.W_Q, attn.W_K, attn.W_V)
+    torch.testing.assert_close(concatenated(C) @ attn.W_O + attn.b_O, attn(X, explicit=True))
 
 
 def test_the_tanh_gap_is_the_known_maximum():
-    assert 4.6e-4 < build.tanh_gap() < 4.8e-4  # max |t Phi(t) - tanh form|, about 4.7e-4 near |t| = 2.3
+    assert 4.6e-4 < tanh_gap() < 4.8e-4  # max |t Phi(t) - tanh form|, about 4.7e-4 near |t| = 2.3

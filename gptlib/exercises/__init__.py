@@ -17,7 +17,7 @@ reference solution (gptlib/exercises/solutions.py).
     Exercise 8    check_training_flops(fn), check_attention_takeover(fn)        flops.py
     questions     check_concept(id, answer), concept_answer(id)                 concepts.py
     your own GPT  check_own_model(model, V=..., T_max=..., d=..., L=...)        own_model.py
-    build track   one checker per component of a GPT you write (notebook 09)   build.py
+    build track   one checker per component of a GPT you write (notebook 09)   build/
     progress()    which of the above have passed in this kernel                 progress_table.py
 """
 
