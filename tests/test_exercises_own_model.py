@@ -116,7 +116,15 @@ def test_layer_norms_without_shifts_and_linear_layers_without_biases_are_a_named
     count = count_of(check_own_model(no_biases, **SIZES))
     assert count.status == PASSED and "exactly your bias convention" in count.message, count
     assert "your bias convention: no biases in any linear layer (no b_O, b_1, b_2)" in count.details
-    assert any(line.startswith("your bias convention: LayerNorms without shifts beta") for line in count.details)
+    assert any(line.startswith("your bias convention: LayerNorms with one vector each") for line in count.details)
+
+
+def test_an_mlp_without_b_1_is_a_named_convention():
+    model = ScratchGPT()
+    for block in model.blocks:
+        block.mlp[0] = nn.Linear(*reversed(block.mlp[0].weight.shape), bias=False)  # W_1 without b_1, b_2 kept
+    count = count_of(check_own_model(model, **SIZES))
+    assert count.status == PASSED and "your bias convention: no MLP bias b_1 (d_ff per block)" in count.details, count
 
 
 def test_a_separate_unembedding_when_told_tied_and_a_wrong_size_are_named():
@@ -215,7 +223,7 @@ def test_a_stub_model_is_not_attempted_and_bad_sizes_are_refused():
         (KarpathyGPT, "a bias on W_U"),
         (HFGPT2, "biases on W_Q, W_K, W_V"),
         (NanoGPT, "biases on W_Q, W_K, W_V"),
-        (lambda *sizes: NanoGPT(*sizes, bias=False), "LayerNorms without shifts beta"),
+        (lambda *sizes: NanoGPT(*sizes, bias=False), "LayerNorms with one vector each"),
         (TorchMHAGPT, None),
         (EncoderGPT, "biases on W_Q, W_K, W_V"),
     ],

@@ -2,8 +2,9 @@
 
 The truth is always `numel()` of a real gptlib GPT built on the meta device (no memory, no
 arithmetic), on the course configuration and on random ones. A wrong count is compared with
-the typical mistakes below: each is the difference (learner - truth) it would make, as a
-function of the configuration; a mistake is named when it explains every configuration.
+the typical mistakes of count_differences.DIFFERENCES (every row is a mistake here): each is the
+difference (learner - truth) it would make, as a function of the configuration; a mistake is named
+when it explains every configuration.
 """
 
 from __future__ import annotations
@@ -12,43 +13,10 @@ import random
 
 from ..config import COURSE_CONFIG, GPTConfig
 from ..counting import COMPONENTS, measured_table
+from .count_differences import DIFFERENCES
 from .result import Wrong, as_int, as_numbers, call, checker, name_mistake
 
 EX1, EX5 = "Exercise 1 ★", "Exercise 5"
-
-# The typical mistakes: (what it is, the table row it sits in, the difference learner - numel it
-# makes as a function of the configuration c). Rows are indices into counting.COMPONENTS.
-EMBEDDINGS, ATTENTION, MLPS, BLOCK_NORMS, FINAL = range(5)
-COUNT_MISTAKES = (
-    ("your count includes biases on W_Q, W_K, W_V (3d per block): Theorem 5.2 has none", ATTENTION,
-     lambda c: 3 * c.L * c.d),
-    ("your count includes a bias on W_U (V numbers): Theorem 5.2 has none", FINAL, lambda c: 0 if c.tie_weights else c.V),
-    ("you left out the positional embeddings P (T_max x d)", EMBEDDINGS, lambda c: -c.T_max * c.d),
-    ("you left out the final LayerNorm LN_f (d gains and d shifts)", FINAL, lambda c: -2 * c.d),
-    ("you left out one d-vector per block: the attention output bias b_O or the MLP's b_2 (same size, so the"
-     " count cannot tell which)", None, lambda c: -c.L * c.d),
-    ("you left out the MLP biases b_1 and b_2 (d_ff + d per block)", MLPS, lambda c: -c.L * (c.d_ff + c.d)),
-    ("you left out the MLP's b_1 (d_ff per block)", MLPS, lambda c: -c.L * c.d_ff),
-    ("you counted b_1 with d entries: it has d_ff, one per hidden unit", MLPS, lambda c: -c.L * (c.d_ff - c.d)),
-    ("you counted b_1 with 4d entries: it has d_ff, one per hidden unit, and d_ff need not be 4d", MLPS,
-     lambda c: c.L * (4 * c.d - c.d_ff)),
-    ("your count assumes d_ff = 4d: use config.d_ff, which need not be 4d (W_1, b_1 and W_2 all have d_ff)", MLPS,
-     lambda c: c.L * (4 * c.d - c.d_ff) * (2 * c.d + 1)),
-    ("you left out both block LayerNorms (4d per block)", BLOCK_NORMS, lambda c: -4 * c.L * c.d),
-    ("you counted one LayerNorm per block: each block has two, LN_1 and LN_2", BLOCK_NORMS, lambda c: -2 * c.L * c.d),
-    ("you counted one vector per LayerNorm: each has d gains AND d shifts", None, lambda c: -(2 * c.L + 1) * c.d),
-    ("you left out W_O (d x d per block)", ATTENTION, lambda c: -c.L * c.d * c.d),
-    ("you counted W_Q, W_K, W_V for one head only (3 d d_head per block): there is one per head", ATTENTION,
-     lambda c: -3 * c.L * (c.d * c.d - c.d * c.d_head)),
-    ("you counted one MLP weight matrix: there are two, W_1 (d_ff x d) and W_2 (d x d_ff)", MLPS,
-     lambda c: -c.L * c.d * c.d_ff),
-    ("with tied weights W_U is E^T, no new parameters: your count adds dV for it (E counted twice)", None,
-     lambda c: c.d * c.V if c.tie_weights else 0),
-    ("with tied weights E is still there: only the separate W_U disappears, you removed dV twice", None,
-     lambda c: -c.d * c.V if c.tie_weights else 0),
-    ("you left out the unembedding W_U (d x V)", FINAL, lambda c: 0 if c.tie_weights else -c.d * c.V),
-)
-
 
 def numel(config: GPTConfig) -> int:
     """Trainable parameters of a real GPT with this config: the table's total row."""
@@ -74,9 +42,9 @@ def random_configs(n: int, tied: bool | None, seed: int = 0) -> list[GPTConfig]:
 
 
 def count_mistakes(row: int | None = None) -> dict:
-    """The typical mistakes as {name: (learner - truth) it makes, a function of the config}; row:
+    """The typical mistakes as {what: (learner - truth) it makes, a function of the config}; row:
     only those of that table row. result.name_mistake(deltas, count_mistakes(), pairs=True) names them."""
-    return {name: delta for name, where, delta in COUNT_MISTAKES if row is None or where in (row, None)}
+    return {d.what: d.delta for d in DIFFERENCES if row is None or d.row in (row, None)}
 
 
 def _describe(c: GPTConfig) -> str:
@@ -109,7 +77,7 @@ def _compare_counts(count, configs: list[GPTConfig], name: str) -> tuple[str, li
                for c in wrong[:3]]
     named = name_mistake({c: answers[c] - truths[c] for c in configs}, count_mistakes(), pairs=True)
     if named:
-        raise Wrong(named + ".", details)
+        raise Wrong(f"your count differs from numel(): {named}.", details)
     right = len(configs) - len(wrong)
     raise Wrong(f"wrong on {len(wrong)} of {len(configs)} configurations ({right} right); recount row by row.", details)
 

@@ -17,8 +17,9 @@ do. Where shapes cannot tell (V equal to T_max, d or d_ff), tying is whatever ex
 best, said as an assumption the learner can override with `tied=`. The total is then compared
 with Theorem 5.2 plus the bias conventions a learner may choose (biases on W_Q, W_K, W_V or W_U;
 none on W_O, in the MLP or as LayerNorm shifts), and a difference they do not explain is matched
-with the structural mistakes below (no P, no LN_f, ...); when several explain it, all are listed as
-candidates.
+with the parts a model can miss or have extra (no P, no LN_f, ...): both are rows of the table
+count_differences.DIFFERENCES, which Exercises 1 and 5 read too. When several explain it, all are
+listed as candidates.
 """
 
 from __future__ import annotations
@@ -35,12 +36,25 @@ from ..config import GPTConfig
 from ..counting import theorem_5_2
 from ..model import LayerNorm, eval_mode
 from .causal import batch_independence, causality_verdict, logits, refuse_a_length_too_long, refuse_randomness, tried_length
+from .count_differences import (
+    BIASES,
+    CONVENTION,
+    DIFFERENCES,
+    NO_B_1,
+    NO_LINEAR_BIASES,
+    NO_MLP_BIASES,
+    NO_P,
+    NORMS_GROUP,
+    OTHER,
+    SLIP,
+    TIED_W_U_BIAS,
+    W_U_BIAS,
+)
 from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, checker, explaining
 
 OWN = "Your own GPT"
 LOSS_RTOL = 0.1  # initial loss within 10% of ln V
 NORMS = (nn.LayerNorm, nn.RMSNorm, LayerNorm)  # norm layers recognised by type, as evidence about LayerNorm slips
-BIASES, NORMS_GROUP, OTHER = "linear-layer biases", "norm layers", "other tensors"
 UNEXPLAINED = " (compare the shapes below with Theorem 5.2's)"
 
 
@@ -50,24 +64,11 @@ def theorem_5_2_count(V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool)
 
 
 def differences(V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool) -> dict[str, tuple[bool, str, int]]:
-    """What can make a model's count differ from Theorem 5.2: name -> (a bias convention the learner
+    """What can make a model's count differ from Theorem 5.2 (count_differences.DIFFERENCES, slips of
+    arithmetic aside, and those that do not apply to this tying): what -> (a bias convention the learner
     may choose?, the group of tensors it shows in, the difference it makes)."""
-    unembedding = ("a separate W_U (d x V) besides E, though W_U = E^T (tied)", d * V) if tied else (
-        "no unembedding of its own (d x V): is W_U = E^T? then pass tied=True", -d * V)
-    return {
-        "biases on W_Q, W_K, W_V (3d per block), which Theorem 5.2 leaves out": (True, BIASES, 3 * L * d),
-        "a bias on W_U (V numbers), which Theorem 5.2 leaves out": (True, BIASES, V),
-        "no output bias b_O, or no b_2 (one d-vector per block; the count cannot tell which)": (True, BIASES, -L * d),
-        "no MLP biases b_1, b_2 (d_ff + d per block)": (True, BIASES, -L * (d_ff + d)),
-        "no biases in any linear layer (no b_O, b_1, b_2)": (True, BIASES, -L * (2 * d + d_ff)),
-        "LayerNorms without shifts beta (nanoGPT's bias=False) or without gains, d per LayerNorm fewer": (
-            True, NORMS_GROUP, -(2 * L + 1) * d),
-        "no positional embedding P (T_max x d)": (False, OTHER, -T_max * d),
-        "no W_O (d x d per block)": (False, OTHER, -L * d * d),
-        unembedding[0]: (False, OTHER, unembedding[1]),
-        "no final LayerNorm LN_f (2d)": (False, NORMS_GROUP, -2 * d),
-        "one LayerNorm per block instead of two (2d per block fewer)": (False, NORMS_GROUP, -2 * L * d),
-    }
+    c = GPTConfig(V=V, T_max=T_max, d=d, H=1, L=L, d_ff=d_ff, tie_weights=tied)
+    return {x.what: (x.kind == CONVENTION, x.group, x.delta(c)) for x in DIFFERENCES if x.kind != SLIP and x.delta(c)}
 
 
 def _distinct(model: nn.Module) -> list[torch.Tensor]:
@@ -211,12 +212,13 @@ def _count(model, V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool | No
     candidates = differences(V, T_max, d, L, d_ff, tied)
     shapes = {tuple(p.shape) for p in params}
     if shapes & {(T_max, d), (d, T_max)} and T_max not in (V, d, d_ff):
-        del candidates["no positional embedding P (T_max x d)"]  # a T_max x d tensor is there
+        del candidates[NO_P]  # a T_max x d tensor is there
     if shapes & {(d_ff,), (L, d_ff)} and d_ff not in (V, d):  # a b_1 (or L of them) is there
-        del candidates["no MLP biases b_1, b_2 (d_ff + d per block)"]
-        del candidates["no biases in any linear layer (no b_O, b_1, b_2)"]
+        for name in (NO_MLP_BIASES, NO_B_1, NO_LINEAR_BIASES):
+            del candidates[name]
     if (V,) not in shapes:
-        del candidates["a bias on W_U (V numbers), which Theorem 5.2 leaves out"]  # no V-vector to be one
+        for name in (W_U_BIAS, TIED_W_U_BIAS):
+            candidates.pop(name, None)  # no V-vector to be one (one of the two applies, by tying)
     groups = _groups(model, _table_shapes(V, T_max, d, L))
     if groups is None:  # raw Parameters: only the total can be compared
         deltas = {None: (total - theorem, candidates)}
