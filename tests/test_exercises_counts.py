@@ -62,6 +62,11 @@ def test_a_bias_on_the_logits_with_tied_weights_is_named_apart_from_one_on_w_u()
     assert r.status == FAILED and "a bias on the logits beside W_U = E^T" in r.message, r
 
 
+def test_a_count_without_any_linear_bias_is_named_as_one_difference():
+    r = check_parameter_count(lambda c: learner_count(c, b_O=False) - c.L * (c.d_ff + c.d))  # no b_O, b_1, b_2
+    assert r.status == FAILED and r.message.endswith("no biases in any linear layer (no b_O, b_1, b_2)."), r
+
+
 def test_nn_linear_default_biases_are_named_as_two_mistakes():
     r = check_parameter_count(lambda c: learner_count(c, qkv_bias=True, W_U_bias=True))
     assert r.status == FAILED and "W_Q, W_K, W_V" in r.message and "bias on W_U" in r.message
