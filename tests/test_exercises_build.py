@@ -347,6 +347,10 @@ LAYOUTS = {
     "one head, Q, K, V stacked in one (3, d_head, d) Parameter": lambda: build.check_attention_head(layouts.StackedHead),
     "multi-head attention, one (3, H, d_head, d) Parameter by einsum": lambda: build.check_multi_head_attention(
         layouts.StackedAttention),
+    "multi-head attention from heads with one nn.Linear(d, 3 d_head) each": lambda: build.check_multi_head_attention(
+        layouts.FusedHeadsAttention),
+    "the same with H = 3, where W_Q, W_K, W_V could be three (d, d) tensors": lambda: build.check_multi_head_attention(
+        layouts.FusedHeadsAttention(24, 3), H=3),
     "a block with LN_1, LN_2 in an nn.ModuleList": lambda: build.check_block(layouts.ModuleListBlock),
     "a GPT with E (d, V), P (d, T_max), one_hot(ids) @ E.T": lambda: build.check_gpt(layouts.TransposedGPT),
     "the same, tied": lambda: build.check_gpt(layouts.TransposedGPT(**BUILT, tied=True), **BUILT),
@@ -365,6 +369,8 @@ LAYOUT_MISTAKES = {
     "scaling of the scores is missing": lambda: build.check_attention_head(
         layouts.FusedLinearHead(16, 8, scaled=False), d=16, d_head=8),
     "there is no causal mask": lambda: build.check_attention_head(layouts.StackedHead(16, 8, masked=False), d=16, d_head=8),
+    "the 1/sqrt(d_head) scaling": lambda: build.check_multi_head_attention(
+        layouts.FusedHeadsAttention(16, 2, scaled=False), H=2),
     "your heads are joined in the wrong order": lambda: build.check_multi_head_attention(
         layouts.StackedAttention(16, 2, interleaved=True), H=2),
     "post-norm block (Aside 3.5)": lambda: build.check_block(layouts.ModuleListBlock(16, 2, 64, post_norm=True), H=2),

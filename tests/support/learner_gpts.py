@@ -6,9 +6,10 @@ causal kernel, tied, bias=True or False), and two built from torch's own layers
 
 Below them, the build track's components (notebook 09) in layouts its reference solutions do not use,
 each with a switch that plants one typical mistake: one head's Q, K, V in one nn.Linear(d, 3 d_head)
-(nanoGPT's layout for one head) or in one stacked (3, d_head, d) Parameter; multi-head attention with
-one (3, H, d_head, d) Parameter applied by einsum; a block keeping its two LayerNorms in an
-nn.ModuleList; a GPT storing E and P transposed, (d, V) and (d, T_max), embedding by one_hot(ids) @ E.T."""
+(nanoGPT's layout for one head) or in one stacked (3, d_head, d) Parameter; multi-head attention built
+from such nn.Linear heads, or with one (3, H, d_head, d) Parameter applied by einsum; a block keeping
+its two LayerNorms in an nn.ModuleList; a GPT storing E and P transposed, (d, V) and (d, T_max),
+embedding by one_hot(ids) @ E.T."""
 
 import math
 
@@ -228,6 +229,19 @@ class StackedHead(nn.Module):
     def forward(self, X):  # (B, T, d) -> (B, T, d_head)
         q, k, v = torch.einsum("btd,ned->nbte", X, self.W)
         return causal_attention(q, k, v, masked=self.masked)
+
+
+class FusedHeadsAttention(nn.Module):
+    """Multi-head attention built from step 2's heads, each a FusedLinearHead, joined and sent through
+    nn.Linear(d, d) (W_O with its bias b_O); scaled=False plants the mistake in every head."""
+
+    def __init__(self, d, H, *, scaled=True):
+        super().__init__()
+        self.heads = nn.ModuleList(FusedLinearHead(d, d // H, scaled=scaled) for _ in range(H))
+        self.out = nn.Linear(d, d)
+
+    def forward(self, X):  # (B, T, d) -> (B, T, d)
+        return self.out(torch.cat([head(X) for head in self.heads], dim=-1))
 
 
 class StackedAttention(nn.Module):

@@ -129,31 +129,29 @@ def _as_heads(t: torch.Tensor, d: int, H: int, d_head: int) -> list[torch.Tensor
 
 def _qkv_triples(matrices, d: int, H: int, d_head: int) -> list[tuple[torch.Tensor, ...]]:
     """Every reading (W_Q, W_K, W_V), each (H, d, d_head), of the tensors that hold them: three tensors (roles
-    by name, else every order), 3H (one module per head), or one holding all three, fused along its 3 H d_head
-    side ((d, 3 H d_head) or nn.Linear's transpose) or stacked along a first axis of 3 ((3, d_head, d),
-    (3, H, d_head, d), ...). One tensor is read as Q, K, V in that order, the order nanoGPT, GPT-2 and torch's
-    in_proj_weight use: its parts have no names to say otherwise."""
+    by name, else every order), one holding all three, or the same per head (H groups in order, one module per
+    head). One tensor holds all three fused along its 3 H d_head side ((d, 3 H d_head) or nn.Linear's
+    transpose) or stacked along a first axis of 3 ((3, d_head, d), (3, H, d_head, d), ...), and is read as
+    Q, K, V in that order, the order nanoGPT, GPT-2 and torch's in_proj_weight use: its parts have no names
+    to say otherwise. Where shapes allow several layouts (three (d, d) tensors for H = 3), all are candidates."""
     names = [n for n, _ in matrices]
     table = dict(matrices)
+    readings = []
     if len(matrices) == 1:
         t = table[names[0]]
         if t.dim() >= 3 and t.shape[0] == 3:  # stacked: the three parts have one shape, so their readings pair up
-            return list(zip(*(_as_heads(part, d, H, d_head) for part in t.unbind(0))))
-        return [tuple(_per_head(W, H) for W in W.split(H * d_head, dim=1)) for W in orientations(t, d, 3 * H * d_head)]
+            readings += zip(*(_as_heads(part, d, H, d_head) for part in t.unbind(0)))
+        else:
+            readings += [tuple(_per_head(W, H) for W in W.split(H * d_head, dim=1)) for W in orientations(t, d, 3 * H * d_head)]
     if len(matrices) == 3:
-        return [triple for order in ordered(names, ["Q", "K", "V"])
-                for triple in itertools.product(*(_as_heads(table[n], d, H, d_head) for n in order))]
-    if len(matrices) == 3 * H:  # one module per head, each holding its own W_Q^h, W_K^h, W_V^h
-        triples = [names[3 * h : 3 * h + 3] for h in range(H)]
-        options = []
-        for order in ordered(triples[0], ["Q", "K", "V"]):
-            position = [triples[0].index(n) for n in order]
-            per_head = [[table[triple[i]] for i in position] for triple in triples]  # [h][role]
-            if all(len(orientations(t, d, d_head)) == 1 for row in per_head for t in row):
-                options.append(tuple(torch.stack([orientations(row[r], d, d_head)[0] for row in per_head])
-                                     for r in range(3)))
-        return options
-    return []
+        readings += [triple for order in ordered(names, ["Q", "K", "V"])
+                     for triple in itertools.product(*(_as_heads(table[n], d, H, d_head) for n in order))]
+    per_head = len(matrices) // H
+    if H > 1 and per_head in (1, 3) and len(matrices) == per_head * H:  # one module per head, in order
+        heads = [_qkv_triples(matrices[per_head * h : per_head * (h + 1)], d, 1, d_head) for h in range(H)]
+        if all(len(found) == len(heads[0]) for found in heads):  # alike heads: their readings pair up
+            readings += [tuple(torch.cat([triple[r] for triple in triples]) for r in range(3)) for triples in zip(*heads)]
+    return readings
 
 
 def attention_readings(module: nn.Module, d: int, H: int) -> list[Reading]:
