@@ -23,7 +23,6 @@ def concatenated(C: torch.Tensor, how: str = "heads") -> torch.Tensor:
     return C.transpose(1, 2).reshape(Bc, Tc, H * d_head)
 
 
-
 def judge_attention(module: nn.Module, d: int, H: int, seed: int = 0, where: str = "attention") -> roles.Reading:
     readings = roles.attention_readings(module, d, H)
     notes, got, X = attention_run(module, readings, d, d, seed)
@@ -52,7 +51,6 @@ def judge_attention(module: nn.Module, d: int, H: int, seed: int = 0, where: str
     return judge(got, readings, reference, mistakes, where, notes)
 
 
-
 def heads_of(module: nn.Module, H: int | None) -> int:
     """H as given, else read from the module (an int attribute H, n_head, n_heads, num_heads or heads' length)."""
     if H is not None:
@@ -64,7 +62,6 @@ def heads_of(module: nn.Module, H: int | None) -> int:
         if isinstance(value, nn.ModuleList):
             return len(value)
     raise Wrong("cannot tell how many heads your module has: pass H=... to the checker")
-
 
 
 @checker("Build step 3: multi-head attention")

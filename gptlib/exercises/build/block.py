@@ -21,12 +21,10 @@ def is_layer_norm(module: nn.Module, d: int) -> bool:
     return bool(shapes) and all(s == (d,) for s in shapes)
 
 
-
 def holds_blocks(container: nn.Module, L: int) -> bool:
     """Whether a container is the L blocks: L entries with the same parameter shapes."""
     shapes = [[tuple(p.shape) for p in entry.parameters()] for entry in container.children()]
     return len(shapes) == L and all(s == shapes[0] for s in shapes) and len(shapes[0]) > 2
-
 
 
 def named_parts(module: nn.Module, L: int | None = None) -> list[tuple[str, nn.Module]]:
@@ -40,7 +38,6 @@ def named_parts(module: nn.Module, L: int | None = None) -> list[tuple[str, nn.M
         else:
             parts.append((name, child))
     return parts
-
 
 
 def block_parts(module: nn.Module, d: int, d_ff: int) -> dict[str, list[tuple[str, nn.Module]]]:
@@ -67,7 +64,6 @@ def block_parts(module: nn.Module, d: int, d_ff: int) -> dict[str, list[tuple[st
     return parts
 
 
-
 def judge_parts(parts: dict, d: int, H: int, d_ff: int, where: str) -> dict[str, roles.Reading]:
     """Each submodule judged on its own (so a mistake is named where it is); {symbol group: reading}."""
     (ln1_name, ln1), (ln2_name, ln2) = parts["ln"]
@@ -88,11 +84,9 @@ def judge_parts(parts: dict, d: int, H: int, d_ff: int, where: str) -> dict[str,
     return found
 
 
-
 def load_block(block: ReferenceBlock, found: dict[str, roles.Reading]) -> None:
     for key, reading in found.items():
         loaded(getattr(block, key), reading.weights)
-
 
 
 def block_mistakes(block: ReferenceBlock, X: torch.Tensor) -> dict:
@@ -120,7 +114,6 @@ def block_mistakes(block: ReferenceBlock, X: torch.Tensor) -> dict:
     }
 
 
-
 def judge_block(module: nn.Module, d: int, H: int | None, d_ff: int, seed: int = 0, where: str = "your block"):
     """{symbol group: reading} under which the block is Definition 3.1; Wrong naming the mistake otherwise."""
     parts = block_parts(module, d, d_ff)
@@ -142,7 +135,6 @@ def judge_block(module: nn.Module, d: int, H: int | None, d_ff: int, seed: int =
         return block_mistakes(block, X)
 
     return judge(got, options, reference, mistakes, where)
-
 
 
 @checker("Build step 5: the pre-norm block")

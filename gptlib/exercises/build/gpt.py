@@ -56,7 +56,6 @@ def gpt_parts(module: nn.Module, V: int, T_max: int, d: int, L: int) -> dict:
             "blocks": blocks, "ln_f": norms[0], "extra": extra}
 
 
-
 def judge_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: int, d_ff: int, seed: int = 0):
     """The loaded reference GPT under which `module` computes Section 5's logits; Wrong naming the mistake otherwise."""
     parts = gpt_parts(module, V, T_max, d, L)
@@ -111,7 +110,6 @@ def judge_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: i
     parts["extra"] = parts["extra"] + [f"{name} (in every block)" for name in inner]
     judge(got, choices, lambda c: logits(c), mistakes, "GPT", extra_note(parts["extra"]))
     return parts
-
 
 
 @checker("Build step 6: the GPT")

@@ -16,7 +16,6 @@ from .judging import SIZES, B, T, built, extra_note, inputs, judge, output, rand
 HIDDEN_DIAGONAL = "your mask also hides the diagonal (s >= t): position t must see itself, so mask only s > t (triu(diagonal=1))"
 
 
-
 def refuse_nan_at_start(got: torch.Tensor) -> None:
     """Output (B, T, ...) that is NaN at t = 0 only: softmax over a row that is all -inf, the diagonal hidden."""
     bad = ~torch.isfinite(got).reshape(*got.shape[:2], -1).all(-1)  # (B, T)
@@ -24,9 +23,7 @@ def refuse_nan_at_start(got: torch.Tensor) -> None:
         raise Wrong(HIDDEN_DIAGONAL + ": at t = 0 nothing is left to attend to, and a softmax of all -inf is NaN.")
 
 
-
 FINITE_FILL = -1e9  # a mask written with a large negative number instead of -inf
-
 
 
 def heads(X, W_Q, W_K, W_V, *, mask: str = "future", scale: str = "d_head", softmax_dim: int = -1) -> torch.Tensor:
@@ -44,7 +41,6 @@ def heads(X, W_Q, W_K, W_V, *, mask: str = "future", scale: str = "d_head", soft
     if mask == "after":
         A = A.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), 0.0)
     return A @ v
-
 
 
 def head_mistakes(X, W_Q, W_K, W_V, combine) -> dict:
@@ -68,7 +64,6 @@ def head_mistakes(X, W_Q, W_K, W_V, combine) -> dict:
     }
 
 
-
 def attention_run(module: nn.Module, readings: list, d: int, width: int, seed: int):
     """(notes on zeroed extras, the learner's output (B, T, width) in float64, the input X (B, T, d) in float64)."""
     notes = zero_extra(module, readings[0].extra)
@@ -76,7 +71,6 @@ def attention_run(module: nn.Module, readings: list, d: int, width: int, seed: i
     got = output(module, X, (B, T, width), "X")
     refuse_nan_at_start(got)
     return notes, got, X.double()
-
 
 
 def judge_head(module: nn.Module, d: int, d_head: int, seed: int = 0) -> roles.Reading:
@@ -91,7 +85,6 @@ def judge_head(module: nn.Module, d: int, d_head: int, seed: int = 0) -> roles.R
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
     return judge(got, readings, reference, lambda r: head_mistakes(X, *per_head(r), lambda C: C[:, 0]), "head", notes)
-
 
 
 @checker("Build step 2: one attention head")

@@ -17,11 +17,8 @@ from .gpt import gpt_parts
 from .judging import built
 
 INIT_SIZES = {"V": 65, "T_max": 64, "d": 64, "H": 4, "L": 3, "d_ff": 256}  # enough entries for a std to 2%
-
 STD = 0.02
-
 STD_RTOL = 0.1  # a measured std within 10% of the expected one (its sampling error here is at most 2%)
-
 
 
 def init_groups(module: nn.Module, sizes: dict) -> dict[str, list[torch.Tensor]]:
@@ -51,10 +48,8 @@ def init_groups(module: nn.Module, sizes: dict) -> dict[str, list[torch.Tensor]]
     return groups
 
 
-
 def pooled_std(tensors: list[torch.Tensor]) -> float:
     return torch.cat([t.detach().reshape(-1).double() for t in tensors]).std().item()
-
 
 
 @checker("Build step 7: the initialization")

@@ -15,13 +15,10 @@ from torch import nn
 from ..result import Wrong, call, close, name_mistake
 
 SIZES = {"V": 13, "T_max": 8, "d": 16, "H": 2, "L": 2, "d_ff": 64}  # all different, so shapes tell roles apart
-
 B, T = 2, 6  # the random input: T < T_max, so P's first T rows are the ones used
 
 TOL = 2e-5  # |learner - reference| <= TOL * (1 + max |reference|): float32 rounding, well below every mistake
-
 same = functools.partial(close, rtol=TOL, atol=TOL, of_largest=True)  # that rule, as result.close states it
-
 
 
 def built(learner, *sizes: int, what: str) -> nn.Module:
@@ -30,7 +27,6 @@ def built(learner, *sizes: int, what: str) -> nn.Module:
     if not isinstance(module, nn.Module):
         raise Wrong(f"expected an nn.Module (or a class building one), got {type(module).__name__}")
     return module
-
 
 
 @contextlib.contextmanager
@@ -51,7 +47,6 @@ def random_weights(module: nn.Module, seed: int):
         module.train(training)
 
 
-
 def zero_extra(module: nn.Module, names: list[str]) -> list[str]:
     """Zero the learner's tensors the lecture has no place for (biases on W_Q, W_K, W_V, W_U); the note saying so."""
     table = dict(module.named_parameters())
@@ -60,10 +55,8 @@ def zero_extra(module: nn.Module, names: list[str]) -> list[str]:
     return extra_note(names)
 
 
-
 def extra_note(names: list[str]) -> list[str]:
     return [f"{', '.join(names)}: no such term in the lecture's definition, set to 0 for this comparison"] if names else []
-
 
 
 def output(module: nn.Module, x: torch.Tensor, shape: tuple[int, ...], what: str) -> torch.Tensor:
@@ -76,7 +69,6 @@ def output(module: nn.Module, x: torch.Tensor, shape: tuple[int, ...], what: str
     if tuple(y.shape) != tuple(shape):
         raise Wrong(f"for an input of shape {tuple(x.shape)} your module returned shape {tuple(y.shape)}, expected {shape}")
     return y.detach().double()
-
 
 
 def judge(got: torch.Tensor, readings: list, reference, mistakes, component: str, notes: list[str] = ()):
@@ -96,10 +88,8 @@ def judge(got: torch.Tensor, readings: list, reference, mistakes, component: str
                 f"{TOL:g} x (1 + max |output|), and no typical mistake explains it.", list(notes))
 
 
-
 def inputs(*shape: int, seed: int) -> torch.Tensor:
     return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
-
 
 
 def loaded(module: nn.Module, weights: dict) -> nn.Module:
@@ -108,7 +98,6 @@ def loaded(module: nn.Module, weights: dict) -> nn.Module:
         for name, value in weights.items():
             getattr(module, name).copy_(value)
     return module
-
 
 
 def attempt(factory):

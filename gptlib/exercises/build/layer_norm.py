@@ -13,7 +13,6 @@ from .judging import SIZES, B, T, built, inputs, judge, output, random_weights
 EPS = 1e-5  # Definition 4.1's epsilon, as in the course config
 
 
-
 def layer_norm_mistakes(X: torch.Tensor, gamma, beta) -> dict:
     mu = X.mean(-1, keepdim=True)
     var = X.var(-1, unbiased=False, keepdim=True)
@@ -42,13 +41,11 @@ def layer_norm_mistakes(X: torch.Tensor, gamma, beta) -> dict:
     }
 
 
-
 def layer_norm_input(d: int, seed: int) -> torch.Tensor:
     """(B, T, d) rows of varied mean and scale; row (0, 0) has sigma ~ 1e-3, where eps matters."""
     X = 2 * inputs(B, T, d, seed=seed) + 1
     X[0, 0] = 1e-3 * inputs(d, seed=seed + 1)
     return X
-
 
 
 def judge_layer_norm(module: nn.Module, d: int, seed: int = 0, where: str = "LayerNorm") -> roles.Reading:
@@ -59,7 +56,6 @@ def judge_layer_norm(module: nn.Module, d: int, seed: int = 0, where: str = "Lay
     X = X.double()
     return judge(got, readings, lambda r: F.layer_norm(X, (d,), r.weights["gamma"].double(), r.weights["beta"].double(), EPS),
                  lambda r: layer_norm_mistakes(X, r.weights["gamma"].double(), r.weights["beta"].double()), where)
-
 
 
 @checker("Build step 1: LayerNorm")

@@ -20,7 +20,6 @@ def tanh_gap() -> float:
     return (positionwise.gelu_exact(t) - positionwise.gelu_tanh(t)).abs().max().item()
 
 
-
 def judge_mlp(module: nn.Module, d: int, d_ff: int, seed: int = 0, where: str = "MLP") -> roles.Reading:
     readings = roles.mlp_readings(module, d, d_ff)
     X = 2 * inputs(B, T, d, seed=seed)  # pre-activations of order 1-3, where the tanh form differs most
@@ -46,7 +45,6 @@ def judge_mlp(module: nn.Module, d: int, d_ff: int, seed: int = 0, where: str = 
         }
 
     return judge(got, readings, reference, mistakes, where)
-
 
 
 @checker("Build step 4: the MLP")
