@@ -5,8 +5,9 @@
     attention_input(model, c, l) the X that layer l's MHA reads (LN_1(X^(l)) in pre-norm)
     head_contributions(attn, X, A) A^h X W_OV^h for every head (Proposition 1.2) (B, H, T, d)
     scores(attn, X)             S^h = X W_QK^h X^T / sqrt(d_head), unmasked  (B, H, T, T)
+    forward_scores(model, c, l) S^h as layer l's own queries and keys gave them in the cached pass (B, H, T, T)
     numerical_rank(M)           singular values, the stated tolerance, the rank
-    head_ranks(model, cache)    Exercise 6: ranks of W_QK^h, W_OV^h, S^h in every head (format_head_ranks)
+    head_ranks(model, cache)    Exercise 6: ranks of W_QK^h, W_OV^h and the forward pass's S^h (format_head_ranks)
     gauge_transform(...)        Remark 1.3's GL(d_head) reparametrization of one head
     factor_pair_dimension(...)  Exercise 3: the dimension of the set of (W_Q, W_K) giving one W_QK
     head_budget_comparison(...) Remark 1.4: one full-width head against H heads
@@ -74,6 +75,36 @@ def scores(attn: MultiHeadAttention, X: torch.Tensor) -> torch.Tensor:
     return torch.einsum("btd,hde,bse->bhts", X, W_QK_all, X) / math.sqrt(attn.d_head)
 
 
+# softmax(S^h + M) of the recomputed scores against the recorded A^h: float32 rounding of the same
+# products summed in another order moves entries of A by about 1e-6 (measured on the course models).
+FORWARD_SCORES_TOLERANCE = 1e-5
+
+
+@torch.no_grad()
+def forward_scores(model: GPT, cache: Cache, l: int) -> torch.Tensor:
+    """S^h for every head of layer l, as that layer's attention computed them in the cached pass: (B, H, T, T).
+
+    The scores are those the module itself forms, its own queries and keys (attn.qkv) of the input it
+    read, Q^h K^h^T / sqrt(d_head), before the causal mask M; nothing is rebuilt from W_QK^h. They are
+    tied to the forward pass: softmax(S^h + M) must give back the A^h the cache recorded, to
+    FORWARD_SCORES_TOLERANCE, or a ValueError says so (a cache of another model or input, or an
+    attention that does not compute softmax(Q K^T / sqrt(d_head) + M)).
+    """
+    l = checks.integer("layer l", l, at_least=0, at_most=model.config.L - 1)
+    attn = model.blocks[l].attn
+    q, k, _ = attn.qkv(attention_input(model, cache, l))  # each (B, H, T, d_head)
+    S = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, T)
+    A = cache.A(l)  # (B, H, T, T), recorded by the forward pass
+    if A.shape != S.shape:
+        raise ValueError(f"layer {l}: the cache's A^h has shape {tuple(A.shape)}, this model's scores {tuple(S.shape)}: "
+                         "the cache was made by another model or input")
+    gap = float(((S + attn.mask(S.shape[-1], S.dtype, S.device)).softmax(-1) - A).abs().max())
+    if not gap <= FORWARD_SCORES_TOLERANCE:
+        raise ValueError(f"layer {l}: softmax(S^h + M) of this module's queries and keys misses the recorded A^h "
+                         f"by {gap:.1e} (> {FORWARD_SCORES_TOLERANCE:g}): the cache was made by another model or input")
+    return S
+
+
 @dataclass(frozen=True)
 class NumericalRank:
     """Singular values (descending), the tolerance below which they count as zero, and the rank."""
@@ -109,7 +140,7 @@ class HeadRanks:
     head: int
     rank_W_QK: int
     rank_W_OV: int
-    rank_S: int  # of S^h on the cache's first sequence, before the causal mask
+    rank_S: int  # of the forward pass's S^h (forward_scores) on the cache's first sequence, before the mask
     cut_W_OV: float  # sigma_{d_head} / sigma_{d_head + 1} of W_OV^h: the drop after the rank bound
     spread_W_OV: float  # sigma_1 / sigma_{d_head} of W_OV^h: how unevenly the head uses its d_head directions
     spread_W_QK: float  # sigma_1 / sigma_{d_head} of W_QK^h
@@ -117,11 +148,11 @@ class HeadRanks:
 
 @torch.no_grad()
 def head_ranks(model: GPT, cache: Cache) -> list[HeadRanks]:
-    """HeadRanks for every head of every layer, S^h read from the sequence the cache ran on."""
+    """HeadRanks for every head of every layer; S^h is the one the cached forward pass computed (forward_scores)."""
     k = model.config.d_head  # sigma_k is sigma[k - 1] in code
     rows = []
     for l, block in enumerate(model.blocks):
-        S = scores(block.attn, attention_input(model, cache, l))[0]  # (H, T, T)
+        S = forward_scores(model, cache, l)[0]  # (H, T, T)
         for h in range(model.config.H):
             qk, ov = numerical_rank(W_QK(block.attn, h)), numerical_rank(W_OV(block.attn, h))
             sv_qk, sv_ov = qk.singular_values, ov.singular_values

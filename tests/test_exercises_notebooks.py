@@ -13,8 +13,10 @@ PLACEMENTS = [
     ("01", "Exercise 6", "exercises.check_head_circuits(head_circuits)", "## The two circuits of a head"),
     ("01", "Exercise 6", "exercises.check_rank_bounds(rank_bounds)", "## The two circuits of a head"),
     ("01", "Exercise 3", "exercises.check_factor_pair_dimension(factor_pair_dimension)", "So a whole family of factor pairs"),
+    ("01", "Exercise 3", "exercises.check_factor_pair_dimension(factor_pair_dimension)", "block matrix multiplication"),
     ("03", "Exercise 7", "exercises.check_post_norm_jacobian(post_norm_jacobian)", "### Exercise 7: one pre-norm block"),
     ("03", "Exercise 7", "exercises.check_post_norm_statement(post_norm_statement)", "### Exercise 7: one pre-norm block"),
+    ("03", "Exercise 7", "exercises.check_post_norm_jacobian(post_norm_jacobian)", 'norm="post"'),  # the post-norm block
     ("04", "Exercise 4, part 1", "exercises.check_layer_norm(project, rescale)",
      "## Step 1: centering is an orthogonal projection"),
     ("04", "Exercise 4, part 2", "exercises.check_weight_decay(predict)", "## Exercise 4: weight decay"),

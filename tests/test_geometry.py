@@ -219,3 +219,44 @@ def test_subnormal_rows_normalize_like_ordinary_ones():
     ratio = u / u[0]  # exact enough: (1, 0, ~1/3) in ordinary floats
     torch.testing.assert_close(geometry.layer_norm(u), F.layer_norm(ratio, (3,), eps=0.0))
     assert float(geometry.sigma(u)) > 0
+
+
+def test_a_coordinatewise_gain_turns_the_sphere_into_an_ellipsoid():
+    """Remark 4.3: gamma * LN(u) + beta lies on gained_sphere's ellipsoid; its semi-axes are the extreme
+    distances from beta of the gained circle, measured here on a fine grid of the circle itself."""
+    gamma = torch.tensor([2.0, 1.0, 0.5], dtype=torch.float64)
+    beta = torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64)
+    image = geometry.gained_sphere(gamma, beta)
+    basis = torch.tensor([[1.0, -1.0, 0.0], [1.0, 1.0, -2.0]], dtype=torch.float64)
+    basis = basis / basis.norm(dim=1, keepdim=True)  # an orthonormal basis of 1-perp, written independently
+    angles = torch.linspace(0, 2 * math.pi, 100_001, dtype=torch.float64)
+    circle = math.sqrt(3) * (torch.cos(angles)[:, None] * basis[0] + torch.sin(angles)[:, None] * basis[1])  # (n, 3)
+    distances = (gamma * circle).norm(dim=1)
+    assert image.semi_axes.tolist() == pytest.approx([float(distances.max()), float(distances.min())], rel=1e-9)
+    assert image.semi_axes[0] > 2 * image.semi_axes[1]  # not a circle
+    assert float(image.residual(gamma * circle + beta).max()) < 1e-12
+    U = torch.randn(500, 3, dtype=torch.float64) * torch.logspace(-2, 2, 500, dtype=torch.float64)[:, None]
+    assert float(image.residual(geometry.layer_norm(U, gamma, beta)).max()) < 1e-12
+    # gamma left out: the circle meets the ellipse in four points only, so most outputs are far off it
+    assert float(image.residual(geometry.layer_norm(U) + beta).median()) > 0.2
+    assert float(image.residual(geometry.layer_norm(U, gamma)).min()) > 0.05  # beta left out: off the ellipse's plane
+
+
+@pytest.mark.parametrize("d", [3, 5, 16])
+def test_only_a_constant_gain_keeps_the_sphere_round(d):
+    constant = geometry.gained_sphere(torch.full((d,), -1.5, dtype=torch.float64))
+    torch.testing.assert_close(constant.semi_axes, torch.full((d - 1,), 1.5 * math.sqrt(d), dtype=torch.float64))
+    gamma = torch.linspace(0.5, 2.0, d, dtype=torch.float64)
+    image = geometry.gained_sphere(gamma)
+    assert image.semi_axes.shape == (d - 1,) and float(image.semi_axes[0] / image.semi_axes[-1]) > 1.2
+    U = torch.randn(200, d, dtype=torch.float64)
+    assert float(image.residual(geometry.layer_norm(U, gamma)).max()) < 1e-12
+
+
+def test_gained_sphere_refuses_bad_gains():
+    with pytest.raises(ValueError, match="no zero coordinate"):
+        geometry.gained_sphere(torch.tensor([1.0, 0.0, 2.0], dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"one vector \(d,\) with d >= 2"):
+        geometry.gained_sphere(torch.ones(2, 3, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"beta must be a vector of shape \(d,\) = \(3,\)"):
+        geometry.gained_sphere(torch.ones(3, dtype=torch.float64), torch.zeros(4, dtype=torch.float64))

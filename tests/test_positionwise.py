@@ -6,16 +6,19 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from gptlib import COURSE_CONFIG, GPTConfig
+from gptlib import COURSE_CONFIG, GPTConfig, encode, run_with_cache
 from gptlib.model import MLP, MultiHeadAttention
 from gptlib.positionwise import (
     convex_weights_error,
+    definition_error,
     gelu_exact,
     gelu_tanh,
+    mlp_by_rows,
     permutation_error,
     row_isolation_error,
     separating_direction,
 )
+from gptlib.pretrained import load_pretrained
 
 
 def test_gelu_exact_matches_torch_and_closed_form_values():
@@ -116,3 +119,53 @@ def test_bad_inputs_raise(mlp):
         row_isolation_error(mlp, torch.randn(1, 3, 16), 3)
     with pytest.raises(ValueError, match="point"):
         separating_direction(torch.randn(3), torch.randn(4, 2))
+
+
+@pytest.fixture(scope="module")
+def trained_mlps():
+    """(MLP, what it reads in the model (T, d)) for every layer of the shipped trained course model."""
+    model = load_pretrained("shakespeare")
+    with torch.no_grad():
+        _, cache = run_with_cache(model, encode("First Citizen:\nBefore we proceed any further, hear me speak."))
+    return [(block.mlp, cache.ln_2(l)[0]) for l, block in enumerate(model.blocks)]
+
+
+def without_biases(mlp):  # Definition 2.1 with b_1 and b_2 left out
+    return lambda X: F.linear(F.gelu(F.linear(X, mlp.W_1)), mlp.W_2)
+
+
+def with_tanh_gelu(mlp):  # GPT-2's tanh GELU in place of t Phi(t)
+    return lambda X: F.linear(F.gelu(F.linear(X, mlp.W_1, mlp.b_1), approximate="tanh"), mlp.W_2, mlp.b_2)
+
+
+@torch.no_grad()
+def test_mlp_by_rows_is_definition_2_1_written_out_in_float64(trained_mlps):
+    mlp, X = trained_mlps[1]
+    pre = X.double() @ mlp.W_1.double().T + mlp.b_1.double()  # (T, d_ff)
+    by_hand = (pre * 0.5 * (1 + torch.erf(pre / math.sqrt(2)))) @ mlp.W_2.double().T + mlp.b_2.double()  # (T, d)
+    torch.testing.assert_close(mlp_by_rows(mlp, X).double(), by_hand, atol=1e-4, rtol=1e-5)
+
+
+@torch.no_grad()
+def test_the_definition_check_passes_the_module_and_fails_a_bias_free_mlp_and_the_tanh_gelu(trained_mlps):
+    """On trained weights (non-zero biases, gains away from 1, pre-activations of several units) the
+    two wrong maps miss Definition 2.1 by far more than the bar the module meets."""
+    for mlp, X in trained_mlps:
+        assert definition_error(mlp, mlp, X) <= 1e-5
+        assert definition_error(without_biases(mlp), mlp, X) > 1e-3
+        assert definition_error(with_tanh_gelu(mlp), mlp, X) > 3e-5
+
+
+@torch.no_grad()
+def test_at_initialization_the_check_could_not_tell_them_apart(course_model):
+    """Why the notebook runs it on the trained model: at initialization the biases are 0 and the
+    pre-activations small, so both wrong maps pass the same bar."""
+    mlp = course_model.blocks[0].mlp
+    X = torch.nn.functional.layer_norm(torch.randn(16, COURSE_CONFIG.d) * 0.02, (COURSE_CONFIG.d,))
+    for wrong in (without_biases(mlp), with_tanh_gelu(mlp)):
+        assert definition_error(wrong, mlp, X) <= 1e-5
+
+
+def test_mlp_by_rows_refuses_a_batch(mlp):
+    with pytest.raises(ValueError, match=r"X must be one sequence of shape \(T, d\) with d = 16"):
+        mlp_by_rows(mlp, torch.randn(1, 4, 16))

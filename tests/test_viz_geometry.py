@@ -210,3 +210,20 @@ def test_the_front_ends_layer_norm_is_gptlibs_on_many_points(tmp_path):
         for key in ("u", "projection", "normalized", "image"):
             torch.testing.assert_close(torch.tensor(drawn[key], dtype=torch.float64), expected[key],
                                        atol=1e-12, rtol=1e-12, msg=f"{key} for {case}")
+
+
+def test_the_gained_circle_figure_draws_the_ellipse_and_the_outputs_on_it():
+    gamma = torch.tensor([2.0, 1.0, 0.5], dtype=torch.float64)
+    beta = torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64)
+    u = torch.randn(40, 3, dtype=torch.float64)
+    fig = viz_geometry.gained_circle_figure(gamma, beta, u)
+    a, b = geometry.gained_sphere(gamma, beta).semi_axes.tolist()
+    assert f"semi-axes {a:.2f} and {b:.2f}" in fig.get_label() and "40 LayerNorm outputs" in fig.get_label()
+    flat = fig.axes[1]
+    ellipse = next(line for line in flat.lines if line.get_label().startswith("ellipse"))
+    x, y = (torch.as_tensor(v, dtype=torch.float64) for v in ellipse.get_data())
+    assert float(((x / a) ** 2 + (y / b) ** 2 - 1).abs().max()) < 1e-9  # drawn with the computed semi-axes
+    dots = [line for line in flat.lines if line.get_marker() == "o"]
+    assert len(dots) == 1 and len(dots[0].get_xdata()) == 40
+    x, y = (torch.as_tensor(v, dtype=torch.float64) for v in dots[0].get_data())
+    assert float(((x / a) ** 2 + (y / b) ** 2 - 1).abs().max()) < 1e-9  # every output on the ellipse

@@ -4,6 +4,7 @@
     sphere_figure(scene, tilt, turn)       that picture, seen from a view about the all-ones axis, in 2-D
     LayerNormSphere()                      the explorer: drawn in the page (js/sphere.js), scene + message in the kernel
     norm_against_sigma_figure(...)         Remark 4.3: ||LN(u)|| against sigma(u) for several eps
+    gained_circle_figure(gamma, beta, u)   Remark 4.3: a coordinatewise gamma turns the d = 3 circle into an ellipse
 """
 
 from __future__ import annotations
@@ -289,4 +290,45 @@ def norm_against_sigma_figure(d: int, sigmas: torch.Tensor, eps_values) -> Figur
     fig.set_label(f"||LN(u)|| against sigma(u) from {smallest.item():.0e} to {sigmas.max().item():.0e} (log axis), d = {d}, "
                   f"one curve per eps, the line sqrt(d) = {math.sqrt(d):.2f}; at sigma(u) = {smallest.item():.0e} "
                   f"||LN(u)|| is {at_smallest}.")
+    return fig
+
+
+def gained_circle_figure(gamma: torch.Tensor, beta: torch.Tensor, u: torch.Tensor) -> Figure:
+    """Remark 4.3 for d = 3: the circle of Proposition 4.2 and its image under y = gamma * v + beta, an
+    ellipse (geometry.gained_sphere), with the LayerNorm outputs gamma * LN(u) + beta of the rows of u (n, 3).
+    Left: both seen straight down the all-ones axis; right: each in its own plane, along its own axes."""
+    image = geometry.gained_sphere(gamma, beta)
+    circle = geometry.gained_sphere(torch.ones(D, dtype=torch.float64))
+    outputs = geometry.layer_norm(u, gamma, beta)  # (n, 3), eps = 0
+    angles = torch.linspace(0, 2 * math.pi, 200, dtype=torch.float64)
+    unit = torch.stack([torch.cos(angles), torch.sin(angles)], dim=1)  # (200, 2)
+
+    def curve(shape):  # (200, 3): the points of an image, in R^3
+        return shape.beta + (unit * shape.semi_axes) @ shape.axes
+
+    fig = Figure(figsize=(10, 4.6))
+    down, flat = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    screen = view_basis(*VIEWS["down the all-ones axis"])  # (2, 3): the circle is round, the ellipse stays one
+    for points, style in ((curve(circle), dict(color=COLOURS["circle"], lw=1.8, label="gamma = 1, beta = 0: circle in 1-perp")),
+                          (curve(image), dict(color=COLOURS["image"], lw=1.8, ls="--", label="gamma * v + beta: ellipse"))):
+        down.plot(*(points @ screen.T).T.numpy(), **style)
+    down.plot(*(outputs @ screen.T).T.numpy(), "o", color=COLOURS["image"], ms=3, label="gamma * LN(u) + beta")
+    down.set_title("seen down the all-ones axis", fontsize=10)
+    for shape, colour, name in ((circle, COLOURS["circle"], "circle"), (image, COLOURS["image"], "ellipse")):
+        a, b = shape.semi_axes.tolist()
+        flat.plot(a * unit[:, 0].numpy(), b * unit[:, 1].numpy(), color=colour, lw=1.8,
+                  ls="-" if name == "circle" else "--", label=f"{name}: semi-axes {a:.2f}, {b:.2f}")
+    along = (outputs - image.beta) @ image.axes.T  # (n, 2): the outputs in the ellipse's own axes
+    flat.plot(*along.T.numpy(), "o", color=COLOURS["image"], ms=3)
+    flat.set_title("each in its own plane, along its own axes", fontsize=10)
+    for ax in (down, flat):
+        ax.set_aspect("equal")
+        ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, -0.42))
+    fig.tight_layout()
+    g, c = ", ".join(f"{x:g}" for x in gamma.tolist()), ", ".join(f"{x:g}" for x in beta.tolist())
+    a, b = image.semi_axes.tolist()
+    fig.set_label(f"Remark 4.3 for d = 3: the circle of radius sqrt(3) = {math.sqrt(D):.2f} in the plane orthogonal to the "
+                  f"all-ones direction, and its image under gamma = ({g}), beta = ({c}): an ellipse centred at beta with "
+                  f"semi-axes {a:.2f} and {b:.2f}, with {len(outputs)} LayerNorm outputs gamma * LN(u) + beta on it; "
+                  "left seen down the all-ones axis, right each curve in its own plane.")
     return fig
