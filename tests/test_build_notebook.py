@@ -1,8 +1,18 @@
 """Notebook 09 as committed: every build step's stub is untouched, so each checker reads "not attempted yet",
 the cells that use the learner's whole model skip with the same words, and nothing trains."""
 
+import contextlib
+import io
+import math
 import re
+from pathlib import Path
 
+import pytest
+import torch
+from torch import nn
+
+from gptlib import exercises
+from gptlib.exercises import build, hints
 from tests.support.notebook_files import cells, notebook, texts
 
 CHECKS = ["build.check_layer_norm_module(LayerNorm)", "build.check_attention_head(AttentionHead)",
@@ -28,3 +38,88 @@ def test_the_training_cell_skips_and_says_why():
     cell = next(c for c in nb if c.cell_type == "code" and "train_on_shakespeare(mine)" in c.source)
     shown = [text for output in cell.outputs for text in texts(output)]
     assert shown and all("not attempted yet" in text for text in shown)
+
+
+def _setup_namespace() -> dict:
+    """What a learner's code in 09 can use: the names the notebook's first code cell defines."""
+    setup = next(c for c in cells(notebook("09")) if c.cell_type == "code")
+    namespace = {}
+    exec(compile(setup.source, "09 set-up cell", "exec"), namespace)
+    return namespace
+
+
+def _printed(function, *args) -> str:
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        function(*args)
+    return out.getvalue()
+
+
+def _learners_tensors(step: str, ns: dict) -> dict:
+    """The learner's own names that a step's hints write code about, with tensors of the right shapes."""
+    B, T, d, H, d_ff, V, L = 2, 5, 16, 2, 64, 13, 2
+    d_head = d // H
+    X = torch.randn(B, T, d)
+    names = {"B": B, "T": T, "d": d, "H": H, "d_ff": d_ff, "L": L, "d_head": d_head, "X": X}
+    names.update({
+        "layer_norm": lambda: {"x": X, "gamma": torch.ones(d), "beta": torch.zeros(d), "eps": 1e-5,
+                               "centred": X - X.mean(-1, keepdim=True), "variance": X.var(-1, unbiased=False, keepdim=True)},
+        "attention_head": lambda: {name: torch.randn(d, d_head) for name in ("W_Q", "W_K", "W_V")},
+        "multi_head_attention": lambda: {"heads": [ns["AttentionHead"](d, d_head) for _ in range(H)],
+                                         "heads_out": torch.randn(B, H, T, d_head)},
+        "mlp": lambda: {"W_1": torch.randn(d, d_ff), "b_1": torch.zeros(d_ff), "t": torch.randn(B, T, d_ff)},
+        "block": lambda: {"self": ns["Block"](d, H, d_ff)},
+        "gpt": lambda: {"E": torch.randn(V, d), "P": torch.randn(8, d), "idx": torch.randint(V, (B, T)),
+                        "ln_f": ns["LayerNorm"](d), "W_U": torch.randn(d, V)},
+        "init": lambda: {"W": nn.Parameter(torch.empty(d, d)), "gamma": nn.Parameter(torch.empty(d)),
+                         "b": nn.Parameter(torch.empty(d))},
+    }[step]())
+    return names
+
+
+def test_every_hint_and_solution_runs_as_printed_in_the_notebook():
+    """Each build step's solution, as show_solution prints it, pasted into 09's set-up namespace in order,
+    defines what the step's checker then passes; each piece of code a hint prints (between backquotes),
+    pasted there beside the learner's tensors, runs."""
+    ns = _setup_namespace()
+    for step, check in zip(hints.BUILD_HINTS, CHECKS):
+        exec(compile(_printed(exercises.show_solution, step), f"show_solution({step!r})", "exec"), ns)
+        assert eval(check, ns), check
+        scratch = {**ns, **_learners_tensors(step, ns)}
+        for level in range(1, len(hints.BUILD_HINTS[step]) + 1):
+            printed = _printed(exercises.hint, step, level)
+            pieces = re.findall(r"`([^`]+)`", printed)
+            assert pieces, printed
+            for piece in pieces:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    exec(compile(piece, f"hint({step!r}, {level})", "exec"), scratch)  # NameError if 09 lacks an import
+
+
+def test_the_notebook_states_the_build_checkers_tolerance():
+    """09's closing and the README say the same tolerance as the build checkers use."""
+    mantissa, exponent = f"{build.TOL:.0e}".split("e")  # 2e-05: "2", "-05"
+    closing = next(c.source for c in cells(notebook("09")) if c.source.startswith("## What you saw"))
+    assert f"{mantissa}\\cdot10^{{{int(exponent)}}}\\,(1 + \\max|\\text{{output}}|)" in closing
+    assert "exactly" not in closing
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert f"to within {mantissa}e{int(exponent)} x (1 + max |output|)" in readme
+
+
+def test_step_7_conventions_are_gpt_2s_as_transformers_initializes_it():
+    """N(0, 0.02^2) for every matrix and both embeddings, gains 1, biases 0 are GPT-2's conventions (Hugging
+    Face's GPT2 initialization), and its residual projections get 0.02 / sqrt(2L), as Step 7 says."""
+    transformers = pytest.importorskip("transformers")
+    L = 3
+    torch.manual_seed(0)
+    gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=65, n_positions=64, n_embd=128, n_layer=L,
+                                                                 n_head=4))
+    stds = {name: p.std().item() for name, p in gpt2.named_parameters() if p.dim() == 2 and "lm_head" not in name}
+    residual = {name for name in stds if name.endswith("c_proj.weight")}  # attention's W_O and the MLP's W_2
+    assert len(residual) == 2 * L
+    for name, std in stds.items():
+        expected = 0.02 / math.sqrt(2 * L) if name in residual else 0.02
+        assert abs(std / expected - 1) < 0.1, (name, std, expected)
+    for name, p in gpt2.named_parameters():
+        if p.dim() == 1:
+            assert torch.all(p == (1.0 if ".ln_" in name + "." and name.endswith("weight") else 0.0)), name
+    step_7 = next(c.source for c in cells(notebook("09")) if c.source.startswith("## Step 7"))
+    assert "GPT-2's conventions" in step_7 and "N(0, 0.02^2)" in step_7 and "0.02/\\sqrt{2L}" in step_7

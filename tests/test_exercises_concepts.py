@@ -63,11 +63,14 @@ def _block_count(d: int):
     return 12 * d * d + 10 * d, [matrices, _numel(block.parameters()) - norms, _numel(block.attn.parameters())]
 
 
-def _layer_norm_image(d: int):
-    """Question 4.3: Proposition 4.2's sphere in 1-perp; the mistakes: 1-perp's dimension (the centring
-    matrix's rank) and d."""
+def _rms_norm_image(d: int):
+    """Question 4.3: RMSNorm's image is the sphere of radius sqrt(d) in R^d, whose tangent space at u is
+    the complement of u (the rank of I - u u^T / |u|^2); the mistakes: LayerNorm's sphere in 1-perp (one
+    fewer than the centring matrix's rank) and d."""
+    u = torch.randn(d, dtype=torch.float64)
+    tangent = torch.eye(d, dtype=torch.float64) - torch.outer(u, u) / u.dot(u)
     centring = torch.eye(d, dtype=torch.float64) - 1 / d
-    return d - 2, [int(torch.linalg.matrix_rank(centring)), d]
+    return int(torch.linalg.matrix_rank(tangent)), [int(torch.linalg.matrix_rank(centring)) - 1, d]
 
 
 def _mlp_count(d: int):
@@ -97,7 +100,7 @@ def _crossover(d: int):
 REBUILT = [
     ("6.3", concepts.masked_pairs_question, _pairs, lambda n, T: [f"= {n:,} for T = {T}"], {"T": 7}),
     ("5.3", concepts.block_question, _block_count, lambda n, d: [f"= {n:,} for d = {d}"], {"d": 64}),
-    ("4.3", concepts.layer_norm_image_question, _layer_norm_image, lambda n, d: [f"d - 2 = {n:,} for d = {d}"], {"d": 20}),
+    ("4.3", concepts.rms_norm_image_question, _rms_norm_image, lambda n, d: [f"d - 1 = {n:,} for d = {d}"], {"d": 12}),
     ("2.3", concepts.mlp_question, _mlp_count, lambda n, d: [f"= {n:,} for d = {d}"], {"d": 32}),
     ("1.5", concepts.score_rank_question, _score_rank,
      lambda n, d, H, T: [f"d_head = d/H = {d // H} dimensions", f"min(T, d_head) = {n}"], {"d": 96, "H": 6, "T": 32}),
@@ -177,3 +180,78 @@ def test_each_notebook_asks_its_questions_above_an_unanswered_check(number):
         if isinstance(spec, concepts.Choice):
             assert re.findall(r"^\(([a-z])\) ", markdown, re.M) == spec.letters()
         assert shown and all("not attempted yet" in text for text in shown)
+
+
+def _options() -> dict[str, dict[str, str]]:
+    """{choice question id: {letter: the option's text as its notebook's Markdown asks it}}."""
+    options = {}
+    for number in ASKED_IN:
+        for question, (markdown, _) in _asked(number).items():
+            if isinstance(concepts.QUESTIONS[question], concepts.Choice):
+                options[question] = dict(re.findall(r"^\(([a-z])\) (.*?)\s*$", markdown, re.M))
+    return options
+
+
+def _shown_length(option: str) -> int:
+    """About how many characters an option shows once its LaTeX is rendered: $\\mathbb R^{d_{\\text{head}}}$
+    counts as R d head, a symbol (\\partial, \\top) as one character, and markup as none."""
+    shown = re.sub(r"\\(operatorname|text|mathrm|mathbf|mathbb|tfrac|,|\s)", "", option)
+    shown = re.sub(r"\\[A-Za-z]+", "x", shown)
+    return len(re.sub(r"[${}^_*]", "", shown))
+
+
+def test_guessing_by_position_or_length_scores_what_chance_scores():
+    """Over all choice questions, always answering the same place (a, b, c, d or the last option) or the
+    longest or shortest option is right about as often as a random guess: within one question of it."""
+    options = _options()
+    assert sorted(options) == sorted(q for q, _ in CHOICES)
+    chance = sum(1 / len(letters) for letters in options.values())  # expected score of a uniform guess
+    right = {q: concepts.QUESTIONS[q].answer for q in options}
+
+    def score(pick) -> float:  # pick(options of one question) -> the letters it picks, one of them at random
+        return sum((right[q] in picks) / len(picks) for q, picks in ((q, pick(o)) for q, o in options.items()) if picks)
+
+    for letter in "abcd":
+        by_letter = score(lambda o, letter=letter: [letter] if letter in o else [])
+        assert abs(by_letter - sum(1 / len(o) for o in options.values() if letter in o)) <= 1, (letter, by_letter)
+    assert abs(score(lambda o: [max(o)]) - chance) <= 1  # the last letter
+    for extreme in (max, min):
+        def picks(o, extreme=extreme):
+            best = extreme(_shown_length(text) for text in o.values())
+            return [letter for letter, text in o.items() if _shown_length(text) == best]
+
+        assert abs(score(picks) - chance) <= 1, (extreme.__name__, score(picks), chance)
+
+
+def test_question_1_6_parameters_stay_and_scores_grow_with_the_heads():
+    """At d = 96, 2 heads and 6 heads: the same parameter count, and three times as many scores S^h_ts."""
+    counts, scores = [], []
+    for H in (2, 6):
+        attn = GPT(GPTConfig(V=5, T_max=8, d=96, H=H, L=1)).blocks[0].attn
+        q, k, _ = attn.qkv(torch.randn(1, 8, 96))
+        counts.append(_numel(attn.parameters()))
+        scores.append(attn.attention_matrices(q, k).numel())  # (1, H, T, T)
+    assert counts[0] == counts[1] and scores[1] == 3 * scores[0]
+    assert "three times as many" in concepts.QUESTIONS["1.6"].why and concepts.QUESTIONS["1.6"].answer == "b"
+
+
+def test_question_7_2_a_step_with_frozen_weights_costs_about_two_forward_passes():
+    """FlopCounterMode on the course model (meta device): with every weight frozen and the gradient taken
+    only at X^(0), forward + backward is about twice the forward pass (a little more: attention's own
+    products still need both gradients), not three times."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.device("meta"):
+        model = GPT(COURSE_CONFIG).requires_grad_(False)
+        X0 = torch.randn(4, 64, COURSE_CONFIG.d, requires_grad=True)  # (B, T, d)
+    counted = []
+    for backward in (False, True):
+        counter = FlopCounterMode(display=False)
+        with counter:
+            Z = model.forward_from_embeddings(X0, explicit=True)  # (B, T, V)
+            if backward:
+                Z.sum().backward()
+        counted.append(counter.get_total_flops())
+    ratio = counted[1] / counted[0]
+    assert 2 < ratio < 2.2, ratio
+    assert "a little over two forward passes" in concepts.QUESTIONS["7.2"].why

@@ -1,10 +1,14 @@
 """Exercise 7: the post-norm block Jacobian and the statement of where it departs from I + DF."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
 
+from gptlib import jacobians
 from gptlib.exercises import check_post_norm_jacobian, check_post_norm_statement, solutions, statements
+from gptlib.exercises.jacobian import example
 from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -70,7 +74,7 @@ def test_feature_major_flattening_is_named():
 
 def test_wrong_statements_are_answered_and_junk_refused():
     for letter, message in (("a", "multiplies the whole of I + DF"), ("c", "still there"), ("d", "not a constant"),
-                            ("e", "how a pre-norm block factors")):
+                            ("e", "reverses each branch")):
         r = check_post_norm_statement(letter)
         assert r.status == FAILED and message in r.message
     for junk in ("f", "(b) but also (c)", 2):
@@ -177,3 +181,28 @@ def test_forward_mode_passes_on_the_explicit_path_and_through_the_fused_kernel_i
 
     r = check_post_norm_jacobian(lambda block, X: torch.func.jacfwd(lambda x: fused(block, x[None])[0])(X))
     assert r.status == ERROR and "raised NotImplementedError: Trying to use forward AD" in r.message
+
+
+def test_statement_e_is_told_the_pre_norm_factorization_that_autograd_measures():
+    """(e)'s verdict writes the pre-norm block's factorization; the formula it prints, with each factor
+    by autograd at its own point, equals the pre-norm block's Jacobian, and (e)'s order does not."""
+    r = check_post_norm_statement("e")
+    assert r.status == FAILED
+    branches = re.search(r"J = \(I \+ (\w+) (\w+)\)\(I \+ (\w+) (\w+)\)", r.message)
+    assert branches, r.message
+    block, X = example()
+    T, d = X.shape
+    I = torch.eye(T * d, dtype=X.dtype)
+
+    def D(f, at):
+        return torch.autograd.functional.jacobian(lambda x: f(x.reshape(1, T, d)).reshape(-1), at.reshape(-1))
+
+    Z = X[None]
+    Y = Z + block.attn(block.ln_1(Z))  # pre-norm: X + MHA(LN_1(X)), then Y + MLP(LN_2(Y))
+    factor = {"DLN_1": D(block.ln_1, Z), "DMHA": D(block.attn, block.ln_1(Z)),
+              "DLN_2": D(block.ln_2, Y), "DMLP": D(block.mlp, block.ln_2(Y))}
+    a, b, c, e = (factor[name] for name in branches.groups())
+    pre_norm = jacobians.block_jacobian(block, X).detach()
+    assert torch.allclose((I + a @ b) @ (I + c @ e), pre_norm, atol=1e-10)
+    reversed_each = (I + factor["DLN_2"] @ factor["DMLP"]) @ (I + factor["DLN_1"] @ factor["DMHA"])  # (e) as written
+    assert (reversed_each - pre_norm).abs().max() > 1e-2

@@ -5,8 +5,11 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
+from matplotlib.colors import LogNorm  # noqa: E402
+
 from gptlib import COURSE_CONFIG, cost  # noqa: E402
 from gptlib.viz.cost import cost_vs_T_figure, six_n_rule_error_figure  # noqa: E402
+from tests.support import notebook_files  # noqa: E402
 
 
 def test_cost_vs_T_draws_each_component_the_crossover_and_the_times():
@@ -26,12 +29,38 @@ def test_cost_vs_T_draws_each_component_the_crossover_and_the_times():
     assert "against T from 64 to 1024" in fig.get_label() and "at T = 1024 the largest is scores." in fig.get_label()
 
 
-def test_six_n_rule_heatmap_holds_the_errors_in_percent():
+def test_six_n_rule_heatmap_holds_the_errors_in_percent_on_a_log_scale_with_three_contours():
     T_values, d_values = [64, 512, 4096], [64, 256]
-    errors = [[0.01, 0.1, 0.5], [0.005, 0.05, 0.3]]  # rows d, columns T
+    errors = [[0.01, 0.1, 0.5], [0.005, 0.05, 1.5]]  # rows d, columns T
     fig = six_n_rule_error_figure(T_values, d_values, errors)
     ax = fig.axes[0]
-    np.testing.assert_allclose(np.asarray(ax.collections[0].get_array()).reshape(2, 3), 100 * np.array(errors))
+    mesh, lines = ax.collections[0], ax.collections[1]
+    np.testing.assert_allclose(np.asarray(mesh.get_array()).reshape(2, 3), 100 * np.array(errors))
+    assert isinstance(mesh.norm, LogNorm) and (mesh.norm.vmin, mesh.norm.vmax) == (0.5, 150.0)
+    np.testing.assert_allclose(lines.levels, [0.05, 0.2, 1.0])
+    assert sorted(text.get_text() for text in ax.texts) == ["100%", "20%", "5%"]  # each contour labelled
     assert [label.get_text() for label in ax.get_xticklabels()] == ["64", "512", "4096"]
     assert [label.get_text() for label in ax.get_yticklabels()] == ["64", "256"]
-    assert fig.get_label().endswith("from 0% to 50%, above 20% (cyan contour) in 2 of 6 cells.")  # 0.5 and 0.3
+    assert fig.get_label().endswith("from 0.5% to 150%; within 5% in 2 of 6 cells (d = 64 up to T = 64; "
+                                    "d = 256 up to T = 64), above 20% in 2, above 100% in 1.")
+    with pytest.raises(ValueError, match="must be positive for the log colour scale"):
+        six_n_rule_error_figure(T_values, d_values, [[0.0, 0.1, 0.5], [0.005, 0.05, 1.5]])
+
+
+def _corner(ax, row: int, column: int) -> str:
+    """Where cell (row, column) of a heatmap is drawn: 'upper left', 'lower right', ..."""
+    x, y = ax.transData.transform((column, row))
+    (x0, y0), (x1, y1) = ax.transAxes.transform((0, 0)), ax.transAxes.transform((1, 1))
+    return f"{'upper' if y > (y0 + y1) / 2 else 'lower'} {'right' if x > (x0 + x1) / 2 else 'left'}"
+
+
+def test_notebook_07_names_the_corners_of_figure_7_2_where_they_are_drawn():
+    """07's grid: the rule's best cell sits at the upper left and its worst at the lower right, as 07 says."""
+    T_grid, d_grid = [32, 64, 128, 256, 512, 1024, 2048, 4096], [64, 128, 1024]  # notebook 07's grid
+    errors = np.array([[cost.six_n_rule_error(COURSE_CONFIG.replace(d=d, T_max=T), T) for T in T_grid] for d in d_grid])
+    ax = six_n_rule_error_figure(T_grid, d_grid, errors.tolist()).axes[0]
+    best, worst = (np.unravel_index(pick(errors), errors.shape) for pick in (np.argmin, np.argmax))
+    assert (_corner(ax, *best), _corner(ax, *worst)) == ("upper left", "lower right")
+    text = "\n".join(cell.source for cell in notebook_files.cells(notebook_files.notebook("07")))
+    assert "the upper left of Figure 7.2" in text and "lower right" in text
+    assert "in the lower right of Figure 7.2" not in text.replace("\n", " ")

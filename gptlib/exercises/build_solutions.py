@@ -1,7 +1,8 @@
 """Reference solutions of the build track (notebook 09): the course GPT written in plain torch, one
-class per step, in the lecture's order. A learner sees one only by asking, `show_solution("mlp")`.
-Written the way a learner would (explicit attention matrices, LayerNorm as a formula, no fused
-kernels); the tests run each through its checker and train the whole model (benchmarks/build_track.py).
+class per step, in the order the block needs them (LayerNorm first, though the lecture defines it in
+Section 4). A learner sees one only by asking, `show_solution("mlp")`. Written the way a learner
+would (explicit attention matrices, LayerNorm as a formula, no fused kernels); the tests run each
+through its checker and train the whole model (benchmarks/build_track.py).
 """
 
 from __future__ import annotations
@@ -112,8 +113,9 @@ class GPT(nn.Module):
 
 @torch.no_grad()
 def init_weights(model: GPT, std: float = 0.02) -> GPT:
-    """Project aside 5.2: every weight matrix, E and P from N(0, std^2); gains 1, biases 0; the
-    output projection of each branch (W_O and W_2, which write into the residual stream) std / sqrt(2L)."""
+    """GPT-2's conventions, which the lecture does not state: every weight matrix, E and P from N(0, std^2),
+    std = 0.02; gains 1, biases 0. Project aside 5.2's one rule on top: the output projection of each branch
+    (W_O and W_2, which write into the residual stream) gets std / sqrt(2L)."""
     L = len(model.blocks)
     for block in model.blocks:
         for head in block.attn.heads:

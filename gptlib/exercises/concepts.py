@@ -75,11 +75,11 @@ def _mlp_parameters(d: int) -> int:
     return sum(p.numel() for p in GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1)).blocks[0].mlp.parameters())
 
 
-def _layer_norm_image_dimension(d: int) -> int:
-    """Rank of LN's Jacobian (eps = 0) at a random u: the dimension of LayerNorm's image."""
+def _rms_norm_image_dimension(d: int) -> int:
+    """Rank of RMSNorm's Jacobian (eps = 0, gamma = 1) at a random u: the dimension of RMSNorm's image."""
     with seeded(0):
-        u = torch.randn(d, dtype=torch.float64)
-    return circuits.numerical_rank(geometry.layer_norm_jacobian(u, 0.0)).rank
+        u = torch.randn(1, d, dtype=torch.float64)  # one row
+    return circuits.numerical_rank(jacobians.jacobian_of(geometry.rms_norm, u)).rank
 
 
 def _block_parameters(d: int) -> int:
@@ -116,16 +116,18 @@ def block_question(d: int) -> Number:
     )
 
 
-def layer_norm_image_question(d: int) -> Number:
-    """Question 4.3: the dimension of LayerNorm's image at width d (eps = 0, gamma = 1, beta = 0)."""
+def rms_norm_image_question(d: int) -> Number:
+    """Question 4.3: the dimension of RMSNorm's image at width d (eps = 0, gamma = 1)."""
     return Number(
         {"d": d},
-        lambda: _layer_norm_image_dimension(d),
-        lambda n: f"the image is the sphere of radius sqrt(d) inside the (d - 1)-dimensional hyperplane 1-perp: "
-        f"d - 2 = {n:,} for d = {d}.",
+        lambda: _rms_norm_image_dimension(d),
+        lambda n: f"RMSNorm keeps only the radial move: its image is the whole sphere of radius sqrt(d) in R^d, "
+        f"d - 1 = {n:,} for d = {d}.",
         {
-            "that is the dimension of the hyperplane 1-perp: the sphere inside it has one fewer": lambda: d - 1,
-            "that is d: centring already removes the direction of 1": lambda: d,
+            "that is LayerNorm's image, a sphere inside 1-perp: RMSNorm does not centre, so its sphere lies in all "
+            "of R^d": lambda: d - 2,
+            "that is d: the radial move leaves a sphere, which has one dimension fewer than the space around it":
+                lambda: d,
         },
     )
 
@@ -221,11 +223,11 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "6.3": masked_pairs_question(T=10),
     "5.1": Choice(
-        "b",
+        "c",
         "Theorem 5.2's convention: no bias on W_Q, W_K, W_V or W_U; biases on W_O, W_1 and W_2.",
         {
             "a": "the output projection carries a bias b_O (the 4d^2 + d of attention)",
-            "c": "the MLP's W_1 carries a bias b_1 of d_ff entries",
+            "b": "the MLP's W_1 carries a bias b_1 of d_ff entries",
         },
     ),
     "5.2": Choice(
@@ -251,17 +253,18 @@ QUESTIONS: dict[str, Choice | Number] = {
         "a",
         "RMSNorm divides by the root mean square without centring first, so its output need not sum to zero.",
         {
-            "b": "RMSNorm keeps the radial rescaling (that is all it does); it is the centring it drops",
+            "b": "RMSNorm keeps the radial rescaling (that is all it does): its outputs all have length sqrt(d); it is "
+            "the centring it drops",
             "c": "they agree only on inputs that are already centred, as the Aside 4.4 cells showed",
         },
     ),
-    "4.3": layer_norm_image_question(d=128),
+    "4.3": rms_norm_image_question(d=20),
     "2.1": Choice(
-        "b",
+        "c",
         "only attention mixes rows; the MLP, LayerNorm and the residual additions act on each position alone.",
         {
             "a": "the MLP applies the same map to each row separately: permuting positions permutes its output",
-            "c": "the MLP passed both position-wise tests above; attention failed them",
+            "b": "the MLP passed both position-wise tests above; attention failed them",
         },
     ),
     "2.2": Choice(
@@ -278,27 +281,27 @@ QUESTIONS: dict[str, Choice | Number] = {
         "W_OV^h = W_V^h W_O^h maps R^d into R^d_head and back: every output is a combination of the d_head rows of "
         "W_O^h, and the rank of a product is at most its inner dimension.",
         {
-            "b": "W_V^h has d rows, so that alone would allow rank up to d; what limits the rank is the inner "
-            "dimension d_head that the product passes through",
+            "b": "W_OV^h = W_V^h W_O^h is d x d, with d rows; what limits its rank is the inner dimension d_head that "
+            "the product passes through",
             "c": "the softmax acts on the scores, not on W_OV^h: the bound is a property of the weights alone",
         },
     ),
     "1.2": Choice(
-        "b",
+        "d",
         "W_Q R (W_K R^-T)^T = W_Q R R^-1 W_K^T = W_QK: the inverse transpose undoes R exactly.",
         {
             "a": "W_Q R (W_K R)^T = W_Q R R^T W_K^T, which equals W_QK only when R is orthogonal",
-            "c": "W_Q R (W_K R^-1)^T = W_Q R R^-T W_K^T, which equals W_QK only when R R^-T = I, i.e. R symmetric",
-            "d": "R W_Q is not even defined for R of size d_head x d_head: W_Q has d rows",
+            "b": "W_Q R (W_K R^-1)^T = W_Q R R^-T W_K^T, which equals W_QK only when R R^-T = I, i.e. R symmetric",
+            "c": "R W_Q is not even defined for R of size d_head x d_head: W_Q has d rows",
         },
     ),
     "1.3": Choice(
-        "a",
+        "c",
         "when W_Q' W_K'^T = W_Q W_K^T has rank d_head, both W_Q and W_Q' have that matrix's column space, so "
         "W_Q' = W_Q R with R invertible, and then W_K' = W_K R^-T: the R-family is all there is.",
         {
-            "b": "W_Q' must have the column space of W_QK (rank d_head), so it is tied to W_Q by an invertible R",
-            "c": "orthogonality plays no part: any invertible R works, and only those do",
+            "a": "W_Q' must have the column space of W_QK (rank d_head), so it is tied to W_Q by an invertible R",
+            "b": "orthogonality plays no part: any invertible R works, and only those do",
         },
     ),
     "1.4": Choice(
@@ -314,11 +317,12 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "1.5": score_rank_question(d=128, H=8, T=64),
     "1.6": Choice(
-        "a",
-        "3 H d (d/H) + d^2 + d = 4 d^2 + d for every H that divides d: the budget is the same, its structure changes.",
+        "b",
+        "3 H d (d/H) + d^2 + d = 4 d^2 + d for every H that divides d, while each head forms its own T x T score "
+        "matrix: H T^2 entries, so three times as many heads form three times as many scores.",
         {
-            "b": "each head is narrower, but there are H of them: H d (d/H) = d^2 per projection, as for one wide head",
-            "c": "more heads do not mean more parameters: the width of each shrinks by the same factor H",
+            "a": "each head is narrower, but there are more of them: H d (d/H) = d^2 per projection whatever H is",
+            "c": "the parameters stay, but each head forms its own T x T score matrix: H T^2 entries in all",
         },
     ),
     "3.1": Choice(
@@ -331,38 +335,40 @@ QUESTIONS: dict[str, Choice | Number] = {
         },
     ),
     "3.2": Choice(
-        "a",
+        "c",
         "in pre-norm the vector rides the identity path; the LayerNorms only see copies of the stream on the branches.",
         {
-            "b": "the LayerNorm renormalizes X + w as a whole and shrinks w with it: about 1/sqrt(2) of it survives "
+            "a": "the LayerNorm renormalizes X + w as a whole and shrinks w with it: about 1/sqrt(2) of it survives "
             "the first post-norm block",
-            "c": "the additions are there in both, but in post-norm each one is followed by a LayerNorm that rescales "
+            "b": "the additions are there in both, but in post-norm each one is followed by a LayerNorm that rescales "
             "what was added",
         },
     ),
-    "3.3": post_norm_question(T=8),
+    "3.3": post_norm_question(T=5),
     "7.1": Choice(
-        "b",
+        "c",
         "per token the projections and the MLP cost the same at every T, while each token's query meets T keys "
         "and T values: attention's 4 L T d per token doubles with T.",
         {
             "a": "the projections and the MLP multiply each token by the same weights whatever T is: "
             "their cost per token does not move",
-            "c": "only attention's part depends on T, and only linearly per token (quadratically per sequence)",
+            "b": "only attention's part depends on T, and only linearly per token (quadratically per sequence)",
         },
     ),
     "7.2": Choice(
-        "c",
-        "for every forward product Y = X W the backward pass forms dL/dX = dL/dY W^T and dL/dW = X^T dL/dY, "
-        "two products of the same size: 4 FLOPs per weight per token against the forward pass's 2.",
+        "a",
+        "for each product Y = X W the backward pass still forms dL/dX = dL/dY W^T, a product of the forward one's "
+        "size, and skips only dL/dW = X^T dL/dY: 2 + 2 FLOPs per weight per token. Attention's own products, whose "
+        "operands are both activations, still need both gradients, so a step costs a little over two forward passes.",
         {
-            "a": "nothing is recomputed in an ordinary backward pass: the forward activations are stored",
-            "b": "the elementwise work (softmax, GELU) is not counted at all: it is O(T d), not a matrix product",
+            "b": "the second backward product of each Y = X W, dL/dW = X^T dL/dY, is exactly what freezing the "
+            "weights skips",
+            "c": "dL/dX = dL/dY W^T is a product as large as the forward one, and the backward pass needs it at "
+            "every layer to reach X^(0)",
         },
     ),
     "7.3": crossover_question(d=1024),
 }
-
 
 def _question(question: str) -> Choice | Number:
     if question not in QUESTIONS:

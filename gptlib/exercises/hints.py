@@ -64,47 +64,60 @@ HINTS = {
 
 
 # The build track of notebook 09, one step per piece of the GPT (gptlib.exercises.build checks them).
+# The code between backquotes runs as printed in 09, whose first cell imports torch, nn, F and math
+# (tests/test_build_notebook.py pastes each piece there, with the learner's tensors named as here).
 BUILD_HINTS = {
     "layer_norm": (
-        "Work on the last dimension only: mean and variance of each row of d features (dim=-1, keepdim=True).",
-        "sigma^2 divides by d, not d - 1: x.var(-1, unbiased=False), or the mean of the squared centred row. "
-        "eps goes inside the square root.",
-        "gamma and beta are nn.Parameter(torch.ones(d)) and nn.Parameter(torch.zeros(d)); the output is "
-        "gamma * centred / sqrt(sigma^2 + eps) + beta.",
+        "Work on the last dimension only: each row of d features has its own mean, "
+        "`x.mean(dim=-1, keepdim=True)`, of shape (..., 1).",
+        "sigma^2 divides by d, not d - 1: `x.var(dim=-1, unbiased=False, keepdim=True)`, or the mean of the squared "
+        "centred row. eps goes inside the square root.",
+        "gamma and beta are `nn.Parameter(torch.ones(d))` and `nn.Parameter(torch.zeros(d))`; the output is "
+        "`gamma * centred / torch.sqrt(variance + eps) + beta`.",
     ),
     "attention_head": (
-        "Q = X W_Q, K = X W_K, V = X W_V, each (B, T, d_head); the scores S = Q K^T / sqrt(d_head) are (B, T, T).",
-        "The causal mask hides s > t: torch.ones(T, T, dtype=torch.bool).triu(diagonal=1) marks exactly those; "
-        "fill them with -inf BEFORE the softmax, and keep the diagonal (t sees itself).",
-        "softmax(dim=-1): each row t (a query) is a distribution over the keys s. Then return A @ V.",
+        "`Q, K, V = X @ W_Q, X @ W_K, X @ W_V`, each (B, T, d_head); the scores "
+        "`S = Q @ K.transpose(-2, -1) / math.sqrt(d_head)` are (B, T, T).",
+        "The causal mask hides s > t: `future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)` marks exactly "
+        "those; fill them with -inf BEFORE the softmax, and keep the diagonal (t sees itself).",
+        "`A = S.masked_fill(future, float('-inf')).softmax(dim=-1)`: each row t (a query) is a distribution over the "
+        "keys s. Then return `A @ V`.",
     ),
     "multi_head_attention": (
-        "H heads of width d_head = d / H, each with its own W_Q^h, W_K^h, W_V^h: an nn.ModuleList of your heads works.",
-        "Concatenate the head outputs along the features in head order, [C^1 | ... | C^H] (torch.cat(..., dim=-1)), "
-        "then multiply by W_O (d x d) and add b_O.",
-        "If you batch the heads as (B, H, T, d_head), transpose back to (B, T, H, d_head) before reshaping to (B, T, d).",
+        "H heads of width d_head = d / H, each with its own W_Q^h, W_K^h, W_V^h: "
+        "`nn.ModuleList(AttentionHead(d, d // H) for _ in range(H))` holds your heads.",
+        "Concatenate the head outputs along the features in head order, [C^1 | ... | C^H], "
+        "`C = torch.cat([head(X) for head in heads], dim=-1)`, then multiply by W_O (d x d) and add b_O.",
+        "If you batch the heads as (B, H, T, d_head), put them back side by side before W_O: "
+        "`heads_out.transpose(1, 2).reshape(B, T, d)`.",
     ),
     "mlp": (
-        "Two affine maps with GELU between: d -> d_ff -> d, with biases b_1 (d_ff) and b_2 (d).",
-        "GELU is t Phi(t) with Phi the normal CDF: 0.5 * t * (1 + erf(t / sqrt 2)), or F.gelu(t) (exact by default); "
-        "not approximate='tanh'.",
+        "Two affine maps with GELU between: d -> d_ff -> d, with biases b_1 (d_ff) and b_2 (d): "
+        "`hidden = X @ W_1 + b_1` is (B, T, d_ff).",
+        "GELU is t Phi(t) with Phi the normal CDF: `0.5 * t * (1 + torch.erf(t / math.sqrt(2)))`, or `F.gelu(t)` "
+        "(exact by default); not `F.gelu(t, approximate='tanh')`.",
     ),
     "block": (
-        "Pre-norm: the LayerNorm goes INSIDE each branch, on the branch's input; the residual stream itself is never normalized.",
-        "Y = X + attn(ln_1(X)); then X' = Y + mlp(ln_2(Y)): the MLP sees Y, after the attention's write.",
+        "Pre-norm: the LayerNorm goes INSIDE each branch, on the branch's input; the residual stream itself is never "
+        "normalized.",
+        "`Y = X + self.attn(self.ln_1(X))`; then `X_next = Y + self.mlp(self.ln_2(Y))`: the MLP sees Y, after the "
+        "attention's write.",
     ),
     "gpt": (
-        "X^(0) = E[idx] + P[:T]: row lookup for the tokens, the first T rows of P for the positions (broadcast over B).",
-        "Then the L blocks in order (nn.ModuleList), the final LayerNorm LN_f, and Z = LN_f(X) @ W_U with W_U (d, V).",
+        "X^(0) = E[x] + P[:T]: `X = E[idx] + P[:T]`, a row lookup for the tokens and the first T rows of P for the "
+        "positions (broadcast over B).",
+        "Then the L blocks in order, `nn.ModuleList(Block(d, H, d_ff) for _ in range(L))`, the final LayerNorm, and "
+        "`Z = ln_f(X) @ W_U` with W_U of shape (d, V).",
         "Return the logits Z themselves, shape (B, T, V): no softmax.",
     ),
     "init": (
-        "Every matrix, E and P from N(0, 0.02^2) (tensor.normal_(0, 0.02) under torch.no_grad()); gains 1, biases 0.",
+        "GPT-2's conventions: every matrix, E and P from N(0, 0.02^2), `with torch.no_grad(): W.normal_(0.0, 0.02)`; "
+        "gains 1, `gamma.data.fill_(1.0)`; biases 0, `b.data.zero_()`.",
         "Two writes per block go into the residual stream: W_O (attention) and W_2 (MLP). With L blocks there are 2L.",
-        "Give exactly those two std 0.02 / sqrt(2L): the variances of 2L independent writes add up to about 0.02^2.",
+        "Project aside 5.2: give exactly those two std `0.02 / math.sqrt(2 * L)`; the variances of 2L independent "
+        "writes then add up to about 0.02^2.",
     ),
 }
-
 
 def _check_exercise(n) -> None:
     if n not in HINTS and n not in BUILD_HINTS:
@@ -121,7 +134,8 @@ def hint(n: int | str, level: int = 1) -> None:
     hints = HINTS[n] if n in HINTS else BUILD_HINTS[n]
     if not isinstance(level, int) or not 1 <= level <= len(hints):
         raise ValueError(f"{_label(n)} has hint levels 1 to {len(hints)}, got {level!r}")
-    more = f" (more: hint({n!r}, {level + 1}))" if level < len(hints) else f" (last hint; the solution: show_solution({n!r}))"
+    more = (f" (more: `exercises.hint({n!r}, {level + 1})`)" if level < len(hints)
+            else f" (last hint; the solution: `exercises.show_solution({n!r})`)")
     print(f"{_label(n)}, hint {level} of {len(hints)}{more}:\n{hints[level - 1]}")
 
 

@@ -149,8 +149,10 @@ _VERDICTS = {
     "a": "no: the LayerNorm after the addition multiplies the whole of I + DF by its own Jacobian",
     "c": "no: the residual additions are still there, inside the LayerNorms; only the order changed",
     "d": "no: LayerNorm's Jacobian is not a constant: it projects out the all-ones direction and divides by sigma at each row",
-    "e": "no: that is how a pre-norm block factors, with each LayerNorm on its branch; in post-norm the LayerNorm "
-    "comes after the addition, so it multiplies the identity path too",
+    "e": "no: in post-norm each LayerNorm comes after its addition, so it multiplies the identity path too. Nor is "
+    "(e) how a pre-norm block factors: there each branch reads the LayerNorm's output, so with the outermost map on "
+    "the left the LayerNorm's Jacobian stands to the right, J = (I + DMLP DLN_2)(I + DMHA DLN_1); (e) reverses "
+    "each branch's two factors",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
 
@@ -32,22 +33,35 @@ def cost_vs_T_figure(
     return fig
 
 
+CONTOURS = (0.05, 0.2, 1.0)  # the 6N rule's error at 5%, 20% and 100%
+
+
 def six_n_rule_error_figure(T_values, d_values, errors) -> Figure:
-    """Heatmap of (measured training FLOPs) / (6 N tokens) - 1 over (d, T), with the 20% contour."""
+    """Heatmap of (measured training FLOPs) / (6 N tokens) - 1 over (d, T), d growing upwards and T to the right,
+    on a log colour scale with contours at 5%, 20% and 100%, so that small errors can be told apart too.
+    errors: rows d, columns T, every error > 0 (the rule leaves attention's products out)."""
+    flat = [e for row in errors for e in row]
+    if min(flat) <= 0:
+        raise ValueError(f"errors must be positive for the log colour scale, got a smallest of {min(flat)}")
     fig = Figure(figsize=(6, 4))
     ax = fig.add_subplot()
     percent = [[100 * e for e in row] for row in errors]
-    image = ax.pcolormesh(range(len(T_values)), range(len(d_values)), percent, cmap="magma_r", shading="nearest")
-    ax.contour(range(len(T_values)), range(len(d_values)), errors, levels=[0.2], colors="cyan")
+    image = ax.pcolormesh(range(len(T_values)), range(len(d_values)), percent, cmap="magma_r", shading="nearest",
+                          norm=LogNorm(vmin=100 * min(flat), vmax=100 * max(flat)))
+    lines = ax.contour(range(len(T_values)), range(len(d_values)), errors, levels=list(CONTOURS), colors="cyan")
+    ax.clabel(lines, fmt=lambda e: f"{100 * e:.0f}%", fontsize=7)
     ax.set_xticks(range(len(T_values)), [str(T) for T in T_values], fontsize=7)
     ax.set_yticks(range(len(d_values)), [str(d) for d in d_values], fontsize=7)
     ax.set_xlabel("sequence length T")
     ax.set_ylabel("width d")
-    ax.set_title("6N rule's error (%); cyan: 20% contour", fontsize=9)
-    fig.colorbar(image, ax=ax, label="underestimate (%)")
+    ax.set_title("6N rule's error (%, log colour scale); cyan: 5%, 20%, 100%", fontsize=9)
+    fig.colorbar(image, ax=ax, label="underestimate (%, log scale)")
     fig.tight_layout()
-    flat = [e for row in errors for e in row]
+    within = "; ".join(f"d = {d} up to T = {max(T for T, e in zip(T_values, row) if e < CONTOURS[0])}"
+                       for d, row in zip(d_values, errors) if row[0] < CONTOURS[0])
     fig.set_label(f"Heatmap of the 6N rule's underestimate of the training FLOPs over width d in {list(d_values)} "
-                  f"and T in {list(T_values)}: from {100 * min(flat):.0f}% to {100 * max(flat):.0f}%, "
-                  f"above 20% (cyan contour) in {sum(e > 0.2 for e in flat)} of {len(flat)} cells.")
+                  f"(growing upwards) and T in {list(T_values)} (growing to the right), log colour scale: from "
+                  f"{100 * min(flat):.1f}% to {100 * max(flat):.0f}%; within 5% in "
+                  f"{sum(e < CONTOURS[0] for e in flat)} of {len(flat)} cells ({within or 'none'}), above 20% in "
+                  f"{sum(e > CONTOURS[1] for e in flat)}, above 100% in {sum(e > CONTOURS[2] for e in flat)}.")
     return fig
