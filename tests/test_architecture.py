@@ -134,3 +134,8 @@ def test_every_cited_notebook_exists():
     in_figures = set(re.findall(r"\b0\d\b", index[index.index("Figures and widgets"):]))
     cited, numbered = in_table | in_figures, {path.name[:2] for path in NOTEBOOKS}
     assert cited == numbered, f"cited but missing: {sorted(cited - numbered)}, not indexed: {sorted(numbered - cited)}"
+
+
+def test_the_training_loop_imports_no_task_only_its_command_line_does():
+    assert "gptlib.induction" not in imports("gptlib.train", SOURCES["gptlib.train"], SOURCES)
+    assert "gptlib.induction" in imports("gptlib.train.__main__", SOURCES["gptlib.train.__main__"], SOURCES)
