@@ -33,14 +33,14 @@ book: $(READY)  ## the executed notebooks as a static site in build/book/html: o
 chromium:  ## Debian's Chromium for the browser tests and bench-explorers, installed only when missing (root and apt-get)
 	@command -v chromium >/dev/null || $(PYTHON) tools/ensure_env.py --chromium
 
-test: $(READY) chromium hub-proxy-if-npm  ## the whole suite: unit tests, nbval over every notebook, browser tests (a worker per core and one more: tests/support/parallel.py)
-	$(BIN)/python -m pytest -n auto
+test: $(READY) chromium hub-proxy-if-npm  ## the whole suite: unit tests, nbval over every notebook, browser tests (a worker per core and one more, a file each; order: conftest.py)
+	$(BIN)/python -m pytest -n $$(($(CORES) + 1)) --dist loadfile --no-loadscope-reorder
 
 unit: $(READY)  ## the fast inner loop: unit tests only, no notebook kernel or browser (pytest -m unit, a worker per core)
 	$(BIN)/python -m pytest -m unit -n $(CORES)
 
-portability: $(READY)  ## nbval over every notebook under 15 simulated CPUs / thread counts (tests/support/portability.py, ~15 min)
-	$(BIN)/python -m tests.support.portability --matrix wide
+portability: $(READY)  ## nbval over every notebook under every simulated CPU / thread count this CPU can run (tests/test_portability.py, ~15 min)
+	GPTLIB_PORTABILITY=all $(BIN)/python -m pytest -m portability tests/test_portability.py
 
 notebooks: $(READY)  ## re-execute every notebook in place (after a change that alters outputs)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False notebooks/[0-9]*.ipynb

@@ -10,7 +10,7 @@
     cache.mlp_write(l)    MLP(LN_2(Y^(l)))           (B, T, d)
     cache.Z               logits                     (B, T, V)
 
-shape_table(rows) prints such a trace: one line per (symbol, tensor, meaning).
+shape_table(rows) writes such a trace as text, one line per (symbol, tensor, meaning), for a notebook to print.
 """
 
 from __future__ import annotations

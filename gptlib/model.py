@@ -5,7 +5,8 @@ model runs is its fast form, tested equal to it (tests/test_model.py):
 
     Definition 1.1  MultiHeadAttention.definition   fast form: MultiHeadAttention.forward
     Definition 2.1  MLP.forward
-    Definition 3.1  Block.forward (Aside 3.5's post-norm variant beside it)
+    Definition 3.1  Block.forward                   variants beside it: Block.post_norm (Aside 3.5),
+                                                    Block.attention_only
     Definition 4.1  LayerNorm.definition            fast form: LayerNorm.forward
     Section 5       GPT.forward
 
@@ -101,8 +102,9 @@ class MultiHeadAttention(nn.Module):
     def qkv(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Per-head queries, keys and values X W_Q^h, X W_K^h, X W_V^h, each (B, H, T, d_head), for the fast form.
 
-        All 3H products are one matmul, X [W_Q^1 | ... | W_Q^H | W_K^1 | ... | W_V^H]; the
-        heads are then views into its (B, T, 3H, d_head) result, so no copy is made either way.
+        All 3H products are one matmul, X [W_Q^1 | ... | W_Q^H | W_K^1 | ... | W_V^H], whose weights
+        are concatenated (one copy of the weights, (d, 3d)); the heads are then views into its
+        (B, T, 3H, d_head) result, with no copy of the activations.
         """
         B, T, d = X.shape
         W = torch.cat([W.transpose(0, 1) for W in (self.W_Q, self.W_K, self.W_V)], dim=1)  # (d, 3H, d_head), one copy
@@ -157,10 +159,16 @@ class MLP(nn.Module):
         return F.linear(hidden, self.W_2, self.b_2)  # (B, T, d)
 
 
-class Block(nn.Module):
-    """Definition 3.1 (pre-norm), or the post-norm variant of Aside 3.5 when config.norm == 'post'.
+def note(record: dict | None, **values: torch.Tensor) -> None:
+    """File `values` in `record` when a forward pass records (record is a dict); otherwise nothing."""
+    if record is not None:
+        record.update(values)
 
-    With config.attn_only the block is the attention half alone: X' = X + MHA(LN_1(X)).
+
+class Block(nn.Module):
+    """Definition 3.1, the pre-norm block (forward). Beside it, the variants a config asks for:
+    Aside 3.5's post-norm block (config.norm == "post", also Exercise 7's) and the attention half
+    alone (config.attn_only, the induction model).
     """
 
     def __init__(self, config: GPTConfig):
@@ -173,27 +181,43 @@ class Block(nn.Module):
             self.mlp = MLP(config)
 
     def forward(self, X: torch.Tensor, *, explicit: bool = False, record: dict | None = None) -> torch.Tensor:
-        """X^(l) (B, T, d) -> X^(l+1) (B, T, d); `record`, if a dict, receives BLOCK_RECORD_NAMES."""
+        """Definition 3.1, X^(l) (B, T, d) -> X^(l+1) (B, T, d), or the config's variant; `record`, if a
+        dict, receives BLOCK_RECORD_NAMES."""
+        if self.norm == "post":
+            return self.post_norm(X, explicit=explicit, record=record)
         if self.attn_only:
-            ln_1 = self.ln_1(X)
-            attn_write = self.attn(ln_1, explicit=explicit, record=record)
-            Y = X_next = X + attn_write  # X' = X + MHA(LN_1(X))
-        elif self.norm == "pre":
-            ln_1 = self.ln_1(X)
-            attn_write = self.attn(ln_1, explicit=explicit, record=record)
-            Y = X + attn_write  # Y = X + MHA(LN_1(X))
-            ln_2 = self.ln_2(Y)
-            mlp_write = self.mlp(ln_2)
-            X_next = Y + mlp_write  # X' = Y + MLP(LN_2(Y))
-        else:
-            attn_write = self.attn(X, explicit=explicit, record=record)
-            ln_1 = Y = self.ln_1(X + attn_write)  # Y = LN_1(X + MHA(X))
-            mlp_write = self.mlp(Y)
-            ln_2 = X_next = self.ln_2(Y + mlp_write)  # X' = LN_2(Y + MLP(Y))
-        if record is not None:
-            record.update(ln_1=ln_1, attn_write=attn_write, Y=Y)
-            if not self.attn_only:
-                record.update(ln_2=ln_2, mlp_write=mlp_write)
+            return self.attention_only(X, explicit=explicit, record=record)
+        Y = X + self.attention_write(X, explicit, record)  # Y = X + MHA(LN_1(X))
+        return Y + self.mlp_write(Y, record)  # X^(l+1) = Y + MLP(LN_2(Y))
+
+    def attention_write(self, X: torch.Tensor, explicit: bool, record: dict | None) -> torch.Tensor:
+        """MHA(LN_1(X)) (B, T, d), what attention adds to the stream; records ln_1, A and attn_write."""
+        ln_1 = self.ln_1(X)
+        attn_write = self.attn(ln_1, explicit=explicit, record=record)
+        note(record, ln_1=ln_1, attn_write=attn_write)
+        return attn_write
+
+    def mlp_write(self, Y: torch.Tensor, record: dict | None) -> torch.Tensor:
+        """MLP(LN_2(Y)) (B, T, d), what the MLP adds to the stream; records Y, ln_2 and mlp_write."""
+        ln_2 = self.ln_2(Y)
+        mlp_write = self.mlp(ln_2)
+        note(record, Y=Y, ln_2=ln_2, mlp_write=mlp_write)
+        return mlp_write
+
+    def attention_only(self, X: torch.Tensor, *, explicit: bool = False, record: dict | None = None) -> torch.Tensor:
+        """The attention half alone: X^(l+1) = Y = X + MHA(LN_1(X))."""
+        Y = X + self.attention_write(X, explicit, record)
+        note(record, Y=Y)
+        return Y
+
+    def post_norm(self, X: torch.Tensor, *, explicit: bool = False, record: dict | None = None) -> torch.Tensor:
+        """Aside 3.5's post-norm block: Y = LN_1(X + MHA(X)), X^(l+1) = LN_2(Y + MLP(Y)). It records
+        ln_1 = Y and ln_2 = X^(l+1), the outputs of its LayerNorms."""
+        attn_write = self.attn(X, explicit=explicit, record=record)
+        Y = self.ln_1(X + attn_write)
+        mlp_write = self.mlp(Y)
+        X_next = self.ln_2(Y + mlp_write)
+        note(record, ln_1=Y, attn_write=attn_write, Y=Y, ln_2=X_next, mlp_write=mlp_write)
         return X_next
 
 

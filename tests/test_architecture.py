@@ -134,3 +134,60 @@ def test_every_cited_notebook_exists():
     in_figures = set(re.findall(r"\b\d\d\b", index[index.index("Figures and widgets"):]))
     cited, numbered = in_table | in_figures, {path.name[:2] for path in NOTEBOOKS}
     assert cited == numbered, f"cited but missing: {sorted(cited - numbered)}, not indexed: {sorted(numbered - cited)}"
+
+
+def test_the_training_loop_imports_no_task_only_its_command_line_does():
+    assert "gptlib.induction" not in imports("gptlib.train", SOURCES["gptlib.train"], SOURCES)
+    assert "gptlib.induction" in imports("gptlib.train.__main__", SOURCES["gptlib.train.__main__"], SOURCES)
+
+
+def analysis_rows() -> list[list[str]]:
+    """ARCHITECTURE.md's order inside the analysis layer: its rows of module names, first row first."""
+    block = TEXT[TEXT.index("Inside the layer, the order below"):].split("```")[1]
+    return [line.split() for line in block.strip().splitlines()]
+
+
+def unit(module: str, rows: list[list[str]]) -> str | None:
+    """The row entry a gptlib module falls under: the longest listed name that is it or a package above it."""
+    name = module.removeprefix("gptlib.")
+    listed = [entry for row in rows for entry in row if name == entry or name.startswith(entry + ".")]
+    return max(listed, key=len, default=None)
+
+
+def order_breaks(sources: dict[str, str], rows: list[list[str]]) -> list[str]:
+    """Imports inside the analysis layer that do not go to an earlier row, and analysis modules in no row."""
+    row_of = {entry: i for i, row in enumerate(rows) for entry in row}
+    broken = []
+    for module, source in sources.items():
+        if module == "gptlib" or layer(module) != "analysis":
+            continue
+        here = unit(module, rows)
+        if here is None:
+            broken.append(f"{module} is in no row of the analysis layer's order")
+            continue
+        for target in sorted(imports(module, source, sources)):
+            there = unit(target, rows) if target.startswith("gptlib.") else None
+            if there is not None and there != here and row_of[there] >= row_of[here]:
+                broken.append(f"{module} (row {row_of[here] + 1}) imports {target} (row {row_of[there] + 1})")
+    return broken
+
+
+def test_inside_the_analysis_layer_each_row_imports_only_the_rows_above_it():
+    assert order_breaks(SOURCES, analysis_rows()) == []
+
+
+def test_the_order_check_catches_an_import_up_or_across_and_a_module_left_out():
+    rows = analysis_rows()
+    assert rows[0][0] == "data" and rows[-1] == ["course"]
+    scratch = SOURCES | {
+        "gptlib.cache": SOURCES["gptlib.cache"] + "\nfrom . import jacobians\n",  # up
+        "gptlib.cost": SOURCES["gptlib.cost"] + "\nfrom . import residual\n",  # across one row
+        "gptlib.scratch": "from . import data\n",  # in no row
+        "gptlib.exercises.extra": "from . import result\nfrom .. import course\n",  # its own package, then up
+    }
+    assert sorted(order_breaks(scratch, rows)) == [
+        "gptlib.cache (row 1) imports gptlib.jacobians (row 2)",
+        "gptlib.cost (row 2) imports gptlib.residual (row 2)",
+        "gptlib.exercises.extra (row 5) imports gptlib.course (row 6)",
+        "gptlib.scratch is in no row of the analysis layer's order",
+    ]

@@ -1,5 +1,5 @@
-"""A reviewer's own learner answers for every checker (issue 20's "Done when"), in styles the issue
-and the other exercise tests do not use: correct ones must pass, wrong ones must fail (or error)
+"""A reviewer's own learner answers for every checker, in styles the other exercise tests do not use:
+correct ones must pass, wrong ones must fail (or error)
 with a message containing the word given. The verdicts come from Lecture 5, not from the checkers."""
 
 import math

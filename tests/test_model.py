@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, run_with_cache
-from gptlib.model import MLP, LayerNorm, MultiHeadAttention, eval_mode
+from gptlib.model import BLOCK_RECORD_NAMES, MLP, Block, LayerNorm, MultiHeadAttention, eval_mode
 
 
 def random_layernorm(d: int, dtype: torch.dtype, eps: float) -> LayerNorm:
@@ -58,7 +58,7 @@ def test_a_models_layernorm_needs_eps_above_zero(eps):
 
 
 def test_a_model_of_constant_rows_gives_finite_logits():
-    """d = 1: every row is constant, so every LayerNorm sees sigma = 0 (issue 26: NaN with eps = 0)."""
+    """d = 1: every row is constant, so every LayerNorm sees sigma = 0, where eps = 0 would give NaN."""
     model = GPT(GPTConfig(V=65, T_max=8, d=1, H=1, L=1))
     assert model(torch.tensor([1, 2])).isfinite().all()
 
@@ -289,3 +289,27 @@ def test_eval_mode_only_disables_grad_for_a_plain_function():
     with eval_mode(lambda idx: idx):
         assert not torch.is_grad_enabled()
     assert torch.is_grad_enabled()
+
+
+@pytest.mark.parametrize("norm, attn_only", [("pre", False), ("post", False), ("pre", True)])
+def test_each_block_is_its_formula_and_recording_changes_nothing(norm, attn_only, small_config, with_random_weights):
+    """Definition 3.1 (pre-norm), Aside 3.5 (post-norm) and the attention half alone, composed here
+    from the block's parts; a recording run returns the same tensor and files every recorded name."""
+    block = with_random_weights(Block(small_config.replace(norm=norm, attn_only=attn_only)), 0.3)
+    X = torch.randn(2, 5, small_config.d)
+    attn, ln_1 = block.attn, block.ln_1
+    if attn_only:
+        expected = X + attn(ln_1(X))  # X' = X + MHA(LN_1(X))
+    elif norm == "pre":
+        Y = X + attn(ln_1(X))  # Y = X + MHA(LN_1(X))
+        expected = Y + block.mlp(block.ln_2(Y))  # X' = Y + MLP(LN_2(Y))
+    else:
+        Y = ln_1(X + attn(X))  # Y = LN_1(X + MHA(X))
+        expected = block.ln_2(Y + block.mlp(Y))  # X' = LN_2(Y + MLP(Y))
+    assert torch.equal(block(X), expected)
+    record, explicit = {}, {}
+    assert torch.equal(block(X, record=record), expected)
+    assert torch.equal(block(X, explicit=True, record=explicit), block(X, explicit=True))
+    names = {"ln_1", "attn_write", "Y"} | (set() if attn_only else {"ln_2", "mlp_write"})
+    assert set(record) == names and set(explicit) == names | {"A"} and set(explicit) <= set(BLOCK_RECORD_NAMES)
+    assert torch.equal(record["Y"], expected if attn_only else Y)

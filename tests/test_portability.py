@@ -1,99 +1,168 @@
 """Every notebook matches its committed outputs under simulated other CPUs and thread counts.
 
-`make test` runs the first three of tests/support/portability.py's CI variants that this CPU can run,
-and reports the others as skipped with the reason. The three nbval processes start when the first of
-their tests is set up (conftest.py sorts them first) and run, niced, beside the rest of the suite on
-the other workers; each variant's test waits for its verdict.
-`make portability` runs the wider matrix. The tests below the variants check that choice itself, for
-CPUs other than this one.
+A notebook's compared outputs must match on any learner's machine, not only on the one that executed
+them. These environment variables, read when a process starts, change which float kernels run, so on
+one machine they stand in for other CPUs (the kernel nbval starts inherits them):
+
+* ATEN_CPU_CAPABILITY: torch's own vectorised kernels (default = no SIMD, avx2, avx512). torch does
+  NOT fall back when the CPU lacks the level asked for: it dies with SIGILL at the first vectorised
+  op. So a variant never asks for more than this CPU has;
+* MKL_ENABLE_INSTRUCTIONS (SSE4_2, AVX2, AVX512) and ONEDNN_MAX_CPU_ISA (SSE41, AVX2): the instruction
+  sets of MKL's and oneDNN's matmuls. These fall back, so asking for more would only repeat a variant;
+* GPTLIB_NUM_THREADS: the thread count gptlib.make_deterministic sets, overriding the notebooks' one.
+
+The instruction-set variables exist on x86-64 only; elsewhere only the thread count varies.
+`make test` runs the first three VARIANTS this CPU can run, at once, each in a pytest process of its own,
+niced so that the rest of the suite goes first; `make portability` (GPTLIB_PORTABILITY=all) runs every
+variant this CPU can run, three at a time. The variants left out on this CPU, and why, are printed.
 """
 
+import os
 import platform
+import signal
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
-from tests.support.portability import (
-    CI,
-    LEVELS,
-    THREADS_ONLY,
-    VARIANT_TIMEOUT_S,
-    WIDE,
-    capability,
-    choose,
-    ci_run,
-    ci_variants,
-    cpu_level,
-    describe,
-    needed_level,
-)
+ROOT = Path(__file__).resolve().parent.parent
+
+# In order of preference: `make test` runs the first three this CPU can run.
+VARIANTS = {
+    "no SIMD kernels, SSE matmuls, 1 thread": {
+        "ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+        "ONEDNN_MAX_CPU_ISA": "SSE41", "GPTLIB_NUM_THREADS": "1"},
+    "avx2 everywhere, 2 threads": {
+        "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        "ONEDNN_MAX_CPU_ISA": "AVX2", "GPTLIB_NUM_THREADS": "2"},
+    "avx512 kernels and matmuls, oneDNN at most AVX2, 1 thread": {
+        "ATEN_CPU_CAPABILITY": "avx512", "MKL_ENABLE_INSTRUCTIONS": "AVX512",
+        "ONEDNN_MAX_CPU_ISA": "AVX2", "GPTLIB_NUM_THREADS": "1"},
+    "avx2 kernels, SSE matmuls, oneDNN SSE41, 2 threads": {
+        "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+        "ONEDNN_MAX_CPU_ISA": "SSE41", "GPTLIB_NUM_THREADS": "2"},
+    "no SIMD kernels, native matmuls, 2 threads": {"ATEN_CPU_CAPABILITY": "default", "GPTLIB_NUM_THREADS": "2"},
+    # make portability adds each value on its own, and thread counts alone (all a non-x86 CPU varies)
+    **{f"{key}={value}": {key: value} for key, values in (
+        ("ATEN_CPU_CAPABILITY", ("default", "avx2", "avx512")), ("MKL_ENABLE_INSTRUCTIONS", ("SSE4_2", "AVX2", "AVX512")),
+        ("ONEDNN_MAX_CPU_ISA", ("SSE41", "AVX2"))) for value in values},
+    **{f"{n} threads": {"GPTLIB_NUM_THREADS": str(n)} for n in (2, 3, 4)},
+}
+# The x86-64 level each value asks for: 0 = nothing beyond SSE4, 1 = AVX2, 2 = AVX-512.
+LEVELS = {
+    "ATEN_CPU_CAPABILITY": {"default": 0, "avx2": 1, "avx512": 2},
+    "MKL_ENABLE_INSTRUCTIONS": {"SSE4_2": 0, "AVX2": 1, "AVX512": 2},
+    "ONEDNN_MAX_CPU_ISA": {"SSE41": 0, "AVX2": 1},
+}
+# One variant re-runs every notebook with fresh kernels: minutes niced beside the rest of `make test`.
+VARIANT_TIMEOUT_S = 900
 
 
-def this_cpu():
-    return ci_variants()
+def capability(env: dict[str, str] | None = None) -> str:
+    """What torch reports as its SIMD level ("AVX2", "AVX512", ...) in a process started with `env`
+    added to this one's environment, ATEN_CPU_CAPABILITY taken out (so, with no env, the CPU's own)."""
+    inherited = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+    code = "import torch; print(torch.backends.cpu.get_cpu_capability())"
+    return subprocess.run([sys.executable, "-c", code], env=inherited | (env or {}), capture_output=True, text=True,
+                          check=True, timeout=120).stdout.strip()
 
 
-def pytest_generate_tests(metafunc):
-    if "variant" in metafunc.fixturenames:
-        chosen, skipped = this_cpu()
-        metafunc.parametrize("variant", [*chosen, *(name for name in skipped if name in CI)])
+def cpu_level(native: str, machine: str) -> int | None:
+    """The level (0, 1, 2) of an x86-64 CPU whose torch reports `native`; None on other CPUs."""
+    if machine.lower() not in ("x86_64", "amd64"):
+        return None
+    return 2 if "AVX512" in native.upper() else 1 if "AVX2" in native.upper() else 0
+
+
+def why_not(env: dict[str, str], level: int | None) -> str | None:
+    """Why a CPU of `level` cannot run the variant `env`, or None if it can."""
+    asks = [key for key in env if key in LEVELS]
+    if level is None:
+        return "the instruction-set variables mean nothing on this CPU (not x86-64)" if asks else None
+    too_high = [key for key in asks if LEVELS[key][env[key]] > level]
+    if "ATEN_CPU_CAPABILITY" in too_high:
+        return "it asks for more than this CPU has: torch would die with SIGILL instead of falling back"
+    if too_high:
+        return "it asks for more than this CPU has: MKL and oneDNN fall back, so it would repeat another variant"
+    return None
+
+
+def chosen(level: int | None, everything: bool = False) -> list[str]:
+    """The variants a CPU of `level` runs: the first three it can run, or all of them."""
+    runnable = [name for name, env in VARIANTS.items() if why_not(env, level) is None]
+    return runnable if everything else runnable[:3]
+
+
+def this_cpu() -> int | None:
+    if "ATEN_CPU_CAPABILITY" in os.environ:  # this process's torch reports what it was told
+        return cpu_level(capability(), platform.machine())
+    import torch
+
+    return cpu_level(torch.backends.cpu.get_cpu_capability(), platform.machine())
+
+
+LEVEL = this_cpu()
+CHOSEN = chosen(LEVEL, everything=os.environ.get("GPTLIB_PORTABILITY") == "all")
+
+
+def nbval_under(env: dict[str, str], notebooks: str = "notebooks") -> tuple[int, str]:
+    """(exit code, output) of nbval over `notebooks` in a pytest process with `env` added, niced;
+    that process is killed after VARIANT_TIMEOUT_S (its kernels, ipykernel's, end with their parent)."""
+    command = [sys.executable, "-m", "pytest", "-q", "-rfE", "--no-header", "-p", "no:xdist", notebooks]
+    process = subprocess.Popen(command, cwd=ROOT, env=os.environ | env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    os.setpriority(os.PRIO_PROCESS, process.pid, 10)  # the kernels it starts inherit it
+    try:
+        output, _ = process.communicate(timeout=VARIANT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        return -1, f"nbval did not finish within {VARIANT_TIMEOUT_S} s\n{output}"
+    return process.returncode, output
 
 
 @pytest.mark.portability
-@pytest.mark.timeout(VARIANT_TIMEOUT_S + 60)
-def test_notebooks_match_their_outputs_under(variant):
-    chosen, skipped = this_cpu()
-    if variant not in chosen:
-        pytest.skip(f"variant '{variant}' left out on this CPU: {skipped[variant]}")
-    failed, output = ci_run(variant).result()
-    assert not failed, f"{describe(variant, chosen[variant])}: cells that differ: {', '.join(failed)}\n{output[-4000:]}"
+@pytest.mark.timeout(VARIANT_TIMEOUT_S * len(CHOSEN) // 3 + 120)
+def test_notebooks_match_their_outputs_under_other_cpus():
+    with ThreadPoolExecutor(max_workers=3) as pool:  # three nbval processes at a time
+        results = dict(zip(CHOSEN, pool.map(nbval_under, [VARIANTS[name] for name in CHOSEN])))
+    failed = {name: output for name, (code, output) in results.items() if code != 0}
+    assert not failed, "\n\n".join(
+        f"variant '{name}' ({' '.join(f'{k}={v}' for k, v in VARIANTS[name].items())}; torch reports "
+        f"{capability(VARIANTS[name])}):\n{output[-4000:]}" for name, output in failed.items())
 
 
-def aten_levels(variants):
-    return {env.get("ATEN_CPU_CAPABILITY") for env in variants.values()}
-
-
-def test_an_avx512_cpu_runs_the_three_first_variants():
-    chosen, skipped = choose(CI, level=2)
-    assert list(chosen) == list(CI)[:3]
-    assert all(reason == "3 variants are chosen already" for reason in skipped.values())
+def test_a_cpu_with_avx512_runs_the_three_first_variants():
+    assert chosen(level=2) == list(VARIANTS)[:3]
 
 
 @pytest.mark.parametrize("level", [0, 1])
 def test_a_cpu_without_avx512_never_asks_for_it_and_still_runs_three_distinct_variants(level):
-    chosen, skipped = choose(CI, level=level)
-    assert len(chosen) == 3 and len({tuple(sorted(env.items())) for env in chosen.values()}) == 3
-    assert "avx512" not in aten_levels(chosen)
-    assert all(LEVELS[key][value] <= level for env in chosen.values() for key, value in env.items() if key in LEVELS)
-    avx512 = [name for name in CI if CI[name].get("ATEN_CPU_CAPABILITY") == "avx512"]
-    assert avx512 and all("SIGILL" in skipped[name] for name in avx512)
+    runs = [VARIANTS[name] for name in chosen(level)]
+    assert len({tuple(sorted(env.items())) for env in runs}) == 3
+    assert all(LEVELS[key][value] <= level for env in runs for key, value in env.items() if key in LEVELS)
+    assert "SIGILL" in why_not({"ATEN_CPU_CAPABILITY": "avx512"}, level)
 
 
-def test_an_avx2_cpu_still_varies_simd_kernels_matmuls_and_threads():
-    chosen, _ = choose(CI, level=1)
-    assert aten_levels(chosen) == {"default", "avx2"}
-    assert len({env.get("MKL_ENABLE_INSTRUCTIONS") for env in chosen.values()}) >= 2
-    assert {env["GPTLIB_NUM_THREADS"] for env in chosen.values()} == {"1", "2"}
+def test_an_avx2_cpu_varies_simd_kernels_matmuls_and_threads():
+    runs = [VARIANTS[name] for name in chosen(level=1)]
+    assert {env["ATEN_CPU_CAPABILITY"] for env in runs} == {"default", "avx2"}
+    assert len({env.get("MKL_ENABLE_INSTRUCTIONS") for env in runs}) >= 2
+    assert {env["GPTLIB_NUM_THREADS"] for env in runs} == {"1", "2"}
 
 
 def test_on_a_cpu_that_is_not_x86_only_thread_counts_vary():
-    chosen, skipped = choose(CI, level=cpu_level("DEFAULT", "arm64"))
-    assert chosen == THREADS_ONLY and set(skipped) == set(CI)
-    assert all("not x86-64" in reason for reason in skipped.values())
+    assert chosen(level=cpu_level("SVE256", "aarch64")) == ["2 threads", "3 threads", "4 threads"]
 
 
-def test_the_wide_matrix_on_an_avx2_cpu_leaves_out_exactly_what_asks_for_avx512():
-    chosen, skipped = choose(WIDE, level=1, at_most=None)
-    assert set(skipped) == {name for name, env in WIDE.items() if needed_level(env) == 2}
-    assert set(chosen) == set(WIDE) - set(skipped)
-
-
-@pytest.mark.slow  # a fresh interpreter or a training run
+@pytest.mark.slow  # a fresh interpreter per variable
 def test_this_cpu_is_never_asked_for_more_than_it_has():
-    chosen, _ = this_cpu()
-    native, machine = capability(), platform.machine()
-    for asked in {env["ATEN_CPU_CAPABILITY"] for env in chosen.values() if "ATEN_CPU_CAPABILITY" in env}:
-        reported = capability({"ATEN_CPU_CAPABILITY": asked})  # a process each: only this variable moves it
-        assert cpu_level(reported, machine) <= cpu_level(native, machine), f"{asked}: {reported} on a {native} CPU"
+    native = capability()
+    for asked in {VARIANTS[name]["ATEN_CPU_CAPABILITY"] for name in CHOSEN if "ATEN_CPU_CAPABILITY" in VARIANTS[name]}:
+        reported = capability({"ATEN_CPU_CAPABILITY": asked})
+        assert cpu_level(reported, platform.machine()) <= cpu_level(native, platform.machine()), f"{asked}: {reported}"
 
 
 def test_cpu_levels_are_read_from_what_torch_reports():

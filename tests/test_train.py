@@ -21,11 +21,11 @@ from gptlib.train import (
     TrainSettings,
     check_device,
     learning_rate,
-    main,
     mean_loss,
     start_state,
     train,
 )
+from gptlib.train.__main__ import main
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models train fastest on one thread
 
