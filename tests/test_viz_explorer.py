@@ -1,0 +1,76 @@
+"""What the three explorers share (gptlib.viz.explorer): the static copy's script, and the values it saves."""
+
+import json
+import math
+from html.parser import HTMLParser
+
+import pytest
+import torch
+
+pytest.importorskip("anywidget")
+
+from gptlib import COURSE_CONFIG, GPT  # noqa: E402
+from gptlib.viz.attention import AttentionExplorer  # noqa: E402
+from gptlib.viz.counting import ParameterCountExplorer  # noqa: E402
+from gptlib.viz.explorer import script_json  # noqa: E402
+from gptlib.viz.geometry import LayerNormSphere  # noqa: E402
+
+HOSTILE = ["<!--<script>", "</script><script>alert(1)</script>", "<!-- x --> & y", "]]>", "\u2028\u2029"]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_script_json_reads_back_as_written_and_holds_no_character_that_html_reads_in_a_script(text):
+    written = script_json({"typed": {"V": text}, "list": [text]})
+    assert json.loads(written) == {"typed": {"V": text}, "list": [text]}
+    assert not {"<", ">", "&"} & set(written)  # HTML's script data changes state only at '<'
+
+
+def test_script_json_refuses_nan():
+    with pytest.raises(ValueError):
+        script_json({"eps": math.nan})
+
+
+class Outline(HTMLParser):
+    """The start and end tags of a piece of HTML in order, and the text of each script."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags, self.scripts = [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+
+    def handle_endtag(self, tag):
+        self.tags.append("/" + tag)
+
+    def handle_data(self, data):
+        if self.tags and self.tags[-1] == "script":
+            self.scripts.append(data)
+
+
+def outline(page: str) -> Outline:
+    parsed = Outline()
+    parsed.feed(page)
+    parsed.close()
+    return parsed
+
+
+def explorers():
+    torch.manual_seed(0)
+    return [AttentionExplorer(GPT(COURSE_CONFIG), text="To be"), LayerNormSphere(), ParameterCountExplorer()]
+
+
+@pytest.mark.parametrize("explorer", explorers(), ids=lambda e: type(e).__name__)
+def test_the_static_copy_is_one_script_that_nothing_typed_can_end_early(explorer):
+    if isinstance(explorer, ParameterCountExplorer):
+        explorer.type_in("V", HOSTILE[0])  # refused: the copy keeps the last valid input
+    elif isinstance(explorer, AttentionExplorer):
+        explorer.text = HOSTILE[1]  # refused too: '<' is not in the course vocabulary
+    explorer.last_drawn = {**explorer.last_drawn, "message": HOSTILE[0] + HOSTILE[1]}  # as if a drawn value held it
+    page = explorer.static_html(explorer.static_png())
+    parsed = outline(page)
+    assert parsed.tags == ["div", "style", "/style", "img", "script", "/script", "/div"]
+    (script,) = parsed.scripts
+    assert "<" not in script  # the module's own comparisons too: its source travels as escaped JSON
+    state = json.loads(script[script.index("const values = ") + 15:script.index(";\n  for (const [name")])
+    assert state["message"] == HOSTILE[0] + HOSTILE[1] and state["live"] is False
