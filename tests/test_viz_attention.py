@@ -1,6 +1,5 @@
 """The attention explorer and its figure data, driven without a browser."""
 
-import base64
 import io
 import json
 import re
@@ -152,23 +151,6 @@ def test_repr_says_what_it_is_and_to_run_the_cell(model):
     explorer = AttentionExplorer(model, text="Hi")
     assert repr(explorer).startswith("AttentionExplorer") and "run this cell" in repr(explorer)
     assert len(repr(explorer)) <= 110  # ipywidgets cuts a longer text/plain repr
-
-
-def test_displaying_leaves_a_static_picture_before_the_widget(model):
-    from IPython.core.interactiveshell import InteractiveShell
-
-    explorer = AttentionExplorer(model, text="Hi")
-    shell = InteractiveShell.instance()
-    shown = []
-    shell.display_pub.publish = lambda data, metadata=None, **kwargs: shown.append(data)
-    explorer._ipython_display_()
-    assert base64.b64decode(shown[0]["image/png"]) == explorer.static_png()  # an ordinary image output first
-    assert "first picture of the AttentionExplorer" in shown[0]["text/plain"]
-    page = shown[0]["text/html"]  # the same module alive without a kernel, the PNG with its alt text inside
-    assert '<script type="module">' in page and "data:image/png;base64," in page and 'alt="Attention pattern' in page
-    assert base64.b64encode(explorer.A).decode() in page  # the numbers of every layer and head, saved
-    assert shown[1]["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer.model_id
-    assert shown[1]["text/plain"] == repr(explorer)
 
 
 def test_figures_draw_what_they_are_given(model):

@@ -1,5 +1,7 @@
 """What the three explorers share (gptlib.viz.explorer): the static copy's script, and the values it saves."""
 
+import base64
+import html
 import json
 import math
 from html.parser import HTMLParser
@@ -74,3 +76,33 @@ def test_the_static_copy_is_one_script_that_nothing_typed_can_end_early(explorer
     assert "<" not in script  # the module's own comparisons too: its source travels as escaped JSON
     state = json.loads(script[script.index("const values = ") + 15:script.index(";\n  for (const [name")])
     assert state["message"] == HOSTILE[0] + HOSTILE[1] and state["live"] is False
+
+
+@pytest.mark.parametrize("explorer", explorers(), ids=lambda e: type(e).__name__)
+def test_an_explorer_is_displayed_as_one_output_the_widget_first_then_its_static_copy(explorer):
+    """One display output (VS Code and Colab, which cannot run here, read it as the browsers do): the
+    widget view first, the static copy (the module on the saved values, the PNG and its alt text inside)
+    next, the one-line repr last; each front end renders the first it can."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+
+    shown = []
+    InteractiveShell.instance().display_pub.publish = lambda data, metadata=None, **kwargs: shown.append(data)
+    display(explorer)
+    (data,) = shown
+    assert list(data) == ["application/vnd.jupyter.widget-view+json", "text/html", "text/plain"]
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer.model_id
+    png = base64.b64encode(explorer.static_png()).decode()
+    assert data["text/html"] == explorer.static_html(explorer.static_png()) and f"base64,{png}" in data["text/html"]
+    assert f'alt="{html.escape(explorer.alt_text())}"' in data["text/html"]
+    assert data["text/plain"] == repr(explorer) and "run this cell" in data["text/plain"]
+
+
+def test_an_explorer_with_nothing_drawn_shows_the_widget_and_its_repr_only():
+    from gptlib.viz.attention import AttentionExplorer
+
+    torch.manual_seed(0)
+    explorer = AttentionExplorer(GPT(COURSE_CONFIG), text="ß")  # not in the vocabulary: nothing to copy
+    data, _ = explorer._repr_mimebundle_()
+    assert list(data) == ["application/vnd.jupyter.widget-view+json", "text/plain"]
+    assert explorer.message.startswith("Cannot draw:") and "nothing is drawn" in explorer.message

@@ -9,10 +9,15 @@ Each has
     .stale     bool: True while the picture shows the last valid input, not the current one
 and behaves the same way:
   - input it cannot draw keeps the last good picture, greyed out, under a message saying why;
-  - displaying it first leaves a static copy: an HTML output that runs the same module on the
-    values last drawn (alive in the book and in a saved HTML page, without a kernel), with that
-    picture as a PNG inside it for viewers without JavaScript, and the PNG alone as well;
-    in a live page the explorer's CSS hides that copy, so nothing is shown twice;
+  - its display is one output holding it twice (_repr_mimebundle_): the live widget, and a
+    static copy, an HTML page fragment that runs the same module on the values last drawn
+    (alive in the book and in a saved HTML page, without a kernel) with that picture as a PNG
+    and its alt text inside for viewers without JavaScript. Each front end renders the one form
+    it can, so an explorer is shown once wherever it is opened: a front end with a widget
+    manager (JupyterLab, Notebook 7, Voila; VS Code and Colab read the same bundle) the widget,
+    one without (nbconvert's HTML, GitHub, the book, an untrusted notebook) the static copy. A
+    saved notebook holds no widget state for it (`make notebooks` stores none), or nbconvert
+    would pick the widget and need a renderer from a CDN;
   - its text repr says in one line what it is and to run the cell;
   - a value set from code or sent by a page is checked when it is set: a number trait (Real)
     takes only a finite real number, never a bool or NaN, and a switch (Switch) only True or
@@ -32,9 +37,9 @@ import anywidget
 import traitlets
 
 from .. import checks
-from .display import image_output
 
 JS = Path(__file__).with_name("js")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 SHOWN_CHARACTERS = 24  # typed text longer than this is shortened in messages, so a line never grows
 
 
@@ -146,18 +151,15 @@ class Explorer(anywidget.AnyWidget):
     def __repr__(self) -> str:
         return f"{type(self).__name__}, {self.what}: run this cell in Jupyter to use it"
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        if self.drawn:  # else nothing could be drawn yet, and the live explorer says why
-            png = self.static_png()
-            static, metadata = image_output(png, self.alt_text())
-            static |= {"text/html": self.static_html(png),
-                       "text/plain": f"[the first picture of the {type(self).__name__} below]"}
-            display(static, metadata=metadata, raw=True)
-        bundle = self._repr_mimebundle_()  # the live widget: anywidget gives (data, metadata)
-        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
-        display(data, metadata=metadata, raw=True)
+    def _repr_mimebundle_(self, **kwargs) -> tuple[dict, dict]:
+        """The explorer as one display output: the live widget first, then the static copy (once
+        anything could be drawn), then the text repr, most capable first as front ends read it."""
+        data, metadata = super()._repr_mimebundle_(**kwargs)  # anywidget: the widget view and the repr
+        bundle = {WIDGET_VIEW: data[WIDGET_VIEW]}
+        if self.drawn:  # else the live explorer says why nothing is drawn, and there is nothing to copy
+            bundle["text/html"] = self.static_html(self.static_png())
+        bundle["text/plain"] = data["text/plain"]
+        return bundle, metadata
 
 
 # The static copy's loader: the module from a Blob URL, rendered with a model that keeps its

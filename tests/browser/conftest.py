@@ -1,5 +1,5 @@
-"""Fixtures of the browser tests: a JupyterLab server, `make app`'s Voila server, headless Chromium
-and a fresh page per test. The servers and browser flags themselves live in servers.py.
+"""Fixtures of the browser tests: a JupyterLab server, a Notebook 7 server, `make app`'s Voila
+server, headless Chromium and a fresh page per test. The servers and browser flags themselves live in servers.py.
 """
 
 import os
@@ -22,6 +22,12 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):
     with lab_server(tmp_path_factory.mktemp("lab")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def notebook7(tmp_path_factory):
+    with lab_server(tmp_path_factory.mktemp("notebook7"), app="notebook") as server:
         yield server
 
 
