@@ -5,6 +5,7 @@ import html
 import json
 import math
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,7 +15,7 @@ pytest.importorskip("anywidget")
 from gptlib import COURSE_CONFIG, GPT  # noqa: E402
 from gptlib.viz.attention import AttentionExplorer  # noqa: E402
 from gptlib.viz.counting import ParameterCountExplorer  # noqa: E402
-from gptlib.viz.explorer import script_json  # noqa: E402
+from gptlib.viz.explorer import WIDGET_VIEW, script_json  # noqa: E402
 from gptlib.viz.geometry import LayerNormSphere  # noqa: E402
 
 HOSTILE = ["<!--<script>", "</script><script>alert(1)</script>", "<!-- x --> & y", "]]>", "\u2028\u2029"]
@@ -90,8 +91,8 @@ def test_an_explorer_is_displayed_as_one_output_the_widget_first_then_its_static
     InteractiveShell.instance().display_pub.publish = lambda data, metadata=None, **kwargs: shown.append(data)
     display(explorer)
     (data,) = shown
-    assert list(data) == ["application/vnd.jupyter.widget-view+json", "text/html", "text/plain"]
-    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer.model_id
+    assert list(data) == [WIDGET_VIEW, "text/html", "text/plain"]
+    assert WIDGET_VIEW == "application/vnd.jupyter.widget-view+json" and data[WIDGET_VIEW]["model_id"] == explorer.model_id
     png = base64.b64encode(explorer.static_png()).decode()
     assert data["text/html"] == explorer.static_html(explorer.static_png()) and f"base64,{png}" in data["text/html"]
     assert f'alt="{html.escape(explorer.alt_text())}"' in data["text/html"]
@@ -104,5 +105,22 @@ def test_an_explorer_with_nothing_drawn_shows_the_widget_and_its_repr_only():
     torch.manual_seed(0)
     explorer = AttentionExplorer(GPT(COURSE_CONFIG), text="ß")  # not in the vocabulary: nothing to copy
     data, _ = explorer._repr_mimebundle_()
-    assert list(data) == ["application/vnd.jupyter.widget-view+json", "text/plain"]
+    assert list(data) == [WIDGET_VIEW, "text/plain"]
     assert explorer.message.startswith("Cannot draw:") and "nothing is drawn" in explorer.message
+
+
+EXPLORER_NOTEBOOKS = ["01_multi_head_attention", "04_layernorm_geometry", "05_gpt_and_parameter_count",
+                      "08_trained_model_tour"]
+
+
+@pytest.mark.parametrize("name", EXPLORER_NOTEBOOKS)
+def test_a_saved_explorer_cell_holds_one_output_and_no_widget_state_that_would_hide_its_copy(name):
+    """Re-executed by `make notebooks` (store_widget_state=False): with the model's widget state saved,
+    nbconvert's HTML would choose the widget view and need a renderer from a CDN instead of the copy."""
+    notebook = json.loads((Path(__file__).parents[1] / "notebooks" / f"{name}.ipynb").read_text())
+    cells = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"
+             and any(WIDGET_VIEW in output.get("data", {}) for output in cell["outputs"])]
+    assert len(cells) == 1 and len(cells[0]["outputs"]) == 1  # one explorer, one output: no second picture
+    assert set(cells[0]["outputs"][0]["data"]) == {WIDGET_VIEW, "text/html", "text/plain"}
+    assert 'class="gptlib-static"' in "".join(cells[0]["outputs"][0]["data"]["text/html"])
+    assert "widgets" not in notebook["metadata"]
