@@ -42,8 +42,8 @@ unit: $(READY)  ## the fast inner loop: unit tests only, no notebook kernel or b
 portability: $(READY)  ## nbval over every notebook under every simulated CPU / thread count this CPU can run (tests/test_portability.py, ~15 min)
 	GPTLIB_PORTABILITY=all $(BIN)/python -m pytest -m portability tests/test_portability.py
 
-notebooks: $(READY)  ## re-execute every notebook in place (after a change that alters outputs)
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False notebooks/[0-9]*.ipynb
+notebooks: $(READY)  ## re-execute every notebook in place (after a change that alters outputs; no widget state: each explorer output carries its static copy)
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False --ExecutePreprocessor.store_widget_state=False notebooks/[0-9]*.ipynb
 
 # The course kit (docs/teaching.md): SUBMISSIONS=folder of <student>/<NN_name>.ipynb
 COURSE ?= build/course

@@ -23,6 +23,9 @@ exclude_patterns = ["_build", "**.ipynb_checkpoints", "conf.py"]
 
 nb_execution_mode = "off"  # the committed outputs, never a re-run
 nb_ipywidgets_js = {}  # a static page has no kernel for widgets: load no widget renderer from a CDN
+# ... so never choose a widget view: an explorer's output (gptlib/viz/explorer.py) holds its static
+# copy beside it, which the book shows instead.
+nb_mime_priority_overrides = [("*", "application/vnd.jupyter.widget-view+json", None)]
 myst_enable_extensions = ["dollarmath", "amsmath"]
 # Heading anchors as JupyterLab makes them ("Your turn" -> #Your-turn), so one link in a
 # notebook works in JupyterLab and in the book alike.

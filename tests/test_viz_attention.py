@@ -1,8 +1,10 @@
 """The attention explorer and its figure data, driven without a browser."""
 
-import base64
 import io
+import json
 import re
+import shutil
+import subprocess
 
 import numpy
 import pytest
@@ -151,23 +153,6 @@ def test_repr_says_what_it_is_and_to_run_the_cell(model):
     assert len(repr(explorer)) <= 110  # ipywidgets cuts a longer text/plain repr
 
 
-def test_displaying_leaves_a_static_picture_before_the_widget(model):
-    from IPython.core.interactiveshell import InteractiveShell
-
-    explorer = AttentionExplorer(model, text="Hi")
-    shell = InteractiveShell.instance()
-    shown = []
-    shell.display_pub.publish = lambda data, metadata=None, **kwargs: shown.append(data)
-    explorer._ipython_display_()
-    assert base64.b64decode(shown[0]["image/png"]) == explorer.static_png()  # an ordinary image output first
-    assert "first picture of the AttentionExplorer" in shown[0]["text/plain"]
-    page = shown[0]["text/html"]  # the same module alive without a kernel, the PNG with its alt text inside
-    assert '<script type="module">' in page and "data:image/png;base64," in page and 'alt="Attention pattern' in page
-    assert base64.b64encode(explorer.A).decode() in page  # the numbers of every layer and head, saved
-    assert shown[1]["application/vnd.jupyter.widget-view+json"]["model_id"] == explorer.model_id
-    assert shown[1]["text/plain"] == repr(explorer)
-
-
 def test_figures_draw_what_they_are_given(model):
     view = attention_view(model, "ab c", 0, 1)
     fig = attention_figure(view)
@@ -193,8 +178,8 @@ def test_the_text_alternative_names_each_querys_strongest_key_unless_two_nearly_
                                    "0.001): a→a b→? c→c")
 
 
-def test_partial_repaint_gives_the_same_pixels_as_a_full_draw(model):
-    from gptlib.viz.attention import AttentionPicture
+def test_the_kept_figure_draws_each_text_as_a_fresh_one(model):
+    """The explorer's figure is reused from text to text: labels of a longer text must vanish for a shorter one."""
     from gptlib.viz.display import render_png
 
     explorer = AttentionExplorer(model, text="Hi")
@@ -202,8 +187,37 @@ def test_partial_repaint_gives_the_same_pixels_as_a_full_draw(model):
     explorer.text = "To be, or not to be, that is"  # more labels than the first text drew
     explorer.static_png()
     explorer.text = "To be, or not"  # fewer characters: the extra labels must vanish
-    explorer.layer, explorer.head = 2, 3  # repainted over the background twice
-    fresh = AttentionPicture(COURSE_CONFIG.H)
-    fresh.relabel(explorer.run.labels, float(explorer.view.write_norms.max()))
+    explorer.layer, explorer.head = 2, 3
     decode = lambda png: torch.from_numpy(numpy.array(Image.open(io.BytesIO(png))))  # noqa: E731
-    assert torch.equal(decode(explorer.static_png()), decode(render_png(fresh.draw(explorer.view))))
+    assert torch.equal(decode(explorer.static_png()), decode(render_png(attention_figure(explorer.view))))
+
+
+NODE = shutil.which("node")
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_the_page_describes_a_head_in_the_kernels_words(model, tmp_path):
+    """js/attention.js labels its A^h with describeView: the same text as describe_view, ties included,
+    and its sliders read "layer 3 (of 0 to 3)" for four layers."""
+    generator = torch.Generator().manual_seed(0)
+    views = [attention_view(model, "ROMEO:\nBut soft", 1, 2), attention_view(model, "a", 0, 0)]
+    for T in (2, 5, 9):  # rows with exact ties, near ties (within and beyond CLEAR_WIN) and clear winners
+        A = torch.rand(T, T, generator=generator).tril()
+        A[1, :2] = torch.tensor([0.4, 0.4])
+        A = A / A.sum(-1, keepdim=True)
+        A[-1] = 0.0
+        A[-1, :2] = torch.tensor([0.5 - 2**-11, 0.5 + 2**-11])  # a margin of 2^-10 < 1e-3, exact in float32
+        views.append(AttentionView([chr(97 + t) for t in range(T)], 3, 1, A.float(), torch.zeros(4, T)))
+    cases = [{"labels": v.labels, "layer": v.layer, "head": v.head, "A": v.A.tolist()} for v in views]
+    source = tmp_path / "attention.mjs"
+    source.write_text(AttentionExplorer._esm)
+    runner = tmp_path / "run.mjs"
+    runner.write_text(
+        f"import {{describeView, positionText}} from {json.dumps(source.as_uri())};\n"
+        f"const cases = {json.dumps(cases)};\n"  # float32 weights, printed exactly as float64 JSON
+        "console.log(JSON.stringify({texts: cases.map((c) => describeView(c.labels, c.layer, c.head, (t, s) => c.A[t][s])),"
+        " positions: [positionText('layer', 0, 4), positionText('head', 3, 4)]}));\n")
+    done = json.loads(subprocess.run([NODE, str(runner)], capture_output=True, text=True, timeout=60, check=True).stdout)
+    assert done["texts"] == [describe_view(view) for view in views]
+    assert " b→? " in done["texts"][3] and done["texts"][3].endswith("e→?") and done["texts"][1].endswith("a→a")
+    assert done["positions"] == [f"layer 0 (of 0 to {COURSE_CONFIG.L - 1})", f"head 3 (of 0 to {COURSE_CONFIG.H - 1})"]

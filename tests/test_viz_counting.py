@@ -4,7 +4,6 @@ import json
 import re
 import shutil
 import subprocess
-from decimal import Decimal
 
 import pytest
 
@@ -17,7 +16,6 @@ from gptlib import (
     theorem_5_2,
 )
 from gptlib.viz.counting import ParameterCountExplorer, whole_number
-from gptlib.viz.explorer import typed_number
 
 
 def test_explorer_shows_the_course_table_and_closed_form():
@@ -55,9 +53,13 @@ def test_explorer_counts_large_tied_configs_on_meta():
         ("V", "1e19", "V must be an integer <= 9223372036854775807, got 1e19"),  # was torch's TypeError
         ("T_max", "99999999999999999999", "T_max must be an integer <= 9223372036854775807, got 99999999999999999999"),
         ("d", "1e300", "d must be an integer <= 9223372036854775807, got 1e300"),
-        ("d", "1e400", "d: 1e400 has more than 400 digits"),
+        ("d", "1e400", "d: 1e400 is too large"),
         ("V", "9" * 400, "V must be an integer <= 9223372036854775807, got 999999999999…(400 characters)"),
-        ("V", "1e999999999", "V: 1e999999999 has more than 400 digits"),
+        ("V", "1e999999999", "V: 1e999999999 is too large"),  # int() would build a billion digits
+        ("V", "1e9999999999999999999999", "V: 1e9999999999999999999999 is too large"),  # beyond Decimal's exponents
+        ("V", "1e" + "9" * 5000, "V: 1e9999999999…(5002 characters) is too large"),  # beyond int()'s 4300 digits
+        ("V", "0e500", "V must be an integer >= 1, got 0"),  # zero, whatever its exponent
+        ("V", "1e-99999999999999999999", "V: 1e-99999999999999999999 is not a whole number"),
     ],
 )
 def test_explorer_refuses_what_it_cannot_count_in_words_and_keeps_the_picture(name, typed, words):
@@ -83,19 +85,50 @@ def test_typed_numbers_are_used_exactly_never_rounded_or_clamped():
 @pytest.mark.parametrize(
     "typed, reason",
     [(" abc ", "d: 'abc' is not a number"), ("", "d: '' is not a number"), ("-inf", "d: '-inf' is not a finite number"),
-     ("nan", "d: 'nan' is not a finite number")],
+     ("nan", "d: 'nan' is not a finite number"), ("1,5.5", "d: 1,5.5 is not a whole number"),
+     ("٣", "d: '٣' is not a number")],  # an Arabic-Indic three: the boxes read ASCII digits only, as the page does
 )
-def test_typed_number_and_whole_number_refuse_in_the_same_words(typed, reason):
-    for parse in (typed_number, whole_number):
-        with pytest.raises(ValueError, match=f"^{re.escape(reason)}$"):
-            parse("d", typed)
+def test_whole_number_refuses_in_words(typed, reason):
+    with pytest.raises(ValueError, match=f"^{re.escape(reason)}$"):
+        whole_number("d", typed)
 
 
-def test_typed_number_is_exact_and_ignores_only_the_separators_it_is_given():
-    assert typed_number("d", " 0.1 ") == Decimal(1) / 10  # exact: a float would hold the double nearest 0.1
-    assert typed_number("d", "1,024", separators=",") == 1024
-    with pytest.raises(ValueError, match=re.escape("d: '1,5' is not a number")):
-        typed_number("d", "1,5")  # a decimal comma is not read as 15 where "," is no separator
+def test_whole_number_is_exact():
+    assert whole_number("d", "1.000") == 1 and whole_number("d", "2.50e1") == 25 and whole_number("d", "-0") == 0
+    assert whole_number("d", "0e-99999999999999999999999") == 0
+    assert whole_number("d", "1" * 400) == int("1" * 400)  # 400 digits is still read, exactly
+
+
+@pytest.mark.parametrize("typed", [65, None, ["65"], b"65"])
+def test_a_size_that_is_not_text_is_refused_naming_its_box(typed):
+    explorer = ParameterCountExplorer()
+    with pytest.raises(ValueError, match=f"^V: a size box holds text \\(a str\\), got {re.escape(repr(typed))}$"):
+        explorer.type_in("V", typed)
+    assert explorer.typed["V"] == "65" and explorer.closed_form == 816_640  # nothing changed
+    explorer.typed = {**explorer.typed, "V": typed}  # what a page or code may send: answered, not a crash
+    assert explorer.stale and explorer.config is None
+    assert explorer.message == f"Cannot draw: invalid configuration: V: a size box holds text (a str), got {typed!r} " \
+                               "(the picture still shows the last valid input)."
+    assert explorer.answered == {"typed": explorer.typed, "tie": False}  # the page stops saying "Measuring"
+
+
+@pytest.mark.parametrize("tie", [1, 0, "True", None])
+def test_the_tie_switch_takes_only_true_or_false(tie):
+    explorer = ParameterCountExplorer()
+    with pytest.raises(ValueError, match=f"^tie must be True or False, got {re.escape(repr(tie))}$"):
+        explorer.tie = tie
+    assert explorer.tie is False and explorer.closed_form == 816_640
+
+
+def test_after_a_refusal_the_static_copy_shows_the_last_valid_input():
+    explorer = ParameterCountExplorer()
+    explorer.type_in("L", "6")
+    six_blocks, state = explorer.static_png(), explorer.state()
+    explorer.type_in("L", "abc")
+    assert explorer.stale
+    assert explorer.static_png() == six_blocks and explorer.state() == state  # not the defaults, not greyed
+    assert state["typed"]["L"] == "6" and state["stale"] is False and state["live"] is False
+    assert "L=6" in explorer.alt_text()
 
 
 def test_explorer_keeps_every_other_field_of_its_config():
@@ -127,7 +160,8 @@ NODE = shutil.which("node")
 JS_CONFIGS = [COURSE_CONFIG, COURSE_CONFIG.replace(tie_weights=True), GPTConfig(V=65, T_max=32, d=64, H=4, L=2, attn_only=True),
               GPTConfig(V=50257, T_max=2048, d=12288, H=96, L=96), GPTConfig(V=7, T_max=3, d=6, H=2, L=5, d_ff=5)]
 JS_TYPED = ["65", " 50,257 ", "12_288", "1e3", "1.5e3", "12.5", "abc", "", "nan", "-inf", "99999999999999999999", "1e400",
-            "0.0", "-3", "1.000", "1e-2", "2.50e1"]
+            "0.0", "-3", "1.000", "1e-2", "2.50e1", "0e500", "-0", "1e9999999999999999999999", "1e-9999999999999999999999",
+            "0e-99999999999999999999999", "1e" + "9" * 5000, "1e-" + "9" * 5000, "1" * 400, "1" * 401, "٣", "1,5.5"]
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")

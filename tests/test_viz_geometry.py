@@ -5,6 +5,7 @@ import math
 import re
 import shutil
 import subprocess
+import warnings
 
 import pytest
 import torch
@@ -105,16 +106,40 @@ def test_figure_draws_the_scene_in_the_chosen_view():
     assert any(math.dist(point, expected) < 1e-12 for point in points)  # the LN(u) dot
 
 
-def test_bad_values_from_code_are_refused_greyed_and_clear_the_scene():
+@pytest.mark.parametrize("name, label, value", [("u1", "u_2", float("nan")), ("u0", "u_1", True), ("eps", "eps", True),
+                                               ("scale", "c", float("inf")), ("gamma", "gamma", "1.5"), ("turn", "turn", None)])
+def test_a_value_that_is_no_finite_number_raises_where_it_is_set_and_never_reaches_the_page(name, label, value):
     widget = LayerNormSphere()
-    picture = widget.static_png()
-    widget.u1 = float("nan")
+    before, sent = widget.get_state(), []
+    widget.send_state = lambda key=None: sent.append(key)  # what would travel to the page
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no serialization warning either
+        with pytest.raises(ValueError, match=f"^{re.escape(label)} must be a finite number, got {re.escape(repr(value))}$"):
+            setattr(widget, name, value)
+    assert sent == [] and widget.get_state() == before and not widget.stale
+
+
+@pytest.mark.parametrize("eps", [0.5, 2.0, 1e-7])
+def test_an_eps_that_is_not_a_step_is_refused_with_its_reason_and_the_static_copy_keeps_the_last_input(eps):
+    widget = LayerNormSphere()
+    widget.u0 = 2.0
+    picture, state = widget.static_png(), widget.state()
+    widget.eps = eps
     assert widget.scene is None and widget.stale
-    assert widget.message.startswith("Cannot draw: u_2 must be a finite number")
-    assert "last valid input" in widget.message
-    assert widget.static_png() == picture  # the static copy keeps the last drawable scene
-    widget.u1 = 0.5
+    steps = "0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1, 3"
+    assert widget.message == (f"Cannot draw: eps must be one of the slider's steps ({steps}), got {eps:g} "
+                              "(the picture still shows the last valid input).")
+    assert widget.static_png() == picture and widget.state() == state  # the last valid input, not the defaults
+    assert state["u0"] == 2.0 and state["eps"] == 0.0 and state["stale"] is False
+    widget.eps = 0.01
     assert widget.scene is not None and not widget.stale
+
+
+def test_values_the_scene_cannot_hold_are_refused_in_the_message():
+    widget = LayerNormSphere()
+    widget.u0, widget.scale = 1e300, 3.0
+    widget.u1 = 1e308  # c * u_2 = 3e308: beyond a float64
+    assert widget.scene is None and widget.stale and "does not fit in a float64" in widget.message
 
 
 def test_constructor_refuses_what_a_slider_would_clamp():
@@ -122,8 +147,11 @@ def test_constructor_refuses_what_a_slider_would_clamp():
         LayerNormSphere(u=(1e200, 0.0, 0.0))
     with pytest.raises(ValueError, match=re.escape("u_2 must be a finite number in [-3.0, 3.0], got nan")):
         LayerNormSphere(u=(1.0, float("nan"), 0.0))
-    with pytest.raises(ValueError, match="eps must be one of"):
+    with pytest.raises(ValueError, match=re.escape("eps must be one of the slider's steps (0, 0.001, 0.003, 0.01, 0.03, "
+                                                   "0.1, 0.3, 1, 3), got 0.5")):
         LayerNormSphere(eps=0.5)
+    with pytest.raises(ValueError, match=re.escape("eps must be a finite number, got True")):
+        LayerNormSphere(eps=True)
     with pytest.raises(ValueError, match=re.escape("u must have exactly 3 coordinates for the sphere picture, got 2")):
         LayerNormSphere(u=(1, 2))
 
@@ -227,3 +255,23 @@ def test_the_gained_circle_figure_draws_the_ellipse_and_the_outputs_on_it():
     assert len(dots) == 1 and len(dots[0].get_xdata()) == 40
     x, y = (torch.as_tensor(v, dtype=torch.float64) for v in dots[0].get_data())
     assert float(((x / a) ** 2 + (y / b) ** 2 - 1).abs().max()) < 1e-9  # every output on the ellipse
+
+
+FORMATTED = [0.0, -0.0, 0.5, 2.0, 3.0, 1e-7, 1e-4, 1.5e-5, 0.001, 123456.0, 1234567.0, 1e6, 999999.4, 0.1 + 0.2, -2.5,
+             1e300, 5e-324, 7.0 / 3.0, 100.0, 12345.678]
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_the_page_refuses_an_eps_in_the_kernels_words(tmp_path):
+    """js/sphere.js's epsRefusal and common.js's formatG against eps_refusal and Python's format(x, "g")."""
+    source = tmp_path / "sphere.mjs"
+    source.write_text(LayerNormSphere._esm + "\nexport { formatG };\n")
+    runner = tmp_path / "run.mjs"
+    values = [*FORMATTED, *viz_geometry.EPS_STEPS]
+    runner.write_text(f"import {{epsRefusal, formatG}} from {json.dumps(source.as_uri())};\n"
+                      f"const values = {json.dumps(values)};\n"
+                      "console.log(JSON.stringify({formatted: values.map(formatG), refused: values.map(epsRefusal)}));\n")
+    done = json.loads(subprocess.run([NODE, str(runner)], capture_output=True, text=True, timeout=60, check=True).stdout)
+    for value, formatted in zip(values, done["formatted"], strict=True):
+        assert formatted == format(value, "g"), value
+    assert done["refused"] == [viz_geometry.eps_refusal(value) for value in values]

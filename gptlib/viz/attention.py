@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import torch
 import traitlets
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
@@ -23,7 +22,7 @@ from ..cache import run_with_cache
 from ..data import encode
 from ..model import GPT, eval_mode
 from ..portable import coarse
-from .display import canvas_png
+from .display import render_png
 from .explorer import Explorer, module
 
 SHOWN = {"\n": "\\n", " ": "␣"}
@@ -113,9 +112,11 @@ def attention_figure(view: AttentionView) -> Figure:
 
 def describe_view(view: AttentionView) -> str:
     """attention_figure's text alternative: what it shows, and each query's strongest key, or '?'
-    where the two largest weights are within CLEAR_WIN (which of them wins is rounding's choice)."""
+    where the two largest weights are within CLEAR_WIN (which of them wins is rounding's choice).
+    The page labels its A^h with the same words (js/attention.js's describeView, which compares
+    in float64 as here; a test holds the two equal)."""
     labels = view.labels
-    top = view.A.topk(min(2, len(labels)), dim=-1)  # (T, 2): the two largest weights of each query
+    top = view.A.double().topk(min(2, len(labels)), dim=-1)  # (T, 2): the two largest weights of each query
     margin = top.values[:, 0] - (top.values[:, 1] if len(labels) > 1 else 0)  # (T,)
     strongest = " ".join(f"{labels[t]}→{labels[int(top.indices[t, 0])] if margin[t] > CLEAR_WIN else '?'}"
                          for t in range(len(labels)))
@@ -128,7 +129,7 @@ class AttentionPicture:
     """attention_figure's Figure, kept by the explorer and changed in place.
 
     relabel(labels, norm_max) places the characters of a new text; draw(view) swaps the
-    heatmaps' data and the titles; png(view) repaints only those over a kept background.
+    heatmaps' data and the titles.
     The write norms' colour scale runs from 0 to `norm_max` (the explorer passes the largest
     norm of every layer, so shades compare across layers and the colour bar stays put).
     """
@@ -141,9 +142,6 @@ class AttentionPicture:
         self.height = m["bottom"] + SIDE + m["top"]
         self.top = top = self.height - m["top"]  # pixel row of A^h's top edge
         self.fig = fig = Figure(figsize=(self.width / DPI, self.height / DPI), dpi=DPI)
-        self.canvas = FigureCanvasAgg(fig)
-        self.base = None  # png()'s pixels of everything that never changes (titles, A^h's colour bar)
-        self.background = None  # ... plus what changes with the text only (labels, the norms' colour bar)
         self.labels: list = []  # (column label, row label) Text pairs, reused from text to text
 
         def axes(x, w):  # an axes box in pixels, as tall as A^h, aligned with its rows
@@ -151,7 +149,7 @@ class AttentionPicture:
 
         heat, norms = axes(m["left"], SIDE), axes(self.x_norms, H * HEAD_WIDTH)
         for ax in (heat, norms):
-            ax.set_axis_off()  # no ticks, no frame: png() paints the heatmaps over the background, nothing over them
+            ax.set_axis_off()  # no ticks, no frame: the characters are plain texts placed by relabel
         self.heat = heat.imshow(torch.zeros(1, 1).numpy(), cmap="viridis", vmin=0.0, vmax=1.0,
                                 interpolation="nearest", aspect="auto")
         self.norms = norms.imshow(torch.zeros(1, H).numpy(), cmap="Greys", vmin=0.0, vmax=1.0,
@@ -180,10 +178,7 @@ class AttentionPicture:
         cell = SIDE / T
         font = 10 if cell >= 16 else 9 if cell >= 13 else 8
         while len(self.labels) < T:
-            pair = self.at(0, 0, "", ha="center", va="top"), self.at(0, 0, "", ha="right", va="center")
-            for text in pair:
-                text.set_animated(self.base is not None)  # left out of the base, like the first ones
-            self.labels.append(pair)
+            self.labels.append((self.at(0, 0, "", ha="center", va="top"), self.at(0, 0, "", ha="right", va="center")))
         for t, (column, row) in enumerate(self.labels):
             centre = (t + 0.5) * cell
             for text in (column, row):
@@ -194,35 +189,6 @@ class AttentionPicture:
             image.set_extent((-0.5, width - 0.5, T - 0.5, -0.5))
         self.norms.set_clim(0.0, max(norm_max, 1e-12))
         self.outline.set_height(T)
-        self.background = None  # the labels are part of the background, not of the base
-
-    def png(self, view: AttentionView) -> bytes:
-        """draw(view) as PNG bytes, repainting only what changed since the last call.
-
-        Three layers of pixels: the base (everything that never changes) is painted once; the
-        text's labels and the norms' colour bar go over it once per text (relabel); the
-        heatmaps, the outline, the head numbers and the title go over that on every call.
-        Measured (CPU, one thread, T = 57): a new layer or head 28 ms, a new text 64 ms, where
-        relabelling and drawing everything took 72 ms.
-        """
-        self.draw(view)
-        changing = [self.heat, self.norms, self.outline, self.title, *self.head_labels]
-        per_text = [self.norms_bar, *(text for pair in self.labels for text in pair)]
-        if self.base is None:
-            for artist in changing + per_text:
-                artist.set_animated(True)  # left out of the full draw
-            self.canvas.draw()
-            self.base = self.canvas.copy_from_bbox(self.fig.bbox)
-        if self.background is None:
-            self.canvas.restore_region(self.base)
-            for artist in per_text:
-                self.fig.draw_artist(artist)
-            self.background = self.canvas.copy_from_bbox(self.fig.bbox)
-        else:
-            self.canvas.restore_region(self.background)
-        for artist in changing:
-            self.fig.draw_artist(artist)
-        return canvas_png(self.canvas)
 
     def draw(self, view: AttentionView) -> Figure:
         """The figure showing `view` (its text as last given to relabel)."""
@@ -324,7 +290,7 @@ class AttentionExplorer(Explorer):
     def static_png(self) -> bytes:
         """The last drawn layer and head; its write norms on that layer's own scale, as in the page."""
         self.picture.relabel(self.shown.labels, float(self.shown.write_norms.max()))
-        return self.picture.png(self.shown)
+        return render_png(self.picture.draw(self.shown))
 
     def alt_text(self) -> str:
         return describe_view(self.shown)

@@ -7,6 +7,9 @@
 
 from __future__ import annotations
 
+import re
+import reprlib
+
 import torch
 import traitlets
 from matplotlib.figure import Figure
@@ -16,27 +19,50 @@ from ..config import COURSE_CONFIG, GPTConfig
 from ..counting import COMPONENTS, component_table, format_table, theorem_5_2
 from ..model import GPT
 from .display import render_png
-from .explorer import Explorer, module, shown, typed_number
+from .explorer import Explorer, Switch, module, shown
 
 SIZES = ("V", "T_max", "d", "H", "L")
 MAX_L = 10_000  # blocks: a meta-device model is built block by block, and GPT-3 has 96
 MAX_SIZE = 2**63 - 1  # every size must fit torch's int64 shapes
 MAX_DIGITS = 400  # whole_number refuses longer numbers before making them ints
+# A decimal as a size box reads it (js/count.js's wholeNumber has the same): sign, whole digits,
+# fraction digits, exponent. ASCII digits only ([0-9], not \d, which takes every script's digits).
+DECIMAL = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?")
+NOT_FINITE = re.compile(r"[+-]?(inf|infinity|nan|snan)", re.IGNORECASE)
 
 
 def whole_number(name: str, typed: str) -> int:
-    """What the learner typed into a size box, as an int, or a ValueError saying why it is not one.
+    """What the learner typed into the size box `name`, as an int, or a ValueError saying why it is not one.
 
     Accepts digits with optional thousands separators ("50,257", "50_257") and whole numbers in
-    scientific notation ("1e3"); refuses fractions ("12.5") and non-numbers, never rounding.
-    Whether the number is a valid size (positive, H divides d, ...) is GPTConfig's rule.
+    scientific notation ("1e3", "0e500" is 0); refuses fractions ("12.5"), non-numbers, numbers
+    of more than MAX_DIGITS digits ("too large": int() of "1e999999999" would build a billion
+    digits) and anything that is not text, never rounding. Whether the number is a valid size
+    (positive, H divides d, ...) is GPTConfig's rule. Long text is quoted shortened (see shown).
     """
-    value = typed_number(name, typed, separators=",_")
-    if value.adjusted() >= MAX_DIGITS:  # int() of "1e999999999" would build a billion digits
-        raise ValueError(f"{name}: {shown(typed)} has more than {MAX_DIGITS} digits")
-    if value != value.to_integral_value():
-        raise ValueError(f"{name}: {shown(typed)} is not a whole number")
-    return int(value)
+    if not isinstance(typed, str):
+        raise ValueError(f"{name}: a size box holds text (a str), got {reprlib.repr(typed)}")
+    plain = typed.strip().replace(",", "").replace("_", "")
+    match = DECIMAL.fullmatch(plain)
+    if not match or not match[2] + (match[3] or ""):
+        finite = "finite " if NOT_FINITE.fullmatch(plain) else ""
+        raise ValueError(f"{name}: {shown(typed)!r} is not a {finite}number")
+    sign, whole, fraction, power = match[1], match[2], match[3] or "", match[4] or "0"
+    digits = (whole + fraction).lstrip("0")
+    if not digits:
+        return 0
+    # an exponent of more than 20 digits is beyond any size either way (and int() of 5,000 digits is refused)
+    exponent = (int(power) if len(power) <= 20 else -(10**20) if power.startswith("-") else 10**20) - len(fraction)
+    if exponent < 0:
+        kept = max(len(digits) + exponent, 0)
+        if digits[kept:].strip("0"):
+            raise ValueError(f"{name}: {shown(typed)} is not a whole number")
+        digits = digits[:kept] or "0"
+    elif len(digits) + exponent > MAX_DIGITS:
+        raise ValueError(f"{name}: {shown(typed)} is too large")
+    else:
+        digits += "0" * exponent
+    return -int(digits) if sign == "-" else int(digits)
 
 
 class ParameterCountExplorer(Explorer):
@@ -48,8 +74,9 @@ class ParameterCountExplorer(Explorer):
     and answers with the measured count in .message. Every other field of the config it is
     given (attn_only, d_ff, norm, ...) is kept. What was typed is read by whole_number: used
     exactly or refused with the reason, never rounded or clamped.
-    Traits: typed (dict size name -> the text in its box; set it from code with type_in),
-    tie (W_U = E^T), answered (the typed/tie the kernel's .message is about).
+    Traits: typed (dict size name -> the text in its box; set it from code with type_in; a box
+    that holds no text is refused in .message like bad text), tie (W_U = E^T: True or False, a
+    ValueError otherwise), answered (the typed/tie the kernel's .message is about).
     After each change: `config` (or None), `rows` (the component table from named_parameters),
     `closed_form` (theorem_5_2); .message and .stale as in gptlib.viz.explorer.
 
@@ -62,7 +89,7 @@ class ParameterCountExplorer(Explorer):
     _esm = module("count")
     what = "Theorem 5.2's parameter count for sizes you type"
     typed = traitlets.Dict().tag(sync=True)
-    tie = traitlets.Bool(False).tag(sync=True)
+    tie = Switch(False, "tie")
     answered = traitlets.Dict().tag(sync=True)
     attn_only = traitlets.Bool(False).tag(sync=True)  # read by the page's Theorem 5.2
     d_ff = traitlets.Int(0).tag(sync=True)  # 0: d_ff = 4d follows d; otherwise the config's fixed d_ff
@@ -72,6 +99,7 @@ class ParameterCountExplorer(Explorer):
             raise ValueError(f"config must be a GPTConfig, got {config!r}")
         self.base = config
         self.config: GPTConfig | None = None
+        self.last_config = config  # the last config counted: what the static copy shows
         self.rows = self.closed_form = None
         super().__init__(typed={name: f"{getattr(config, name)}" for name in SIZES}, tie=config.tie_weights,
                          attn_only=config.attn_only, d_ff=0 if config.d_ff == 4 * config.d else config.d_ff)
@@ -82,6 +110,8 @@ class ParameterCountExplorer(Explorer):
         """Type `text` into the box of size `name` (V, T_max, d, H or L), as the learner would."""
         if name not in SIZES:
             raise ValueError(f"name must be one of {SIZES}, got {name!r}")
+        if not isinstance(text, str):
+            raise ValueError(f"{name}: a size box holds text (a str), got {reprlib.repr(text)}")
         self.typed = {**self.typed, name: text}
 
     def update(self, _change=None) -> None:
@@ -99,7 +129,7 @@ class ParameterCountExplorer(Explorer):
             self.config, self.rows, self.closed_form = None, None, None
             self.refuse(f"invalid configuration: {error}")
         else:
-            self.config = config
+            self.config = self.last_config = config
             self.rows = component_table(model)
             self.closed_form = theorem_5_2(config)
             measured = self.rows[-1].parameters
@@ -113,13 +143,13 @@ class ParameterCountExplorer(Explorer):
         self.answered = {"typed": dict(self.typed), "tie": self.tie}
 
     def static_png(self) -> bytes:
-        config = self.config or self.base
+        config = self.last_config
         with torch.device("meta"):
             rows = component_table(GPT(config))
         return render_png(CountPicture().draw(rows, config))
 
     def alt_text(self) -> str:
-        config = self.config or self.base
+        config = self.last_config
         return (f"Parameter table for V={config.V:,}, T_max={config.T_max:,}, d={config.d:,}, H={config.H:,}, "
                 f"L={config.L:,}: {theorem_5_2(config):,} parameters in all, with each component's share as bars.")
 

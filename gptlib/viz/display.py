@@ -2,7 +2,6 @@
 
     figure_png(fig)    PNG bytes cropped to a tight bounding box: static figures of any layout
     render_png(fig)    PNG bytes from one Agg draw: the explorers' pictures, laid out in pixels
-    canvas_png(canvas) PNG bytes of what an Agg canvas holds (after a partial redraw)
     pixels_png(pixels) PNG bytes of an RGB or RGBA pixel array
     image_output(png, alt) the MIME bundle of a PNG with its text alternative
     show_figure(fig)   display figure_png(fig) as an image output, its alt text the figure's label
@@ -55,19 +54,13 @@ def figure_png(fig: Figure, dpi: int = 100) -> bytes:
 def render_png(fig: Figure) -> bytes:
     """The figure at its own size and dpi as PNG bytes, from a single draw.
 
-    The explorers redraw on every key press, so they skip what costs most in figure_png:
-    the measuring draw of a tight bounding box (their figures are laid out in pixels and need
-    no cropping) and zlib's default effort (level 1 makes a slightly larger file several
-    times faster; the bytes only travel to a browser on the same machine).
+    The explorers' static copies skip what costs most in figure_png: the measuring draw of a
+    tight bounding box (their figures are laid out in pixels and need no cropping) and zlib's
+    default effort (level 1 makes a slightly larger file several times faster).
     """
     canvas = FigureCanvasAgg(fig)
     canvas.draw()
-    return canvas_png(canvas)
-
-
-def canvas_png(canvas: FigureCanvasAgg) -> bytes:
-    """What an Agg canvas holds now, as RGB PNG bytes (zlib level 1, see render_png)."""
-    return pixels_png(np.asarray(canvas.buffer_rgba())[:, :, :3], compress_level=1)  # (h, w, 3)
+    return pixels_png(np.asarray(canvas.buffer_rgba())[:, :, :3], compress_level=1)  # (h, w, 3) RGB
 
 
 def pixels_png(pixels: np.ndarray, compress_level: int = 6) -> bytes:

@@ -9,13 +9,19 @@ Each has
     .stale     bool: True while the picture shows the last valid input, not the current one
 and behaves the same way:
   - input it cannot draw keeps the last good picture, greyed out, under a message saying why;
-  - displaying it first leaves a static copy: an HTML output that runs the same module on the
-    saved values (alive in the book and in a saved HTML page, without a kernel), with the
-    first picture as a PNG inside it for viewers without JavaScript, and the PNG alone as well;
-    in a live page the explorer's CSS hides that copy, so nothing is shown twice;
-  - its text repr says in one line what it is and to run the cell.
-What the learner types into a box is read by typed_number, and its range checked by
-gptlib.checks, so every box refuses bad text in the same words (the front ends say the same).
+  - its display is one output holding it twice (_repr_mimebundle_): the live widget, and a
+    static copy, an HTML page fragment that runs the same module on the values last drawn
+    (alive in the book and in a saved HTML page, without a kernel) with that picture as a PNG
+    and its alt text inside for viewers without JavaScript. Each front end renders the one form
+    it can, so an explorer is shown once wherever it is opened: a front end with a widget
+    manager (JupyterLab, Notebook 7, Voila; VS Code and Colab read the same bundle) the widget,
+    one without (nbconvert's HTML, GitHub, the book, an untrusted notebook) the static copy. A
+    saved notebook holds no widget state for it (`make notebooks` stores none), or nbconvert
+    would pick the widget and need a renderer from a CDN;
+  - its text repr says in one line what it is and to run the cell;
+  - a value set from code or sent by a page is checked when it is set: a number trait (Real)
+    takes only a finite real number, never a bool or NaN, and a switch (Switch) only True or
+    False, or a ValueError names the rule and nothing changes or reaches the page.
 """
 
 from __future__ import annotations
@@ -24,15 +30,16 @@ import base64
 import hashlib
 import html
 import json
-from decimal import Decimal, InvalidOperation
+import re
 from pathlib import Path
 
 import anywidget
 import traitlets
 
-from .display import image_output
+from .. import checks
 
 JS = Path(__file__).with_name("js")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 SHOWN_CHARACTERS = 24  # typed text longer than this is shortened in messages, so a line never grows
 
 
@@ -42,23 +49,38 @@ def shown(typed: str) -> str:
     return text if len(text) <= SHOWN_CHARACTERS else f"{text[:12]}…({len(text)} characters)"
 
 
-def typed_number(name: str, typed: str, separators: str = "") -> Decimal:
-    """What the learner typed into the box `name`, exactly, or a ValueError saying why it is not a finite number.
+class Real(traitlets.Float):
+    """A synced number: only a finite real number, never a bool, NaN or inf (checks.real, naming the
+    input `label`). What it refuses raises ValueError where it is set and never reaches the page
+    (JSON has no NaN)."""
 
-    Spaces around the text and every character of `separators` (e.g. ",_" between thousands)
-    are ignored; "1e3" and "-0.35" are read exactly, never rounded. Whether the number is in
-    range is for gptlib.checks to say. Long text is quoted shortened (see shown).
-    """
-    text = typed.strip()
-    for mark in separators:
-        text = text.replace(mark, "")
-    try:
-        value = Decimal(text)
-    except InvalidOperation:
-        raise ValueError(f"{name}: {shown(typed)!r} is not a number") from None
-    if not value.is_finite():
-        raise ValueError(f"{name}: {shown(typed)!r} is not a finite number")
-    return value
+    def __init__(self, default: float, label: str):
+        super().__init__(default)
+        self.label = label
+        self.tag(sync=True)
+
+    def validate(self, obj, value) -> float:
+        return checks.real(self.label, value)
+
+
+class Switch(traitlets.Bool):
+    """A synced switch: only True or False, never 1 or "False" (checks.boolean)."""
+
+    def __init__(self, default: bool, label: str):
+        super().__init__(default)
+        self.label = label
+        self.tag(sync=True)
+
+    def validate(self, obj, value) -> bool:
+        return checks.boolean(self.label, value)
+
+
+def script_json(value) -> str:
+    """value as JSON that can sit inside an HTML <script>: every '<', '>' and '&' written as a
+    \\u escape, so no text in it ('</script>', '<!--<script>') can end or re-enter the script
+    early (NaN and infinities are refused: JSON has none)."""
+    text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def module(name: str) -> str:
@@ -77,12 +99,14 @@ class Explorer(anywidget.AnyWidget):
     live = traitlets.Bool(True).tag(sync=True)  # False in a static copy: no kernel answers there
     what = "an interactive figure"
     drawn = False  # whether any input could be drawn yet
+    last_drawn: dict | None = None  # the synced values when show() was last called: what a static copy shows
 
     def show(self, message: str) -> None:
         """The current input is drawn; say what it shows."""
         self.drawn = True
         self.stale = False
         self.message = message
+        self.last_drawn = self.synced()
 
     def refuse(self, reason: str) -> None:
         """Keep the last picture, greyed out, under a message that says why nothing new was drawn."""
@@ -98,26 +122,28 @@ class Explorer(anywidget.AnyWidget):
         """What the current picture shows, in words."""
         raise NotImplementedError
 
+    def synced(self) -> dict:
+        """The explorer's own synced values as they are now (not ipywidgets' layout, ...)."""
+        return {name: getattr(self, name) for name, trait in self.traits(sync=True).items()
+                if not name.startswith("_") and issubclass(trait.this_class, Explorer)}
+
     def state(self) -> dict:
-        """The synced values the front end reads, bytes as {"base64": ...}, for a static copy."""
-        values = {}
-        for name, trait in self.traits(sync=True).items():
-            if name.startswith("_") or not issubclass(trait.this_class, Explorer):  # ipywidgets' own: layout, ...
-                continue
-            value = getattr(self, name)
+        """The values a static copy runs on: those of the last input drawn (after a refusal too,
+        so it never shows the defaults or a greyed picture), bytes as {"base64": ...}."""
+        values = dict(self.last_drawn or self.synced())
+        for name, value in values.items():
             if isinstance(value, (bytes, memoryview)):
-                value = {"base64": base64.b64encode(bytes(value)).decode("ascii")}
-            values[name] = value
+                values[name] = {"base64": base64.b64encode(bytes(value)).decode("ascii")}
         return values | {"live": False}
 
     def static_html(self, png: bytes) -> str:
         """A self-contained copy of the explorer: the module run on the saved values, with the
         kernel's picture `png` (and its alt text) in place until the module has drawn."""
         png = base64.b64encode(png).decode("ascii")
-        state = json.dumps(self.state(), separators=(",", ":"))
+        state = script_json(self.state())
         key = "gptlib-" + hashlib.sha256((self._esm + state).encode()).hexdigest()[:16]
-        script = STANDALONE.replace("KEY", json.dumps(key)).replace("SOURCE", json.dumps(self._esm))
-        script = script.replace("STATE", state).replace("</", "<\\/")  # no early </script>
+        pieces = {"KEY": script_json(key), "SOURCE": script_json(self._esm), "STATE": state}
+        script = re.sub(r"\b(KEY|SOURCE|STATE)\b", lambda match: pieces[match[1]], STANDALONE)  # one pass: no piece is read again
         return (f'<div id="{key}" class="gptlib-static"><style>{self._css}</style>'
                 f'<img alt="{html.escape(self.alt_text())}" src="data:image/png;base64,{png}">'
                 f'<script type="module">{script}</script></div>')
@@ -125,18 +151,15 @@ class Explorer(anywidget.AnyWidget):
     def __repr__(self) -> str:
         return f"{type(self).__name__}, {self.what}: run this cell in Jupyter to use it"
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        if self.drawn:  # else nothing could be drawn yet, and the live explorer says why
-            png = self.static_png()
-            static, metadata = image_output(png, self.alt_text())
-            static |= {"text/html": self.static_html(png),
-                       "text/plain": f"[the first picture of the {type(self).__name__} below]"}
-            display(static, metadata=metadata, raw=True)
-        bundle = self._repr_mimebundle_()  # the live widget: anywidget gives (data, metadata)
-        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
-        display(data, metadata=metadata, raw=True)
+    def _repr_mimebundle_(self, **kwargs) -> tuple[dict, dict]:
+        """The explorer as one display output: the live widget first, then the static copy (once
+        anything could be drawn), then the text repr, most capable first as front ends read it."""
+        data, metadata = super()._repr_mimebundle_(**kwargs)  # anywidget: the widget view and the repr
+        bundle = {WIDGET_VIEW: data[WIDGET_VIEW]}
+        if self.drawn:  # else the live explorer says why nothing is drawn, and there is nothing to copy
+            bundle["text/html"] = self.static_html(self.static_png())
+        bundle["text/plain"] = data["text/plain"]
+        return bundle, metadata
 
 
 # The static copy's loader: the module from a Blob URL, rendered with a model that keeps its

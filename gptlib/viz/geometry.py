@@ -12,14 +12,13 @@ from __future__ import annotations
 import math
 
 import torch
-import traitlets
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from .. import checks, geometry
 from ..portable import coarse
 from .display import render_png
-from .explorer import Explorer, module
+from .explorer import Explorer, Real, module
 
 D = 3
 ONES = torch.ones(D, dtype=torch.float64)
@@ -181,6 +180,16 @@ def _arrow(ax, tip, colour, width) -> None:
 
 
 EPS_STEPS = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)  # roughly x3 per step: each one visibly moves LN(u)
+
+
+def eps_refusal(eps: float) -> str | None:
+    """Why the sphere cannot draw `eps`, or None if it is one of the slider's steps (js/sphere.js's
+    epsRefusal says the same words: numbers as Python's format "g" writes them)."""
+    if eps in EPS_STEPS:
+        return None
+    return f"eps must be one of the slider's steps ({', '.join(f'{step:g}' for step in EPS_STEPS)}), got {eps:g}"
+
+
 # The sliders of the front end (js/sphere.js has the same ranges): name -> (label, low, high)
 RANGES = {"u0": ("u_1", -3.0, 3.0), "u1": ("u_2", -3.0, 3.0), "u2": ("u_3", -3.0, 3.0), "scale": ("c", -3.0, 3.0),
           "gamma": ("gamma", -2.0, 2.0), "beta": ("beta", -2.0, 2.0), "tilt": ("tilt", -90.0, 90.0),
@@ -195,8 +204,10 @@ class LayerNormSphere(Explorer):
     sends the values to the kernel. The values are traits (set them from code, e.g.
     `sphere.u0 = 0.5`): u0, u1, u2 (coordinates of u), scale (c), eps (one of EPS_STEPS),
     gamma and beta (shared scalars: gain gamma*1 and shift beta*1), tilt and turn (the view,
-    see view_basis). The constructor refuses values outside the sliders' ranges (RANGES);
-    values set later that sphere_scene cannot draw (NaN, 1e309) are refused in .message.
+    see view_basis). The constructor refuses values outside the sliders' ranges (RANGES). A
+    value set later that is no finite number (NaN, 1e309, True) raises ValueError where it is
+    set and never reaches the page; an eps that is not a step (refused by the page in the same
+    words: eps_refusal) and values sphere_scene cannot draw are refused in .message.
     After each change: .scene (sphere_scene's dict, None while the input cannot be drawn) and
     .message; static_png() draws the current scene with matplotlib (sphere_figure).
     The default u = (1.2, 0.8, 0.4) has a small spread (sigma = 0.33), so eps = 0.003 already
@@ -209,14 +220,13 @@ class LayerNormSphere(Explorer):
 
     _esm = module("sphere")
     what = "LayerNorm of a vector u in R^3 drawn on its circle"
-    u0, u1, u2 = (traitlets.Float(1.2).tag(sync=True), traitlets.Float(0.8).tag(sync=True),
-                  traitlets.Float(0.4).tag(sync=True))
-    scale = traitlets.Float(1.0).tag(sync=True)
-    eps = traitlets.Float(0.0).tag(sync=True)
-    gamma = traitlets.Float(1.0).tag(sync=True)
-    beta = traitlets.Float(0.0).tag(sync=True)
-    tilt = traitlets.Float(VIEWS["oblique"][0]).tag(sync=True)
-    turn = traitlets.Float(VIEWS["oblique"][1]).tag(sync=True)
+    u0, u1, u2 = Real(1.2, "u_1"), Real(0.8, "u_2"), Real(0.4, "u_3")
+    scale = Real(1.0, "c")
+    eps = Real(0.0, "eps")
+    gamma = Real(1.0, "gamma")
+    beta = Real(0.0, "beta")
+    tilt = Real(VIEWS["oblique"][0], "tilt")
+    turn = Real(VIEWS["oblique"][1], "turn")
 
     def __init__(self, u=(1.2, 0.8, 0.4), c: float = 1.0, eps: float = 0.0, gamma: float = 1.0, beta: float = 0.0):
         u = _three_numbers(u)
@@ -224,34 +234,32 @@ class LayerNormSphere(Explorer):
         for name, value in values.items():
             label, low, high = RANGES[name]
             values[name] = checks.real(label, value, at_least=low, at_most=high)
-        if isinstance(eps, bool) or eps not in EPS_STEPS:
-            raise ValueError(f"eps must be one of the slider's steps {EPS_STEPS}, got {eps!r}")
+        eps = checks.real("eps", eps)
+        if eps_refusal(eps):
+            raise ValueError(eps_refusal(eps))
         self.scene: dict | None = None
-        super().__init__(**values, eps=float(eps))
+        super().__init__(**values, eps=eps)
         self.observe(self.update, names=[*RANGES, "eps"])
         self.update()
 
     def update(self, _change=None) -> None:
         """Recompute the scene from the values and say what is special about it."""
         try:
+            if eps_refusal(self.eps):  # set from code: the slider has only its steps
+                raise ValueError(eps_refusal(self.eps))
             self.scene = sphere_scene((self.u0, self.u1, self.u2), self.scale, self.eps, self.gamma, self.beta)
-            for name in ("tilt", "turn"):
-                checks.real(name, getattr(self, name))
-        except ValueError as error:  # values set from code (NaN, 1e309): the sliders' ranges cannot reach them
+        except ValueError as error:  # values set from code that the sliders cannot reach (1e300 * 3)
             self.scene = None
             self.refuse(str(error))
             return
+        self.last_scene, self.last_view = self.scene, (self.tilt, self.turn)  # what the static copy shows
         self.show(self.scene["message"])
 
-    def last_scene(self) -> dict:
-        """The scene the picture shows: the current one, or the last drawable values' (here the defaults')."""
-        return self.scene or sphere_scene((1.2, 0.8, 0.4))
-
     def static_png(self) -> bytes:
-        return render_png(sphere_figure(self.last_scene(), self.tilt, self.turn))
+        return render_png(sphere_figure(self.last_scene, *self.last_view))
 
     def alt_text(self) -> str:
-        scene = self.last_scene()
+        scene = self.last_scene
         point = ", ".join(f"{x:.2f}" for x in scene["normalized"].tolist())
         vector = ", ".join(f"{x:.2f}" for x in scene["u"].tolist())
         return (f"LayerNorm sphere for d = 3: the vector cu = ({vector}), its projection onto the plane "

@@ -1,5 +1,5 @@
-"""Fixtures of the browser tests: a JupyterLab server, `make app`'s Voila server, headless Chromium
-and a fresh page per test. The servers and browser flags themselves live in servers.py.
+"""Fixtures of the browser tests: a JupyterLab server, a Notebook 7 server, `make app`'s Voila
+server, headless Chromium and a fresh page per test. The servers and browser flags themselves live in servers.py.
 """
 
 import os
@@ -26,6 +26,12 @@ def lab(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def notebook7(tmp_path_factory):
+    with lab_server(tmp_path_factory.mktemp("notebook7"), app="notebook") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def voila_app(tmp_path_factory):
     with voila_server(tmp_path_factory.mktemp("voila")) as url:
         yield url
@@ -42,8 +48,15 @@ def browser():
 
 
 @pytest.fixture
-def page(browser):
-    """A fresh page; any uncaught JavaScript error fails the test.
+def known_page_errors() -> list[str]:
+    """Uncaught errors of a front end's own code that a test module accepts, each named and explained
+    where it is overridden (none by default)."""
+    return []
+
+
+@pytest.fixture
+def page(browser, known_page_errors):
+    """A fresh page; any uncaught JavaScript error fails the test (but those in known_page_errors).
 
     Requests that leave 127.0.0.1 are refused at once (Voila's template asks a CDN for
     icons): offline they would otherwise wait on name resolution and delay the page's load.
@@ -54,4 +67,5 @@ def page(browser):
     new_page.on("pageerror", lambda exc: errors.append(str(exc)))
     yield new_page
     context.close()
+    errors = [error for error in errors if not any(known in error for known in known_page_errors)]
     assert not errors, f"JavaScript errors in the page: {errors}"

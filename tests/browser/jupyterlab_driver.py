@@ -34,17 +34,64 @@ def run_all(page, timeout_ms: int = 120_000) -> None:
     page.locator("#jp-main-statusbar", has_text="Idle").wait_for(timeout=timeout_ms)
 
 
+def open_notebook7(page, server, notebook: str, timeout_ms: int = 120_000) -> None:
+    """Open a notebook in Notebook 7 (one notebook per page, no status bar), as saved, and wait for its kernel."""
+    base, token = server
+    page.goto(f"{base}/notebooks/{notebook}?token={token}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout_ms)
+    page.wait_for_function(
+        "() => window.jupyterapp?.shell?.currentWidget?.sessionContext?.session?.kernel?.status === 'idle'",
+        timeout=timeout_ms,
+    )
+
+
+# An explorer on screen, in whichever form its front end chose from its one output: drawn by its
+# module (the live widget, or a static copy whose script ran), or the static copy's PNG where no
+# script runs (an untrusted notebook in JupyterLab, a page without JavaScript).
+EXPLORER_SHOWN = ".gptlib-explorer:visible, .gptlib-static img:visible"
+
+
+def explorers_shown(cell, timeout_ms: int = 60_000) -> int:
+    """How many explorers one cell shows, once it shows any (scrolled into view: a windowed
+    notebook draws only the cells near the viewport)."""
+    cell.scroll_into_view_if_needed()
+    cell.locator(EXPLORER_SHOWN).first.wait_for(timeout=timeout_ms)
+    return cell.locator(EXPLORER_SHOWN).count()
+
+
+def explorers_per_cell(page, cell_selector: str) -> list[int]:
+    """explorers_shown for every cell (cell_selector: the front end's cell element) holding an explorer."""
+    cells = page.locator(cell_selector).filter(has=page.locator(".gptlib-explorer, .gptlib-static"))
+    cells.first.wait_for(timeout=60_000)
+    return [explorers_shown(cells.nth(i)) for i in range(cells.count())]
+
+
+def code_cell(page, source: str):
+    """The first code cell of the open notebook whose input contains `source`."""
+    return page.locator(".jp-CodeCell", has=page.locator(".jp-InputArea", has_text=source)).first
+
+
 def unrun_cell_shows_one_picture(page, source: str) -> None:
     """In the notebook as opened, before anything runs, the code cell containing `source` (an
-    explorer) shows exactly one picture: its static copy, or the widget drawn from its saved state."""
-    cell = page.locator(".jp-CodeCell", has=page.locator(".jp-InputArea", has_text=source)).first
+    explorer) shows exactly one picture: the static copy's PNG, its script not run in a notebook
+    that is not trusted."""
+    cell = code_cell(page, source)
     cell.wait_for(timeout=120_000)
-    cell.scroll_into_view_if_needed()
-    pictures = cell.locator(".jp-OutputArea-output img")
-    pictures.first.wait_for(timeout=30_000)
-    shown = [pictures.nth(i) for i in range(pictures.count()) if pictures.nth(i).is_visible()]
-    assert len(shown) == 1, f"the unrun cell {source!r} shows {len(shown)} pictures"  # never none, never two
-    assert shown[0].evaluate("img => img.complete && img.naturalWidth > 200")
+    assert explorers_shown(cell) == 1, f"the unrun cell {source!r} shows {explorers_shown(cell)} explorers"
+    picture = cell.locator(".gptlib-static img:visible")
+    assert picture.count() == 1 and picture.evaluate("img => img.complete && img.naturalWidth > 200")
+
+
+def run_code(page, code: str) -> None:
+    """Run `code` in the open notebook's kernel, as a learner's next cell would (its output is not shown)."""
+    page.evaluate(
+        """async (code) => {
+            const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+            const reply = await kernel.requestExecute({code}).done;
+            if (reply.content.status !== 'ok') throw new Error(`${reply.content.ename}: ${reply.content.evalue}`);
+        }""",
+        code,
+    )
 
 
 def output_texts(page) -> list[str]:
@@ -202,8 +249,7 @@ def frame_ms(root, act, timeout_ms: int = 30_000, start_on: str = "keydown") -> 
 
 
 def live(page, css_class: str):
-    """The kernel's explorer with this class, not its static copy (which a live page hides only
-    once the widget has drawn, and which is alive too)."""
+    """The kernel's explorer with this class, not a static copy (whose module draws one too)."""
     return page.locator(f".{css_class}:not(.gptlib-static *):visible").first
 
 

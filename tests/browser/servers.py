@@ -77,9 +77,14 @@ def serve(cmd: list[str], ready_url: str, log_path: Path, env: dict | None = Non
         log.close()
 
 
+EXPOSE_APP = {"jupyterlab": "--LabApp.expose_app_in_browser=True",  # window.jupyterapp, for the tests
+              "notebook": "--JupyterNotebookApp.expose_app_in_browser=True"}
+
+
 @contextlib.contextmanager
-def lab_server(tmp: Path):
-    """A JupyterLab server on 127.0.0.1 serving a copy of notebooks/ (in tmp); yields (base_url, token)."""
+def lab_server(tmp: Path, app: str = "jupyterlab"):
+    """A JupyterLab server (app="notebook": Notebook 7's) on 127.0.0.1 serving a copy of notebooks/
+    (in tmp); yields (base_url, token)."""
     root = tmp / "notebooks"
     shutil.copytree(ROOT / "notebooks", root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     settings = tmp / "settings" / "@jupyterlab" / "apputils-extension"
@@ -87,9 +92,8 @@ def lab_server(tmp: Path):
     (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
     port, token = free_port(), secrets.token_hex(16)
     cmd = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-        "--port-retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-        "--LabApp.expose_app_in_browser=True",
+        sys.executable, "-m", app, "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        "--port-retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", EXPOSE_APP[app],
     ]
     if os.geteuid() == 0:
         cmd.append("--allow-root")

@@ -1,6 +1,15 @@
 """Notebook 01's attention explorer, used in JupyterLab with the keyboard and the pointer as a learner would."""
 
-from jupyterlab_driver import frame_ms, live, offset_in, open_notebook, run_all, unrun_cell_shows_one_picture
+from jupyterlab_driver import (
+    code_cell,
+    explorers_shown,
+    frame_ms,
+    live,
+    offset_in,
+    open_notebook,
+    run_all,
+    unrun_cell_shows_one_picture,
+)
 
 ACTIVE_CELL = "() => window.jupyterapp.shell.currentWidget.content.activeCellIndex"
 
@@ -11,6 +20,7 @@ def test_layer_head_hover_and_all_heads_answer_in_the_page_and_bad_text_keeps_th
     run_all(page)
     explorer = live(page, "gptlib-attn-explorer")
     explorer.scroll_into_view_if_needed()
+    assert explorers_shown(code_cell(page, "AttentionExplorer(")) == 1  # the widget, its static copy not beside it
     message = explorer.locator(".gptlib-attn-message")
     layer = explorer.locator(".gptlib-attn-layer input[type=range]")
     head = explorer.locator(".gptlib-attn-head input[type=range]")
@@ -18,7 +28,7 @@ def test_layer_head_hover_and_all_heads_answer_in_the_page_and_bad_text_keeps_th
     active = page.evaluate(ACTIVE_CELL)
 
     frame_ms(explorer, lambda: layer.press("ArrowRight"))  # drawn in the page from the numbers it holds
-    assert "layer 1, head 0" in message.inner_text() and layer.get_attribute("aria-valuetext") == "layer 1 of 3"
+    assert "layer 1, head 0" in message.inner_text() and layer.get_attribute("aria-valuetext") == "layer 1 (of 0 to 3)"
     head.focus()
     frame_ms(explorer, lambda: head.press("ArrowRight"))
     frame_ms(explorer, lambda: head.press("ArrowRight"))

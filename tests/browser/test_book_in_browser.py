@@ -5,7 +5,7 @@ from urllib.parse import unquote, urldefrag, urljoin
 
 import pytest
 from axe_audit import violations
-from jupyterlab_driver import frame_ms, saved, saved_count_counts_six_blocks
+from jupyterlab_driver import explorers_per_cell, frame_ms, saved, saved_count_counts_six_blocks
 from servers import free_port, serve
 
 PAGE_FACTS = """() => ({
@@ -77,6 +77,16 @@ def test_search_finds_a_lecture_term(page, book_site):
     results = page.locator("#search-results ul.search li")
     results.first.wait_for(timeout=30_000)
     assert results.count() >= 3
+
+
+EXPLORER_PAGES = ["01_multi_head_attention", "04_layernorm_geometry", "05_gpt_and_parameter_count", "08_trained_model_tour"]
+
+
+def test_each_explorer_cell_of_the_book_shows_one_explorer(page, book_site):
+    """Its static copy, drawn by its module: the widget view beside it in the same output is never chosen."""
+    for name in EXPLORER_PAGES:
+        page.goto(urljoin(book_site, f"{name}.html"))
+        assert explorers_per_cell(page, "div.cell") == [1], name
 
 
 def test_the_books_explorers_move_without_a_kernel_and_pass_an_accessibility_audit(page, book_site):

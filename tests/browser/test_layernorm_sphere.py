@@ -2,8 +2,21 @@
 
 import json
 
+import pytest
 from axe_audit import violations
-from jupyterlab_driver import frame_ms, live, offset_in, open_notebook, run_cell, settled_offset_in, unrun_cell_shows_one_picture
+from jupyterlab_driver import (
+    code_cell,
+    explorers_shown,
+    frame_ms,
+    live,
+    offset_in,
+    open_notebook,
+    run_cell,
+    run_code,
+    settled_offset_in,
+    unrun_cell_shows_one_picture,
+)
+from playwright.sync_api import Error
 
 
 def type_into_box(sphere, css_class: str, value: str) -> None:
@@ -74,8 +87,17 @@ def test_sphere_draws_in_the_page_reads_out_on_hover_refuses_bad_text_and_hears_
         type_into_box(sphere, css_class, "0.5")
     message.filter(has_text="constant").wait_for(timeout=30_000)
     assert "Traceback" not in sphere.inner_text()
-    static = page.locator(".jp-OutputArea-child:has(+ .jp-OutputArea-child .gptlib-sphere)")
-    assert static.count() == 1 and not static.is_visible()  # in the saved file, not twice on screen
+    assert explorers_shown(code_cell(page, "LayerNormSphere()")) == 1  # the widget, its static copy not beside it
+
+    run_code(page, "sphere.eps = 0.5")  # set from code, not one of the slider's steps: the page says why, as the kernel does
+    steps = "0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1, 3"
+    message.filter(has_text=f"Cannot draw: eps must be one of the slider's steps ({steps}), got 0.5").wait_for(timeout=30_000)
+    assert "gptlib-stale" in canvas.get_attribute("class")
+    with pytest.raises(Error, match="u_1 must be a finite number, got nan"):
+        run_code(page, "sphere.u0 = float('nan')")  # refused in the kernel: nothing reaches the page
+    run_code(page, "sphere.eps = 0.01")  # a step again: drawn (u is still the constant (0.5, 0.5, 0.5))
+    message.filter(has_text="u is constant").wait_for(timeout=30_000)
+    assert "gptlib-stale" not in canvas.get_attribute("class") and "gptlib-error" not in message.get_attribute("class")
     # WCAG 2.1 A and AA on what the explorer's cell shows. The rest of the page is JupyterLab's own
     # chrome (toolbar buttons with aria-pressed on jp-button, CodeMirror editors without names, the
     # windowed notebook's viewport), which this project cannot change.

@@ -1,6 +1,18 @@
 """Notebook 05's parameter-count explorer, typed into as a learner would."""
 
-from jupyterlab_driver import frame_ms, live, offset_in, open_notebook, run_cell, unrun_cell_shows_one_picture
+from jupyterlab_driver import (
+    code_cell,
+    explorers_shown,
+    frame_ms,
+    live,
+    offset_in,
+    open_notebook,
+    run_cell,
+    run_code,
+    unrun_cell_shows_one_picture,
+)
+
+from gptlib import COURSE_CONFIG, theorem_5_2
 
 
 def test_count_explorer_counts_in_the_page_refuses_in_words_and_hears_the_measured_count(page, lab):
@@ -9,6 +21,7 @@ def test_count_explorer_counts_in_the_page_refuses_in_words_and_hears_the_measur
     run_cell(page, "05_gpt_and_parameter_count.ipynb", "explorer = ParameterCountExplorer()")
     explorer = live(page, "gptlib-count")
     explorer.scroll_into_view_if_needed()
+    assert explorers_shown(code_cell(page, "ParameterCountExplorer()")) == 1  # the widget, its static copy not beside it
     theorem, measured = explorer.locator(".gptlib-count-theorem"), explorer.locator(".gptlib-count-message")
     measured.filter(has_text="Kernel: measured 816,640 equals Theorem 5.2's 816,640").wait_for(timeout=30_000)
     assert "Theorem 5.2: 816,640 parameters" in theorem.inner_text()
@@ -39,9 +52,20 @@ def test_count_explorer_counts_in_the_page_refuses_in_words_and_hears_the_measur
     theorem.filter(has_text="H must divide d").wait_for(timeout=5_000)
     heads.fill("8")
     frame_ms(explorer, lambda: heads.press("Enter"))
-    assert "Theorem 5.2: 816,640 parameters" in theorem.inner_text()
+    # the count does not move with H, and the page says so beside the sizes it counted
+    assert "Theorem 5.2: 816,640 parameters at V=65, T_max=64, d=128, H=8, L=4 (H splits d into heads and moves " \
+           "no parameter)" in theorem.inner_text()
     measured.filter(has_text="Kernel: measured 816,640 equals").wait_for(timeout=30_000)
     explorer.locator(".gptlib-count-tie input").check()
     # Exercise 5: tying removes W_U, d V = 128 * 65 = 8,320 parameters
     theorem.filter(has_text=f"Theorem 5.2: {816_640 - 128 * 65:,} parameters").wait_for(timeout=5_000)
     measured.filter(has_text=f"Kernel: measured {816_640 - 128 * 65:,} equals").wait_for(timeout=30_000)
+
+    # typed from code: the boxes follow, and the kernel answers what it was given, never "Measuring" for ever
+    run_code(page, 'explorer.type_in("L", "6")')
+    assert explorer.locator(".gptlib-count-L input").input_value() == "6"
+    six_blocks_tied = theorem_5_2(COURSE_CONFIG.replace(L=6, tie_weights=True))
+    measured.filter(has_text=f"Kernel: measured {six_blocks_tied:,} equals").wait_for(timeout=30_000)
+    run_code(page, 'explorer.typed = {**explorer.typed, "V": 65}')  # not text: what a hostile page could send
+    measured.filter(has_text="Kernel: Cannot draw: invalid configuration: V: a size box holds text (a str), got 65").wait_for(
+        timeout=30_000)

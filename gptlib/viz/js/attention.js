@@ -7,6 +7,31 @@ const MARGIN = 26; // room for the characters along both sides
 const NORM_COLUMN = 22; // CSS px per head in the write-norm map
 const SMALL = 72; // CSS px of one head in the all-heads view
 
+const CLEAR_WIN = 1e-3; // as gptlib.viz.attention.CLEAR_WIN
+
+// The text alternative of A^h (T labels, weight(t, s) its entries), in the words of
+// gptlib.viz.attention.describe_view: each query's strongest key, or ? where the two largest
+// weights of its row are within CLEAR_WIN (which of them wins is rounding's choice).
+export function describeView(labels, layer, head, weight) {
+  const strongest = labels.map((label, t) => {
+    let best = -Infinity, second = labels.length > 1 ? -Infinity : 0, key = 0;
+    labels.forEach((_, s) => {
+      const w = weight(t, s);
+      if (w > best) [second, best, key] = [best, w, s];
+      else if (w > second) second = w;
+    });
+    return `${label}→${best - second > CLEAR_WIN ? labels[key] : "?"}`;
+  });
+  return `Attention pattern A^h of layer ${layer}, head ${head} over ${labels.length} characters, beside every head's ` +
+    `write norm; each query's strongest key (? where the top two weights are within ${formatG(CLEAR_WIN)}): ${strongest.join(" ")}`;
+}
+
+// The value a layer or head slider reads out: "layer 0 (of 0 to 3)" for four layers, counted from 0
+// as the titles and the kernel count them.
+export function positionText(what, index, count) {
+  return `${what} ${index} (of 0 to ${count - 1})`;
+}
+
 function floats(view) {
   return new Float32Array(view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength));
 }
@@ -114,23 +139,13 @@ function render({ model, el }) {
   const norm = (l, hh, t) => data.norms[(l * data.H + hh) * data.T + t];
   const quoted = (t) => `'${data.labels[t]}'`;
 
-  function describe(l, hh) {
-    const strongest = [];
-    for (let t = 0; t < data.T; t++) {
-      let best = 0;
-      for (let s = 1; s <= t; s++) if (A(l, hh, t, s) > A(l, hh, t, best)) best = s;
-      strongest.push(`${data.labels[t]}→${data.labels[best]}`);
-    }
-    return `Attention pattern A^h of layer ${l}, head ${hh} over ${data.T} characters; each query's strongest key: ${strongest.join(" ")}`;
-  }
-
   function draw() {
     if (!data) return;
     const l = Number(layer.value), hh = Number(head.value), T = data.T;
     layerShown.textContent = String(l);
     headShown.textContent = String(hh);
-    layer.setAttribute("aria-valuetext", `layer ${l} of ${data.L - 1}`);
-    head.setAttribute("aria-valuetext", `head ${hh} of ${data.H - 1}`);
+    layer.setAttribute("aria-valuetext", positionText("layer", l, data.L));
+    head.setAttribute("aria-valuetext", positionText("head", hh, data.H));
     const c = heat.context, cell = SIDE / T;
     c.fillStyle = "#ffffff";
     c.fillRect(0, 0, SIDE + MARGIN, SIDE + MARGIN);
@@ -144,7 +159,7 @@ function render({ model, el }) {
       c.fillText(data.labels[t], MARGIN + (t + 0.5) * cell, SIDE + MARGIN / 2);
     }
     title.textContent = `A^h for layer ${l}, head h = ${hh}: row t is query t's attention over keys s (sums to 1; colour 0 → 1)`;
-    heat.canvas.setAttribute("aria-label", describe(l, hh));
+    heat.canvas.setAttribute("aria-label", describeView(data.labels, l, hh, (t, s) => A(l, hh, t, s)));
     heat.canvas.classList.toggle("gptlib-stale", stale);
 
     // the write norms of every head of this layer, on this layer's own scale

@@ -19,8 +19,8 @@ function uniqueId(stem) {
   return `gptlib-${stem}-${controlCount}-${Math.random().toString(36).slice(2, 8)}`;
 }
 
-// A decimal number as typed ("1e3", "-0.35", " 2 "), or an Error in the words of
-// gptlib.viz.explorer.typed_number: "u_1: 'abc' is not a number".
+// A decimal number as typed ("1e3", "-0.35", " 2 "), or an Error in the words the count
+// explorer's boxes use too (gptlib.viz.counting.whole_number): "u_1: 'abc' is not a number".
 const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 function shown(text) {
   const trimmed = text.trim();
@@ -32,6 +32,20 @@ function typedNumber(name, text) {
   const value = Number(trimmed);
   if (!Number.isFinite(value)) throw new Error(`${name}: '${shown(text)}' is not a finite number`);
   return value;
+}
+
+// A number as Python's format(x, "g") writes it: 6 significant digits, an exponent (two digits
+// at least) below 1e-4 and from 1e6, no trailing zeros ("0.001", "3", "1e-07", "1.5e+06").
+function formatG(x) {
+  if (!Number.isFinite(x)) return String(x).replace("Infinity", "inf").toLowerCase();
+  if (x === 0) return Object.is(x, -0) ? "-0" : "0";
+  const trim = (digits) => (digits.includes(".") ? digits.replace(/0+$/, "").replace(/\.$/, "") : digits);
+  const [mantissa, power] = x.toExponential(5).split("e");
+  const exponent = Number(power);
+  if (exponent < -4 || exponent >= 6) {
+    return `${trim(mantissa)}e${exponent < 0 ? "-" : "+"}${String(Math.abs(exponent)).padStart(2, "0")}`;
+  }
+  return trim(x.toFixed(5 - exponent));
 }
 
 // The shortest decimal that a step grid means: 1.2000000000000002 on a 0.1 grid reads "1.2".

@@ -7,10 +7,12 @@ const SIZES = [["V", "V, vocabulary size"], ["T_max", "T_max, context length"], 
   ["H", "H, heads"], ["L", "L, blocks"]];
 const MAX_L = 10000n; // as gptlib.viz.counting.MAX_L
 const MAX_SIZE = 2n ** 63n - 1n; // as gptlib.viz.counting.MAX_SIZE: what torch's int64 shapes hold
+const MAX_DIGITS = 400; // as gptlib.viz.counting.MAX_DIGITS
 const COMPONENTS = ["token and positional embeddings", "attention in all blocks", "MLPs in all blocks",
   "block LayerNorms", "final LayerNorm and unembedding"];
 
-// What was typed in a size box as a BigInt, or an Error in the words of gptlib.viz.counting.whole_number.
+// What was typed in a size box as a BigInt, or an Error in the words of gptlib.viz.counting.whole_number
+// (the same steps: a zero is 0 whatever its exponent; more than 400 digits is too large).
 export function wholeNumber(name, text) {
   const plain = text.trim().replaceAll(",", "").replaceAll("_", "");
   const match = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(plain);
@@ -19,14 +21,15 @@ export function wholeNumber(name, text) {
     throw new Error(`${name}: '${shown(text)}' is not a ${finite ? "finite " : ""}number`);
   }
   const [, sign, whole, fraction = "", exponentText = "0"] = match;
-  const exponent = Number(exponentText) - fraction.length;
-  let digits = (whole + fraction).replace(/^0+/, "") || "0";
+  let digits = (whole + fraction).replace(/^0+/, "");
+  if (!digits) return 0n;
+  const exponent = Number(exponentText) - fraction.length; // +-Infinity for thousands of exponent digits
   if (exponent < 0) {
-    const dropped = digits.slice(Math.max(digits.length + exponent, 0));
-    if (/[1-9]/.test(dropped)) throw new Error(`${name}: ${shown(text)} is not a whole number`);
-    digits = digits.slice(0, Math.max(digits.length + exponent, 0)) || "0";
-  } else if (digits.length + exponent > 400) {
-    throw new Error(`${name}: ${shown(text)} has more than 400 digits`);
+    const kept = Math.max(digits.length + exponent, 0);
+    if (/[1-9]/.test(digits.slice(kept))) throw new Error(`${name}: ${shown(text)} is not a whole number`);
+    digits = digits.slice(0, kept) || "0";
+  } else if (digits.length + exponent > MAX_DIGITS) {
+    throw new Error(`${name}: ${shown(text)} is too large`);
   } else {
     digits += "0".repeat(exponent);
   }
@@ -45,6 +48,11 @@ export function theorem52({ V, T_max, d, L, d_ff, tie, attn_only }) {
   return { rows, total: rows.reduce((a, b) => a + b, 0n) };
 }
 
+// The sizes a count is for, e.g. "V=65, T_max=64, d=128, H=4, L=4" (H too, which Theorem 5.2 does not read).
+export function sizesText(sizes) {
+  return SIZES.map(([name]) => `${name}=${grouped(sizes[name])}`).join(", ");
+}
+
 // One formatter for every number: toLocaleString would build a new Intl.NumberFormat per call.
 const GROUPED = new Intl.NumberFormat("en-US");
 const grouped = (n) => GROUPED.format(n);
@@ -59,7 +67,7 @@ function render({ model, el }) {
   for (const [name, label] of SIZES) {
     const id = uniqueId(`count-${name}`);
     const box = h("input", { type: "text", id, inputmode: "numeric", "aria-label": label, spellcheck: "false" });
-    box.value = model.get("typed")[name];
+    box.value = String(model.get("typed")[name] ?? "");
     box.addEventListener("change", () => update(true));
     box.addEventListener("keydown", (event) => { if (event.key === "Enter") update(true); });
     boxes[name] = box;
@@ -76,15 +84,18 @@ function render({ model, el }) {
   const table = h("table", { class: "gptlib-count-table gptlib-count-output" }, [caption,
     h("thead", {}, [h("tr", {}, ["component", "parameters", "share", "share of all parameters"].map((text) => h("th", { scope: "col", text })))]),
     body]);
-  const theorem = statusLine("gptlib-count-theorem", 1);
+  const theorem = statusLine("gptlib-count-theorem", 2);
   const measured = statusLine("gptlib-count-message", 2);
   root.append(sizes, table, theorem, measured);
 
-  let handled = null; // the last input answered: Enter answers at once, and the change event it fires repeats it
+  // The input the kernel is asked about: the last one sent from these boxes (Enter sends at once, and the
+  // change event it fires repeats it) or set by the kernel itself (type_in, or code).
+  let handled = null;
   function current() {
     return { typed: Object.fromEntries(SIZES.map(([name]) => [name, boxes[name].value])), tie: tie.checked };
   }
-  const same = (a, b) => a && b && a.tie === b.tie && SIZES.every(([name]) => a.typed[name] === b.typed[name]);
+  const same = (a, b) => a && b && a.tie === b.tie &&
+    SIZES.every(([name]) => JSON.stringify(a.typed[name]) === JSON.stringify(b.typed[name]));
 
   function read({ typed, tie: tied }) {
     const n = {};
@@ -107,15 +118,15 @@ function render({ model, el }) {
         h("td", { class: "gptlib-bar-cell", "aria-hidden": "true" }, [h("span", { class: "gptlib-bar", style: `width:${share}` })])]);
     }), h("tr", {}, [h("th", { scope: "row", text: "total" }), h("td", { text: grouped(total) }), h("td", { text: "100%" }), h("td")]));
     const lead = 12n * config.L * config.d * config.d, small = 10n * config.L * config.d;
-    say(theorem, `Theorem 5.2: ${grouped(total)} parameters; leading 12Ld^2 = ${grouped(lead)} (${percent(lead, total, 1)}), ` +
-      `10Ld = ${grouped(small)} (${percent(small, total, 2)})`);
+    say(theorem, `Theorem 5.2: ${grouped(total)} parameters at ${sizesText(config)} (H splits d into heads and moves ` +
+      `no parameter); leading 12Ld^2 = ${grouped(lead)} (${percent(lead, total, 1)}), 10Ld = ${grouped(small)} (${percent(small, total, 2)})`);
     table.classList.remove("gptlib-stale");
   }
 
   function showMeasured() {
     if (!model.get("live")) {
       say(measured, "Measured count: needs a running kernel (it builds the model on the meta device).");
-    } else if (!same(model.get("answered"), current())) {
+    } else if (!same(model.get("answered"), handled)) {
       say(measured, "Measuring: the kernel is building this model on the meta device…");
     } else {
       say(measured, `Kernel: ${model.get("message")}`, model.get("stale"));
@@ -137,6 +148,15 @@ function render({ model, el }) {
     if (send) commit(model, { typed: now.typed, tie: now.tie });
     showMeasured();
   }
+  function fromKernel() {
+    const typed = model.get("typed");
+    for (const [name] of SIZES) boxes[name].value = String(typed[name] ?? "");
+    tie.checked = model.get("tie");
+    update(false);
+    handled = { typed, tie: model.get("tie") };
+    showMeasured();
+  }
+  for (const key of ["typed", "tie"]) model.on(`change:${key}`, fromKernel);
   for (const key of ["answered", "message", "stale"]) model.on(`change:${key}`, showMeasured);
   update(false);
   return () => model.off();

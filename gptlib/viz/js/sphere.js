@@ -11,6 +11,12 @@ const PLANE = [[1 / Math.SQRT2, -1 / Math.SQRT2, 0], [1 / Math.sqrt(6), 1 / Math
 const ONES = [1, 1, 1];
 const COLOURS = { u: "#000000", projection: "#c25400", normalized: "#1a7f1a", image: "#7b3fa0", circle: "#1f63b4", axis: "#6b6b6b" };
 
+// Why eps cannot be drawn, or null for one of the slider's steps: gptlib.viz.geometry.eps_refusal's words.
+export function epsRefusal(eps) {
+  if (EPS_STEPS.includes(eps)) return null;
+  return `eps must be one of the slider's steps (${EPS_STEPS.map(formatG).join(", ")}), got ${formatG(eps)}`;
+}
+
 const add = (a, b) => a.map((x, i) => x + b[i]);
 const times = (s, a) => a.map((x) => s * x);
 const dot = (a, b) => a.reduce((sum, x, i) => sum + x * b[i], 0);
@@ -139,6 +145,7 @@ function render({ model, el }) {
 
   let screenPoints = [];
   function draw() {
+    if (!good) return; // nothing drawable has arrived yet
     const s = scene(good);
     const [right, up] = viewBasis(good.tilt, good.turn);
     const vectors = [s.u, s.projection, s.normalized, s.image];
@@ -211,8 +218,10 @@ function render({ model, el }) {
   }
   const redraw = frameScheduler(root, draw);
 
-  function drawable(v) {
-    return Object.values(v).every(Number.isFinite) && EPS_STEPS.includes(v.eps);
+  // Why values set by the kernel cannot be drawn, or null (the kernel refuses them in the same words).
+  function refusal(v) {
+    const broken = Object.entries(v).find(([, x]) => !Number.isFinite(x));
+    return broken ? `${broken[0]} must be a finite number, got ${broken[1]}` : epsRefusal(v.eps);
   }
 
   // A move made in the page: draw now, tell the kernel after.
@@ -235,9 +244,13 @@ function render({ model, el }) {
     for (const key of [...Object.keys(controls), "eps"]) values[key] = model.get(key);
     for (const [key, control] of Object.entries(controls)) if (control.get() !== values[key]) control.set(values[key]);
     setEps(values.eps);
-    if (drawable(values)) good = { ...values };
-    stale = model.get("stale") || !drawable(values);
-    say(status, model.get("message"), stale);
+    const reason = refusal(values);
+    if (reason) refuse(reason);
+    else {
+      good = { ...values };
+      stale = model.get("stale");
+      say(status, model.get("message"), stale);
+    }
     redraw();
   }
   for (const key of [...Object.keys(controls), "eps", "message", "stale"]) model.on(`change:${key}`, fromKernel);
