@@ -2,7 +2,9 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-READY := $(VENV)/.ready
+# One stamp per audience (pyproject.toml's extras): make lab installs the learner's set only.
+LEARNER := $(VENV)/.ready-notebooks
+READY := $(VENV)/.ready-test
 BENCH_READY := $(VENV)/.bench-ready
 HUB_PROXY := build/hub/node_modules/.bin/configurable-http-proxy
 APP_PORT ?= 8866
@@ -13,27 +15,29 @@ ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 # and make test starts about ten of them.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: lab app book test unit portability notebooks env train-shakespeare train-induction bench bench-explorers chromium assignments grade bench-grading hub-proxy hub-proxy-if-npm hub test-hub
+.PHONY: lab app book test unit portability notebooks env train-shakespeare train-induction bench bench-explorers system-packages assignments grade bench-grading hub-proxy hub-proxy-if-npm hub test-hub
 
-$(READY): pyproject.toml tools/ensure_env.py
-	$(PYTHON) tools/ensure_env.py --venv $(VENV)
+$(VENV)/.ready-%: pyproject.toml tools/ensure_env.py
+	$(PYTHON) tools/ensure_env.py --venv $(VENV) --extras $*
 	@touch $@
 
-env: $(READY)
+.PRECIOUS: $(VENV)/.ready-%
 
-lab: $(READY)  ## open notebooks/ in JupyterLab, bound to localhost
+env: $(LEARNER)
+
+lab: $(LEARNER)  ## install the learner's set (the notebooks extra) where missing, then open notebooks/ in JupyterLab on 127.0.0.1
 	$(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=notebooks $(ROOT_FLAG)
 
-app: $(READY)  ## the three explorers as one page for the lecture hall: Voila on 127.0.0.1, code hidden
-	$(BIN)/voila app/explorers.ipynb --Voila.ip=127.0.0.1 --port=$(APP_PORT) --strip_sources=True "--Voila.config_file_paths=['app']"
+app: $(VENV)/.ready-app  ## the three explorers as one page for the lecture hall: Voila on 127.0.0.1, code hidden, nothing fetched from elsewhere
+	JUPYTER_PATH=$(CURDIR)/app/jupyter $(BIN)/voila app/explorers.ipynb --Voila.ip=127.0.0.1 --port=$(APP_PORT) --strip_sources=True "--Voila.config_file_paths=['app']"
 
-book: $(READY)  ## the executed notebooks as a static site in build/book/html: offline, nothing re-executed
+book: $(VENV)/.ready-book  ## the executed notebooks as a static site in build/book/html: offline, nothing re-executed
 	$(BIN)/python tools/build_book.py
 
-chromium:  ## Debian's Chromium for the browser tests and bench-explorers, installed only when missing (root and apt-get)
-	@command -v chromium >/dev/null || $(PYTHON) tools/ensure_env.py --chromium
+system-packages:  ## Debian's Chromium (browser tests), bubblewrap (the grader's sandbox) and npm, each installed only when missing (root and apt-get)
+	@$(PYTHON) tools/ensure_env.py --system-packages
 
-test: $(READY) chromium hub-proxy-if-npm  ## the whole suite: unit tests, nbval over every notebook, browser tests (a worker per core and one more, a file each; order: conftest.py)
+test: $(READY) system-packages hub-proxy-if-npm  ## the whole suite: unit tests, nbval over every notebook, browser tests (a worker per core and one more, a file each; order: conftest.py)
 	$(BIN)/python -m pytest -n $$(($(CORES) + 1)) --dist loadfile --no-loadscope-reorder
 
 unit: $(READY)  ## the fast inner loop: unit tests only, no notebook kernel or browser (pytest -m unit, a worker per core)
@@ -42,17 +46,17 @@ unit: $(READY)  ## the fast inner loop: unit tests only, no notebook kernel or b
 portability: $(READY)  ## nbval over every notebook under every simulated CPU / thread count this CPU can run (tests/test_portability.py, ~15 min)
 	GPTLIB_PORTABILITY=all $(BIN)/python -m pytest -m portability tests/test_portability.py
 
-notebooks: $(READY)  ## re-execute every notebook in place (after a change that alters outputs; no widget state: each explorer output carries its static copy)
+notebooks: $(LEARNER)  ## re-execute every notebook in place (after a change that alters outputs; no widget state: each explorer output carries its static copy)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False --ExecutePreprocessor.store_widget_state=False notebooks/[0-9]*.ipynb
 
 # The course kit (docs/teaching.md): SUBMISSIONS=folder of <student>/<NN_name>.ipynb
 COURSE ?= build/course
 SUBMISSIONS ?= submissions
 
-assignments: $(READY)  ## build $(COURSE)/student (release) and $(COURSE)/autograder (hidden tests) from notebooks/
+assignments: $(VENV)/.ready-course  ## build $(COURSE)/student (release) and $(COURSE)/autograder (hidden tests) from notebooks/
 	$(BIN)/python -m gptlib.course assign --out $(COURSE)
 
-grade: $(READY)  ## grade $(SUBMISSIONS)/<student>/<NN_name>.ipynb in parallel: $(COURSE)/grades/grades.csv and feedback/<student>.html
+grade: $(VENV)/.ready-course  ## grade $(SUBMISSIONS)/<student>/<NN_name>.ipynb in parallel: $(COURSE)/grades/grades.csv and feedback/<student>.html
 	$(BIN)/python -m gptlib.course grade $(SUBMISSIONS) --out $(COURSE)
 
 $(HUB_PROXY):
@@ -63,22 +67,22 @@ hub-proxy: $(HUB_PROXY)  ## configurable-http-proxy from npm, into build/hub (Ju
 hub-proxy-if-npm:  ## the same where npm exists; without it make test goes on and the hub test skips (in CI it fails)
 	@[ -x $(HUB_PROXY) ] || ! command -v npm >/dev/null || $(MAKE) --no-print-directory hub-proxy
 
-hub: $(READY) $(HUB_PROXY)  ## JupyterHub for a class on this machine, 127.0.0.1:8000 (course/hub/jupyterhub_config.py)
+hub: $(VENV)/.ready-course $(HUB_PROXY)  ## JupyterHub for a class on this machine, 127.0.0.1:8000 (course/hub/jupyterhub_config.py)
 	$(BIN)/jupyterhub -f course/hub/jupyterhub_config.py
 
 test-hub: $(READY) $(HUB_PROXY)  ## the hub test alone (make test runs it too): two users log in, spawn, run a checker, see only their files (~1 min)
 	$(BIN)/python -m pytest -p no:nbval -o addopts="" -q tests/test_course_hub.py
 
-bench-grading: $(READY)  ## the course kit's grading throughput on a synthetic class (every notebook, 10 students)
+bench-grading: $(VENV)/.ready-course  ## the course kit's grading throughput on a synthetic class (every notebook, 10 students)
 	$(BIN)/python -m benchmarks.course_grading
 
 # `make train-shakespeare DEVICE=cuda` (or mps) trains on a GPU when torch has one
 DEVICE ?= cpu
 
-train-shakespeare: $(READY)  ## retrain gptlib/checkpoints/shakespeare.pt (the course GPT on tiny Shakespeare; every CPU core, or DEVICE=cuda|mps)
+train-shakespeare: $(LEARNER)  ## retrain gptlib/checkpoints/shakespeare.pt (the course GPT on tiny Shakespeare; every CPU core, or DEVICE=cuda|mps)
 	$(BIN)/python -m gptlib.train shakespeare --steps 4500 --batch-size 32 --lr 3e-3 --eval-every 500 --seed 0 --device $(DEVICE) --out gptlib/checkpoints/shakespeare.pt --state build/shakespeare.state.pt
 
-train-induction: $(READY)  ## retrain gptlib/checkpoints/induction.pt (two-layer attention-only induction model, a few minutes; DEVICE=cuda|mps too)
+train-induction: $(LEARNER)  ## retrain gptlib/checkpoints/induction.pt (two-layer attention-only induction model, a few minutes; DEVICE=cuda|mps too)
 	$(BIN)/python -m gptlib.train induction --steps 3000 --batch-size 32 --lr 1e-3 --warmup 100 --eval-every 250 --seed 0 --device $(DEVICE) --out gptlib/checkpoints/induction.pt --state build/induction.state.pt
 
 $(BENCH_READY): $(READY) pyproject.toml
@@ -90,5 +94,5 @@ bench: $(BENCH_READY)  ## gptlib vs HF GPT-2, TransformerLens and a fused nanoGP
 	$(BIN)/python -m benchmarks.run --nbval
 	$(MAKE) bench-explorers
 
-bench-explorers: $(READY) chromium  ## the explorers' frame times (key press -> next frame) in JupyterLab, Voila and the book, Chromium headless
+bench-explorers: $(READY) system-packages  ## the explorers' frame times (key press -> next frame) in JupyterLab, Voila and the book, Chromium headless
 	$(BIN)/python -m benchmarks.roundtrip

@@ -1,33 +1,155 @@
-"""Packaging promises: light import, one source of truth for dependencies."""
+"""Packaging promises: a light import, every imported package declared for the audience that uses it,
+one list of dependencies (pyproject.toml), a requires-python that holds, and the notebooks copied out
+by `python -m gptlib` without losing a learner's work."""
 
+import ast
+import importlib.metadata
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 import yaml
 
+from gptlib import __main__ as command
+
 ROOT = Path(__file__).resolve().parent.parent
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+EXTRAS = PROJECT["optional-dependencies"]
 
 
-@pytest.mark.slow  # a fresh interpreter or a training run
-def test_import_gptlib_loads_neither_matplotlib_nor_the_widget_libraries():
-    code = "import sys, gptlib; print(sorted(m for m in ('matplotlib', 'ipywidgets', 'anywidget') if m in sys.modules))"
+def normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirement_names(requirements: list[str]) -> set[str]:
+    """Distribution names in a list of requirements, this project's own extras expanded ("gptlib-lecture5[notebooks]")."""
+    names = set()
+    for requirement in requirements:
+        name, extras = re.match(r"([A-Za-z0-9._-]+)(?:\[([^\]]*)\])?", requirement).groups()
+        if normalized(name) == normalized(PROJECT["name"]):
+            for extra in extras.split(","):
+                names |= requirement_names(EXTRAS[extra.strip()])
+        else:
+            names.add(normalized(name))
+    return names
+
+
+def declared_for(module: str) -> set[str]:
+    """What an environment has when `module` runs: the dependencies, plus the notebooks extra for the
+    figures and explorers (gptlib.viz), the course extra for the course kit (gptlib.course)."""
+    names = requirement_names(PROJECT["dependencies"])
+    if module.startswith("gptlib.viz"):
+        names |= requirement_names(EXTRAS["notebooks"])
+    if module.startswith("gptlib.course"):
+        names |= requirement_names(EXTRAS["course"])
+    return names
+
+
+def third_party_imports(source: str) -> set[str]:
+    """The top-level names of every absolute import in `source` (inside functions too), the standard library left out."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return {name for name in found if name not in sys.stdlib_module_names and name not in ("__main__", "gptlib")}
+
+
+def undeclared_imports() -> list[str]:
+    """'module imports X (distribution D), not declared for it' for every gptlib module; the import name
+    is mapped to its distribution by the installed packages' own metadata (PIL -> Pillow)."""
+    distributions = importlib.metadata.packages_distributions()
+    problems = []
+    for path in sorted((ROOT / "gptlib").rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        for name in sorted(third_party_imports(path.read_text())):
+            dists = {normalized(d) for d in distributions.get(name, [])}
+            if not dists & declared_for(module):
+                provider = ", ".join(sorted(dists)) or "no installed distribution"
+                problems.append(f"{module} imports {name} ({provider}), not declared for it")
+    return problems
+
+
+def test_every_package_gptlib_imports_is_declared_for_the_audience_that_runs_it():
+    assert undeclared_imports() == []
+
+
+def test_the_import_scan_finds_what_it_must():
+    source = "import os\nimport PIL.Image\ndef f():\n    from matplotlib import figure\nfrom . import x\n"
+    assert third_party_imports(source) == {"PIL", "matplotlib"}
+    assert "pillow" in declared_for("gptlib.viz.display") and "pillow" not in declared_for("gptlib.model")
+    assert "jupyterhub" in declared_for("gptlib.course.grader") and "voila" not in declared_for("gptlib.course.grader")
+
+
+def test_make_test_installs_every_audience():
+    audiences = set().union(*(requirement_names(EXTRAS[extra]) for extra in ("notebooks", "app", "book", "course")))
+    assert requirement_names(EXTRAS["test"]) >= audiences
+
+
+def test_the_learner_set_leaves_out_the_other_audiences_tools():
+    learner = requirement_names(PROJECT["dependencies"] + EXTRAS["notebooks"])
+    assert not learner & {"voila", "sphinx", "jupyterhub", "pytest", "playwright", "transformers", "ruff"}
+
+
+def test_requires_python_holds_for_every_python_file():
+    minimum = tuple(map(int, re.fullmatch(r">=(\d+)\.(\d+)", PROJECT["requires-python"]).groups()))
+    assert sys.version_info[:2] >= minimum
+    files = [p for folder in ("gptlib", "tests", "tools", "benchmarks") for p in (ROOT / folder).rglob("*.py")]
+    for path in files:  # the grammar of the minimum version (tomllib, which tests use, is 3.11's)
+        ast.parse(path.read_text(), str(path), feature_version=minimum)
+
+
+def test_environment_yml_installs_the_package_itself_with_no_copied_list():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip_section = next(item["pip"] for item in env["dependencies"] if isinstance(item, dict))
+    requirements = [line for line in pip_section if not line.startswith("--")]
+    assert requirements == ["-e .[notebooks]"]
+    python = next(item for item in env["dependencies"] if isinstance(item, str) and item.startswith("python="))
+    minimum = re.search(r">=(\d+\.\d+)", PROJECT["requires-python"]).group(1)
+    assert tuple(map(int, python.split("=")[1].split("."))) >= tuple(map(int, minimum.split(".")))
+
+
+@pytest.mark.slow  # a fresh interpreter
+def test_import_gptlib_and_its_command_load_neither_matplotlib_nor_the_widget_libraries():
+    code = (
+        "import runpy, sys; runpy.run_module('gptlib', run_name='not_main')\n"  # imports gptlib, then gptlib.__main__
+        "print(sorted(m for m in ('matplotlib', 'ipywidgets', 'anywidget', 'IPython') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout
     assert out.strip() == "[]"
 
 
-def test_environment_yml_lists_the_pyproject_dependencies():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    from_pyproject = set(project["dependencies"])
-    for extra in ("notebooks", "test", "course"):
-        from_pyproject |= set(project["optional-dependencies"][extra])
-    env = yaml.safe_load((ROOT / "environment.yml").read_text())
-    pip_section = next(item["pip"] for item in env["dependencies"] if isinstance(item, dict))
-    from_env = {line for line in pip_section if not line.startswith("--")}
-    assert from_env == from_pyproject
-    python = next(item for item in env["dependencies"] if isinstance(item, str) and item.startswith("python="))
-    minimum = re.search(r">=(\d+\.\d+)", project["requires-python"]).group(1)
-    assert tuple(map(int, python.split("=")[1].split("."))) >= tuple(map(int, minimum.split(".")))
+def test_notebooks_command_copies_every_shipped_notebook(tmp_path):
+    copies = command.copy_notebooks(tmp_path / "mine")
+    assert [c.name for c in copies] == sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert all(c.read_bytes() == (ROOT / "notebooks" / c.name).read_bytes() for c in copies)
+    assert command.copy_notebooks(tmp_path / "mine") == copies  # again: identical copies are no edit
+
+
+def test_notebooks_command_keeps_a_learners_edits_unless_told(tmp_path, capsys):
+    folder = tmp_path / "mine"
+    first, second, *_ = command.copy_notebooks(folder)
+    first.write_text("my work")
+    second.unlink()
+    with pytest.raises(SystemExit) as refused:
+        command.main(["notebooks", str(folder)])
+    assert first.name in str(refused.value) and "--overwrite" in str(refused.value)
+    assert first.read_text() == "my work" and not second.exists()  # nothing copied
+    assert command.main(["notebooks", str(folder), "--overwrite"]) == 0
+    assert first.read_bytes() == (ROOT / "notebooks" / first.name).read_bytes() and second.exists()
+
+
+def test_notebooks_command_refuses_a_file_as_folder(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(SystemExit, match="is not a folder"):
+        command.copy_notebooks(tmp_path / "file")
+
+
+def test_lab_command_serves_the_folder_on_localhost_only(tmp_path):
+    cmd = command.jupyter_lab_command(tmp_path)
+    assert cmd[:3] == [sys.executable, "-m", "jupyterlab"] and "--ip=127.0.0.1" in cmd
+    assert f"--ServerApp.root_dir={tmp_path}" in cmd

@@ -1,16 +1,20 @@
 """Create or refresh the project's virtual environment, installing only what is missing.
 
-    python3 tools/ensure_env.py [--venv .venv]
-    python3 tools/ensure_env.py --chromium
+    python tools/ensure_env.py [--venv .venv] [--extras notebooks]   (make lab; make app, book, test: app, book, test)
+    python tools/ensure_env.py --system-packages                      (Debian: Chromium, bubblewrap, npm for make test)
 
-Steps, each skipped when already done:
+The same on Linux, macOS and Windows: the venv's own paths come from sysconfig's venv scheme, and
+every step is a Python call or a process started without a shell. Steps, each skipped when done:
 1. create the venv;
 2. install a CPU build of torch, never a CUDA one: a local CPU wheel from pip's configured
    find-links if there is one, else PyTorch's CPU wheel index, else (macOS, Windows, whose
    PyPI wheels are CPU-only) PyPI; on Linux without either it stops and says why;
-3. install gptlib editable with its notebook, test and course extras (pip adds only what is missing);
+3. install gptlib editable with the extras asked for (pip adds only what is missing): notebooks
+   is the learner's set; app, book, course and test each add their audience's on top of it;
 4. remove rfc3987-syntax again (SLOW_AND_UNUSED says why).
-With --chromium it only installs Debian's Chromium for the browser tests (root and apt-get).
+With --system-packages it only installs, where missing and possible (root and apt-get), the Debian
+packages the tests need besides Python's: Chromium (browser tests), bubblewrap (the course kit's
+sandbox) and npm (JupyterHub's proxy).
 """
 
 from __future__ import annotations
@@ -22,11 +26,16 @@ import platform
 import shutil
 import subprocess
 import sys
+import sysconfig
 import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+MINIMUM_PYTHON = (3, 11)  # pyproject.toml's requires-python (tests/test_ensure_env.py keeps them equal)
+EXTRAS = ("notebooks", "app", "book", "course", "test")
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+VENV_SCHEMES = {"posix": "posix_venv", "nt": "nt_venv"}  # sysconfig's layouts of a virtual environment
+SYSTEM_PACKAGES = {"chromium": "chromium", "bwrap": "bubblewrap", "npm": "npm"}  # command -> Debian package
 
 # jupyter-events pulls this in through jsonschema's format-nongpl extra, and jsonschema imports it
 # whenever it is installed, to check strings of the "iri" format. Its import builds 38 parsers: about
@@ -41,11 +50,15 @@ def run(*cmd: str) -> bool:
     return subprocess.run(cmd).returncode == 0
 
 
+def venv_python(path: Path, os_name: str = os.name) -> Path:
+    """The interpreter of the virtual environment at `path`: bin/python on POSIX, Scripts\\python.exe on Windows."""
+    scripts = sysconfig.get_path("scripts", VENV_SCHEMES[os_name], vars={"base": str(path), "platbase": str(path)})
+    return Path(scripts) / ("python.exe" if os_name == "nt" else "python")
+
+
 def ensure_venv(path: Path) -> Path:
-    python = path / "bin" / "python"
+    python = venv_python(path)
     if not python.exists():
-        if sys.version_info < (3, 10):
-            sys.exit(f"gptlib needs Python >= 3.10; this is {platform.python_version()}")
         print(f"creating virtual environment {path}", flush=True)
         venv.create(path, with_pip=True)
     return python
@@ -78,28 +91,35 @@ def ensure_cpu_torch(python: Path) -> None:
     )
 
 
-def ensure_chromium() -> None:
-    if shutil.which("chromium"):
+def ensure_system_packages() -> None:
+    missing = [package for command, package in SYSTEM_PACKAGES.items() if not shutil.which(command)]
+    if not missing:
         return
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        print("Chromium is missing: install Debian's 'chromium' package for the browser tests", flush=True)
+    if not hasattr(os, "geteuid") or os.geteuid() != 0 or not shutil.which("apt-get"):
+        print(f"missing Debian packages {', '.join(missing)}: the tests that need them skip (in CI they fail)", flush=True)
         return
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *missing]):
         print("+", " ".join(cmd), flush=True)
         subprocess.run(cmd, env=env, check=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--venv", default=str(ROOT / ".venv"))
-    parser.add_argument("--chromium", action="store_true", help="only install Chromium, for the browser tests")
+    parser.add_argument("--venv", type=Path, default=ROOT / ".venv")
+    parser.add_argument("--extras", default="notebooks", help=f"comma-separated, from {', '.join(EXTRAS)} (default: notebooks)")
+    parser.add_argument("--system-packages", action="store_true", help="only install the Debian packages the tests need")
     args = parser.parse_args()
-    if args.chromium:
-        return ensure_chromium()
-    python = ensure_venv(Path(args.venv))
+    if args.system_packages:
+        return ensure_system_packages()
+    if sys.version_info < MINIMUM_PYTHON:
+        sys.exit(f"gptlib needs Python >= {'.'.join(map(str, MINIMUM_PYTHON))}; this is {platform.python_version()}")
+    extras = args.extras.split(",")
+    if unknown := sorted(set(extras) - set(EXTRAS)):
+        parser.error(f"--extras: unknown {', '.join(unknown)}; choose from {', '.join(EXTRAS)}")
+    python = ensure_venv(args.venv)
     ensure_cpu_torch(python)
-    if not run(str(python), "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[notebooks,test,course]"):
+    if not run(str(python), "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[{','.join(extras)}]"):
         sys.exit("pip could not install gptlib's dependencies (see above)")
     if subprocess.run([str(python), "-m", "pip", "show", "-q", SLOW_AND_UNUSED], capture_output=True).returncode == 0:
         run(str(python), "-m", "pip", "uninstall", "--quiet", "--yes", SLOW_AND_UNUSED)

@@ -112,7 +112,8 @@ def voila_server(tmp: Path):
         f"--Voila.config_file_paths=['{ROOT / 'app'}']",  # app/voila.json: no request leaves 127.0.0.1 (CSP)
     ]
     base = f"http://127.0.0.1:{port}"
-    with serve(cmd, f"{base}/voila/static/voila.js", tmp / "server.log", server_env(tmp)):
+    env = server_env(tmp) | {"JUPYTER_PATH": str(ROOT / "app" / "jupyter")}  # the app's template (app/voila.json)
+    with serve(cmd, f"{base}/voila/static/voila.js", tmp / "server.log", env):
         yield base
 
 

@@ -1,0 +1,34 @@
+"""tools/ensure_env.py: the same installer on POSIX and Windows, its paths from sysconfig, and its
+rules in step with pyproject.toml."""
+
+import tomllib
+import venv
+from pathlib import Path
+
+import pytest
+
+from tools import ensure_env
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+@pytest.mark.parametrize("os_name, expected", [
+    ("posix", "/work/gpt/.venv/bin/python"),
+    ("nt", "/work/gpt/.venv/Scripts/python.exe"),
+])
+def test_the_venv_interpreter_on_each_platform(os_name, expected):
+    assert ensure_env.venv_python(Path("/work/gpt/.venv"), os_name).as_posix() == expected
+
+
+def test_the_venv_interpreter_here_is_where_the_standard_library_puts_it(tmp_path):
+    context = venv.EnvBuilder().ensure_directories(tmp_path / "env")  # makes folders only, no interpreter
+    assert ensure_env.venv_python(tmp_path / "env") == Path(context.env_exe)
+
+
+def test_the_installer_needs_the_python_pyproject_requires():
+    assert PROJECT["requires-python"] == ">=" + ".".join(map(str, ensure_env.MINIMUM_PYTHON))
+
+
+def test_the_installer_offers_every_extra_but_the_benchmarks():
+    assert set(ensure_env.EXTRAS) == set(PROJECT["optional-dependencies"]) - {"bench"}

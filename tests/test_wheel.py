@@ -1,0 +1,63 @@
+"""The learner's pip path, end to end: build the wheel from the sources a release holds, install it with
+the notebooks extra into a fresh virtual environment, copy the notebooks out with `python -m gptlib
+notebooks DIR`, and let nbval run one there, its kernel that environment's Python.
+
+torch comes from a local CPU wheel (pip's configured find-links): without one this test would download
+hundreds of MB, so it skips (in CI it fails).
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from tools.ensure_env import local_cpu_torch_wheel, venv_python
+
+ROOT = Path(__file__).resolve().parent.parent
+RELEASED = ("pyproject.toml", "setup.py", "README.md", "gptlib", "notebooks")  # what building the wheel may read
+NOTEBOOK = "08_trained_model_tour.ipynb"  # loads both shipped checkpoints: the package data must be found
+
+
+def run(cmd: list, cwd: Path, timeout: int) -> str:
+    """Run outside the repository: no PYTHONPATH, so only what was installed can be imported."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    done = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{cmd[:4]} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_a_fresh_environment_gets_a_working_companion_from_the_wheel_alone(tmp_path):
+    torch_version = local_cpu_torch_wheel(Path(sys.executable))
+    if torch_version is None:
+        if os.environ.get("CI"):
+            pytest.fail("no local CPU torch wheel in pip's find-links")
+        pytest.skip("no local CPU torch wheel in pip's find-links: the install would download torch")
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in RELEASED:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        else:
+            shutil.copy(ROOT / name, source / name)
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", tmp_path / "dist", source], tmp_path, 600)
+    (wheel,) = (tmp_path / "dist").glob("gptlib_lecture5-*.whl")
+
+    venv.create(tmp_path / "env", with_pip=True)
+    python = venv_python(tmp_path / "env")
+    run([python, "-m", "pip", "install", "--quiet", f"torch=={torch_version}", f"{wheel}[notebooks]", "nbval"], tmp_path, 900)
+    installed = run([python, "-c", "import gptlib; print(gptlib.__file__)"], tmp_path, 120)
+    assert Path(installed.strip()).is_relative_to(tmp_path / "env")  # the wheel's gptlib, not the repository's
+
+    out = run([python, "-m", "gptlib", "notebooks", tmp_path / "mine"], tmp_path, 120)
+    assert "10 notebooks" in out and (tmp_path / "mine" / NOTEBOOK).exists()
+    (tmp_path / "mine" / "pytest.ini").write_text("[pytest]\n")  # nothing from the repository's configuration
+    shutil.copy(ROOT / "tests" / "nbval_sanitize.cfg", tmp_path / "mine")
+    out = run([python, "-m", "pytest", "--nbval", "--nbval-current-env", "--nbval-sanitize-with", "nbval_sanitize.cfg",
+               "--nbval-cell-timeout=300", "-p", "no:cacheprovider", "-q", NOTEBOOK], tmp_path / "mine", 900)
+    assert " passed" in out and "failed" not in out
