@@ -155,3 +155,38 @@ def test_the_released_notebook_runs_and_its_grader_cells_report(built):
     for cell in reports:
         text = cell.outputs[0]["data"]["text/plain"]
         assert re.search(r": (\d) of \1 points", text) and "Hidden tests run when your notebook is graded" in text, text
+
+
+def test_hidden_variant_replaces_nothing_global():
+    """The offset reaches the checkers through their own seeds: torch's and random's functions stay the
+    library's, and the learner's generator draws as it would outside the block."""
+    import random
+
+    import torch
+
+    from gptlib.course.variants import shifted_seeds
+    from gptlib.exercises.result import variant_seed
+
+    functions = (torch.manual_seed, torch.Generator, random.Random.seed)
+    torch.manual_seed(3)
+    outside = torch.rand(4)
+    with shifted_seeds(12345):
+        assert (torch.manual_seed, torch.Generator, random.Random.seed) == functions
+        torch.manual_seed(3)
+        assert torch.equal(torch.rand(4), outside)
+        assert variant_seed(7) == 7 + 12345
+    assert variant_seed(7) == 7
+
+
+def test_worked_answers_are_found_by_what_they_compute_and_withheld(built):
+    """Notebook 05's derived_rows (d_ff = 4d built in) gives parameter_table's answer at the course
+    configuration: the release replaces its cell; the notebooks' display helpers are kept."""
+    out, _ = built
+    for path in NOTEBOOKS:
+        notebook = _load(path)
+        found = assign.worked_answers(notebook, questions(notebook))
+        cells = [i for i, c in enumerate(notebook["cells"]) if "def derived_rows(" in "".join(c["source"])]
+        assert found == ({cells[0]: ["derived_rows"]} if path.stem.startswith("05_") else {}), path.name
+    released = json.dumps(_load(out / "student" / "05_gpt_and_parameter_count" / "05_gpt_and_parameter_count.ipynb"))
+    assert "def derived_rows" not in released and "`derived_rows`) is not part of this release" in released
+    assert "concept_answer(" not in released and "show_solution(" not in released

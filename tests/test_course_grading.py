@@ -18,7 +18,7 @@ import pytest
 from gptlib import exercises
 from gptlib.course import assign
 from gptlib.course.grade import grade_class, load_tests
-from gptlib.course.judge import Limits
+from gptlib.course.judge import HIDDEN_MESSAGES, Limits, _answer_names
 from gptlib.course.questions import cells_to_run, questions
 from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
@@ -66,7 +66,7 @@ def graded(tmp_path_factory):
     for student, code in hostile.items():
         _write(subs / student / f"{NB05}.ipynb", course_class.submission(released[NB05], code))
     _write(subs / "deleted" / f"{NB05}.ipynb",
-           course_class.submission(released[NB05], "from gptlib.exercises.solutions import rows as table\n" +
+           course_class.submission(released[NB05], course_class.solved("rows as table") + "\n" +
                                    course_class.concept_lines(asked[NB05], wrong=False), drop_answers=True))
     (subs / "broken").mkdir()
     (subs / "broken" / f"{NB05}.ipynb").write_text("{ this is not json")
@@ -82,7 +82,7 @@ def _outcomes(graded, student, notebook):
 
 
 def _offset(case) -> int:
-    return case(lambda check, seed_offset=0: seed_offset)
+    return case(lambda check, seed_offset=0, functions=(): seed_offset)
 
 
 @pytest.mark.parametrize("student", ["correct", "typical"])
@@ -96,7 +96,8 @@ def test_feedback_is_what_the_checker_says(graded, student):
             for case in test.cases:
                 outcome = next(outcomes)
                 expected = course_class.expected_result(graded["codes"][student][name], test.check, _offset(case))
-                assert (outcome.question, outcome.status, outcome.message) == (test.name, expected.status, expected.message)
+                message = HIDDEN_MESSAGES.get(expected.status, expected.message) if case.hidden else expected.message
+                assert (outcome.question, outcome.status, outcome.message) == (test.name, expected.status, message)
                 assert outcome.details == (() if case.hidden else expected.details)
                 assert outcome.earned == (case.points if student == "correct" else 0)
                 assert bool(expected) == (student == "correct")
@@ -145,7 +146,9 @@ def test_a_loop_costs_only_its_own_question(graded):
 
 def test_a_flood_of_output_costs_only_the_part_that_printed_it(graded):
     found = _by_question(graded, "flood")
-    assert all(o.earned == 0 and "output limit" in o.message for o in found["parameter_count"])
+    public, hidden = sorted(found["parameter_count"], key=lambda o: o.hidden)
+    assert public.earned == hidden.earned == 0 and "output limit" in public.message
+    assert hidden.message == HIDDEN_MESSAGES["error"]  # the student's own error text: not shown for a hidden case
     assert all(o.earned == o.points for q in ("parameter_table", "tied_count") for o in found[q])
 
 
@@ -189,6 +192,36 @@ def test_patching_the_checker_in_the_notebook_changes_nothing(graded):
 def test_a_table_of_the_public_points_fails_the_hidden_variant(graded):
     public, hidden = sorted(_by_question(graded, "memoriser")["parameter_count"], key=lambda o: o.hidden)
     assert public.earned == public.points and hidden.earned == 0 and hidden.status == "failed"
+
+
+def test_numbers_typed_for_the_public_configuration_fail_every_hidden_case(graded):
+    """count = 816640, a typed table and tied_count = 808320 answer the public case only."""
+    answer = {t.name: _answer_names(t.check)[0] for t in load_tests(str(graded["build"] / "autograder" / NB05))}
+    for question, outcomes in _by_question(graded, "constant").items():
+        if question.startswith("concept"):
+            continue
+        public, hidden = sorted(outcomes, key=lambda o: o.hidden)
+        assert public.earned == public.points and hidden.earned == 0, question
+        assert hidden.message.startswith(f"{answer[question]} is a value, not a function")
+
+
+def test_a_hidden_case_shows_nothing_of_its_inputs_even_in_the_students_own_error(graded):
+    found = _by_question(graded, "leaky")
+    for question in ("parameter_count", "tied_count"):
+        public, hidden = sorted(found[question], key=lambda o: o.hidden)
+        assert public.status == hidden.status == "error" and "GPTConfig(" in public.message
+        assert hidden.message == HIDDEN_MESSAGES["error"] and hidden.details == ()
+
+
+def test_a_right_answer_of_another_type_scores_as_in_the_students_kernel(graded):
+    """A Fraction, a namedtuple and a numpy integer: the checker in the test's process passes them, and so does grading."""
+    code = graded["hostile"]["typed"]
+    for test in load_tests(str(graded["build"] / "autograder" / NB05)):
+        for case, outcome in zip(test.cases, _by_question(graded, "typed")[test.name]):
+            expected = course_class.expected_result(code, test.check, _offset(case))
+            assert (outcome.earned == case.points) == bool(expected), (test.name, outcome.message)
+    assert all(o.earned == o.points for q in ("parameter_count", "parameter_table", "tied_count")
+               for o in _by_question(graded, "typed")[q])
 
 
 def test_not_submitted_notebooks_score_zero(graded):

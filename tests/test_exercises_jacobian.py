@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from gptlib.exercises import check_post_norm_jacobian, check_post_norm_statement, solutions, statements
+from gptlib.exercises import check_post_norm_jacobian, check_post_norm_statement, statements
+from gptlib.exercises.answers import solutions
 from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
 
 pytestmark = pytest.mark.usefixtures("one_thread")

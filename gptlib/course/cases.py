@@ -13,10 +13,12 @@ A generated test file reads (otter's OK_FORMAT = False style: cases are Python f
 
     @test_case(points=1, hidden=True)
     def hidden_variant(run):
-        return run(check, seed_offset=...)
+        return run(check, seed_offset=..., functions=("count",))
 
-`run(check, seed_offset)` is given by whoever runs the case: the student's kernel (grader.py,
-public cases only) or the judge (judge.py). It returns the checker's own Result, whose truth
+`run(check, seed_offset, functions)` is given by whoever runs the case: the student's kernel
+(grader.py, public cases only) or the judge (judge.py). `functions`: the answers the hidden case
+calls at points the public case does not show, so they must be functions (a number typed for the
+public configuration, `count = 816640`, answers none of them). It returns the checker's own Result, whose truth
 value is the verdict: no test message is written here, feedback is what the checker said.
 """
 
@@ -65,5 +67,5 @@ def source(question: Question, seed_offset: int | None, points: float = 1) -> st
     )
     if seed_offset is not None:
         text += (f"\n\n@test_case(points={points}, hidden=True)\ndef hidden_variant(run):\n"
-                 f"    return run(check, seed_offset={seed_offset})\n")
+                 f"    return run(check, seed_offset={seed_offset}, functions={question.answers!r})\n")
     return text

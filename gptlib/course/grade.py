@@ -23,6 +23,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from . import cases
+from .assign import ANSWERS
 from .judge import CaseOutcome, Limits, NotebookGrade, grade_notebook
 
 
@@ -60,7 +61,7 @@ def grade_class(submissions: Path, autograder: Path, out: Path, workers: int | N
     """Grade every student's notebooks in parallel; writes grades.csv and the feedback pages."""
     submissions, autograder, out = (p.resolve() for p in (submissions, autograder, out))
     (out / "feedback").mkdir(parents=True, exist_ok=True)
-    hide = [str(submissions), str(autograder), str(out)]
+    hide = [str(submissions), str(autograder), str(out), str(ANSWERS)]  # ANSWERS: the reference solutions
     jobs = _jobs(submissions, autograder)
     workers = workers or os.cpu_count() or 1
     grades: dict[tuple[str, str], NotebookGrade] = {}

@@ -22,7 +22,7 @@ import torch
 from .. import circuits
 from ..config import GPTConfig
 from ..model import MultiHeadAttention
-from .result import Wrong, as_int, as_matrix, as_numbers, call, checker, close, name_mistake, scale_of
+from .result import Wrong, as_int, as_matrix, as_numbers, call, checker, close, name_mistake, scale_of, variant_seed
 
 EX3, EX6 = "Exercise 3", "Exercise 6"
 RTOL = 1e-5  # loose enough for an answer computed in float32
@@ -72,7 +72,7 @@ def check_factor_pair_dimension(dimension) -> tuple[str, list[str]]:
 
 def _random_attention(d: int, H: int, seed: int) -> MultiHeadAttention:
     """A float64 MultiHeadAttention with N(0, 1) weights (generic full-rank factors)."""
-    torch.manual_seed(seed)
+    torch.manual_seed(variant_seed(seed))
     attn = MultiHeadAttention(GPTConfig(d=d, H=H)).double()
     with torch.no_grad():
         for p in attn.parameters():
