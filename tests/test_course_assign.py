@@ -126,15 +126,28 @@ def test_hidden_variant_catches_an_answer_that_replays_the_public_points(built):
     assert not course_class.expected_result(replay, test.check, offset)
 
 
-# benchmarks/course_grading.py --variants lists every question (about a minute); these must move.
-MUST_MOVE = {"05_gpt_and_parameter_count": ["parameter_count", "parameter_table", "tied_count"],
-             "01_multi_head_attention": ["head_circuits"]}
+# Every question whose answer is a function: its hidden variant must ask at other points.
+MUST_MOVE = {"01_multi_head_attention": ["head_circuits", "rank_bounds", "factor_pair_dimension"],
+             "04_layernorm_geometry": ["layer_norm", "weight_decay"],
+             "05_gpt_and_parameter_count": ["parameter_count", "parameter_table", "tied_count"],
+             "07_computational_cost": ["training_flops", "attention_takeover"]}
 
 
 @pytest.mark.parametrize("notebook, question", [(n, q) for n, qs in MUST_MOVE.items() for q in qs])
-def test_hidden_variant_draws_other_points(built, notebook, question):
-    """The checkers that draw random configurations, inputs or weights draw others under the hidden offset."""
-    assert course_class.hidden_variant_moves(built[0], course_class.correct(), notebook, question)
+def test_hidden_variant_draws_other_points_and_the_reference_passes_there(built, notebook, question):
+    """The checkers draw other configurations, inputs, weights or shapes under the hidden offset, and
+    the reference solution passes there as on the public points."""
+    correct = course_class.correct()
+    assert course_class.hidden_variant_moves(built[0], correct, notebook, question)
+    test = cases.load(built[0] / "autograder" / notebook / "tests" / f"{question}.py")
+    assert course_class.expected_result(correct[notebook], test.check, course_class.hidden_offset(test))
+
+
+def test_every_function_question_is_listed_above(built):
+    listed = {(n, q) for n, qs in MUST_MOVE.items() for q in qs}
+    slow = {("03_residual_stream_and_prenorm", "post_norm_jacobian"), ("06_causality", "dependency_map")}  # seeded: they move
+    asked = {(p.stem, q.name) for p in NOTEBOOKS for q in questions(_load(p)) if q.functions and q.gradable}
+    assert asked == listed | slow
 
 
 @pytest.mark.slow  # a fresh interpreter or a training run

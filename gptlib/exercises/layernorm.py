@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import geometry
-from .result import Wrong, as_float, as_matrix, as_numbers, call, checker, close, name_mistake, variant_seed
+from .result import Wrong, as_float, as_matrix, as_numbers, call, checker, close, name_mistake, variant_points, variant_seed
 
 EX4 = "Exercise 4"
 EPSILONS = (0.5, 1e-5, 0.0)  # 0.5 first: where eps sits is plain to see
@@ -128,6 +128,12 @@ def check_layer_norm(project, rescale) -> tuple[str, list[str]]:
 
 SCALES = (0.25, 0.5, 2.0, 3.0)
 
+
+def _other_scales(rng) -> list[float]:
+    """Four scales c in [0.1, 4], two below 1, for a hidden variant."""
+    return [round(rng.uniform(0.1, 0.9), 3) for _ in range(2)] + [round(rng.uniform(1.1, 4.0), 3) for _ in range(2)]
+
+
 DECAY_MISTAKES = {
     "the output does not change with c (scale invariance), but the gradient does: it scales like 1/c": lambda c: (1.0, 1 / c**2),
     "only the output stays the same: the gradient scales like 1/c and the relative step like 1/c^2": lambda c: (1.0, 1.0),
@@ -158,14 +164,15 @@ def check_weight_decay(predict) -> tuple[str, list[str]]:
     the factor on ||grad_W loss|| and on the relative step ||lr grad|| / ||W|| of plain gradient
     descent. The pair may be a tuple, list, tensor or numpy array; derived or measured."""
     names = ("gradient factor", "step factor")
+    scales = variant_points(SCALES, _other_scales)
     answers = {}
-    for c in SCALES:
+    for c in scales:
         answer = as_numbers(call(predict, c, what="c"), names, "a pair")
         answers[c] = tuple(as_float(a, f"your {n}") for a, n in zip(answer, names))
-    measured = {c: measured_decay_factors(c) for c in SCALES}
+    measured = {c: measured_decay_factors(c) for c in scales}
 
     same = functools.partial(close, rtol=DECAY_RTOL)
-    for c in SCALES:
+    for c in scales:
         if not same(answers[c], measured[c]):
             details = [f"c = {c}: yours ({answers[c][0]:.4g}, {answers[c][1]:.4g}), "
                        f"measured ({measured[c][0]:.4g}, {measured[c][1]:.4g})"]
@@ -173,7 +180,7 @@ def check_weight_decay(predict) -> tuple[str, list[str]]:
             message = named or f"your factors differ from the measured ones (relative tolerance {DECAY_RTOL:g})"
             raise Wrong(message + ".", details)
     return (
-        f"both factors agree with autograd for c in {SCALES} (relative tolerance {DECAY_RTOL:g}):"
+        f"both factors agree with autograd for c in {scales} (relative tolerance {DECAY_RTOL:g}):"
         " weight decay (c < 1) leaves f alone but makes every later step relatively larger.",
         [],
     )

@@ -33,6 +33,7 @@ import itertools
 import numbers
 import operator
 import os
+import random
 import sysconfig
 import traceback
 from dataclasses import dataclass
@@ -109,6 +110,13 @@ def variant_seed(seed: int) -> int:
     or inside `hidden_variant(offset)` seed + offset, so the same checker asks at other points. A
     checker passes every seed it uses through this; nothing global (torch.manual_seed, random) is replaced."""
     return (seed + _VARIANT.get()) % _SEED_RANGE
+
+
+def variant_points(points: tuple, draw) -> tuple:
+    """The points a checker asks at: its own fixed `points`, or inside `hidden_variant(offset)` the
+    points `draw(random.Random(offset))` returns, other points of the same kind."""
+    offset = _VARIANT.get()
+    return tuple(points) if offset == 0 else tuple(draw(random.Random(offset)))
 
 
 @contextlib.contextmanager
