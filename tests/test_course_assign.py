@@ -8,6 +8,8 @@ import ast
 import json
 import os
 import re
+import shutil
+import zipfile
 
 import nbformat
 import pytest
@@ -203,3 +205,20 @@ def test_worked_answers_are_found_by_what_they_compute_and_withheld(built):
     released = json.dumps(_load(out / "student" / "05_gpt_and_parameter_count" / "05_gpt_and_parameter_count.ipynb"))
     assert "def derived_rows" not in released and "`derived_rows`) is not part of this release" in released
     assert "concept_answer(" not in released and "show_solution(" not in released
+
+
+def test_check_all_reports_every_question_and_export_zips_the_saved_notebook(built, tmp_path):
+    out, _ = built
+    folder = tmp_path / "05_gpt_and_parameter_count"
+    shutil.copytree(out / "student" / folder.name, folder)
+    namespace = {}
+    exec(course_class.code(folder.name, questions(_load(next(p for p in NOTEBOOKS if p.stem == folder.name))), wrong=False),
+         namespace)
+    report = Notebook(folder / "tests", namespace).check_all()
+    names = json.loads((folder / "tests" / "questions.json").read_text())
+    assert [r.test.name for r in report.reports] == names and report
+    assert repr(report).splitlines()[-1].startswith(f"public tests: {len(names)} of {len(names)} points")
+    target = Notebook(folder / "tests").export()
+    with zipfile.ZipFile(target) as archive:
+        assert archive.namelist() == [f"{folder.name}.ipynb"]
+        assert archive.read(f"{folder.name}.ipynb") == (folder / f"{folder.name}.ipynb").read_bytes()

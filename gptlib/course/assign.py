@@ -6,6 +6,8 @@ autograder's folder (`python -m gptlib.course assign`, `make assignments`).
     OUT/student/NN_name/tests/concepts.json  the concept questions' sealed records (exercises/sealed.py)
     OUT/autograder/NN_name/tests/NAME.py   public and hidden cases (mode 0700: only the instructor reads it)
     OUT/autograder/NN_name/questions.json  the graded questions, in the notebook's order
+    OUT/student/NN_name/tests/questions.json  every question, in order (grader.check_all)
+    OUT/gradebook.ini                      points per case, weights, deadlines, late policy (gradebook.py)
 
 Every question is worth 1 point on its public case; a question whose answer is a function gets a
 hidden variant worth 1 more point (variants.py, a secret seed offset drawn here). A question
@@ -38,7 +40,7 @@ import gptlib
 from gptlib import exercises
 from gptlib.exercises import sealed
 
-from . import cases
+from . import cases, gradebook
 from .questions import Question, code_cells, questions, student_notebook
 
 ANSWERS = Path(exercises.__file__).parent / "answers"  # what a class never gets (exercises/answers/__init__.py)
@@ -157,5 +159,23 @@ def build(notebooks: list[Path], out: Path, hints: bool = True, worked: bool = T
                 (autograder / "tests" / f"{q.name}.py").write_text(cases.source(q, offset, points))
         graded = [q.name for q in asked if q.gradable]
         (autograder / "questions.json").write_text(json.dumps(graded) + "\n")
+        (student / "tests" / "questions.json").write_text(json.dumps([q.name for q in asked]) + "\n")
         built.append(path.stem)
+    write_gradebook(out, built)
     return built
+
+
+def write_gradebook(out: Path, built: list[str]) -> None:
+    """OUT/gradebook.ini (gradebook.py) at the test files' points: written when absent; an existing one, the
+    instructor's, is kept, with a section added for each assignment it lacks."""
+    from .grade import book_points
+
+    path = out / "gradebook.ini"
+    points = book_points(out / "autograder")
+    if path.exists():
+        kept = gradebook.load(path)
+        missing = {name: points[name] for name in built if name not in kept.assignments}
+        if missing:
+            path.write_text(path.read_text(encoding="utf-8") + gradebook.sections(missing), encoding="utf-8")
+    else:
+        path.write_text(gradebook.default_text(points), encoding="utf-8")
