@@ -194,6 +194,8 @@ def student_notebook(notebook: dict, hints: bool = True, worked: bool = True,
             last_check = len(cells)
     if not worked:
         cells = cells[:last_check]
+    for i, cell in enumerate(cells):  # the cells added here need an id (nbformat 4.5), unique in the notebook
+        cell.setdefault("id", f"gptlib-course-{i}")
     return {**notebook, "cells": cells}
 
 
