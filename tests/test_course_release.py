@@ -6,7 +6,7 @@ Graded answers searched for: the reference solutions' source (in the notebook an
 the analysis layer computes some graded quantities by design, cost.crossover_T for one); the value of every graded
 function question at every point its public check asks, given by any function the notebook's own
 cells define (notebook 05's `derived_rows` was one); each concept question's explanation, shown
-only to a right answer; pointers to `concept_answer` and `show_solution`.
+only to a right answer, and Exercise 7's statement's; pointers to `concept_answer` and `show_solution`.
 """
 
 import inspect
@@ -33,7 +33,7 @@ def _why_texts(ids) -> list[str]:
     """What each concept question says only to its right answer."""
     texts = []
     for i in ids:
-        spec = concepts.QUESTIONS[i]
+        spec = concepts.SEALED[i]
         texts.append(spec.why if isinstance(spec, concepts.Choice) else spec.why(spec.answer()))
     return texts
 
@@ -74,8 +74,8 @@ def test_a_released_notebook_run_as_a_student_holds_no_graded_answer(path, stude
     points = {q.name: assign._reference_points(q) for q in graded if q.functions and len(q.answers) == 1}
     torch.save(points, folder / "points.pt")
     stubs = sorted({a for q in asked for a in q.answers})
-    right = {i: concepts.QUESTIONS[i].answer if isinstance(concepts.QUESTIONS[i], concepts.Choice)
-             else concepts.QUESTIONS[i].answer() for i in ids}
+    right = {i: concepts.SEALED[i].answer if isinstance(concepts.SEALED[i], concepts.Choice)
+             else concepts.SEALED[i].answer() for i in ids}
     released = nbformat.read(folder / path.name, as_version=4)
     first = nbformat.v4.new_code_cell(
         f"import gptlib\nassert gptlib.__file__.startswith({str(student_package)!r}), gptlib.__file__")
@@ -113,7 +113,8 @@ def test_a_released_notebook_run_as_a_student_holds_no_graded_answer(path, stude
                    resources={"metadata": {"path": str(folder)}}).execute()
     errors = [o for c in released.cells[:1] + released.cells[-1:] for o in c.get("outputs", []) if o["output_type"] == "error"]
     assert not errors, errors
-    assert released.cells[-1].outputs[0]["text"].strip() == f"False {dict.fromkeys(ids, True)}"  # sealed checks still pass
+    printed = "".join(o.get("text", "") for o in released.cells[-1].outputs if o["output_type"] == "stream")
+    assert printed.strip() == f"False {dict.fromkeys(ids, True)}"  # not importable; the sealed checks still pass
 
     released.cells = released.cells[1:-1]  # the notebook as the student has it, with its outputs
     executed = json.dumps(nbformat.writes(released))

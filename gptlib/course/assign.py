@@ -47,18 +47,20 @@ ANSWERS = Path(exercises.__file__).parent / "answers"  # what a class never gets
 
 
 def concept_id(question: Question) -> str | None:
-    """The concept question's id ("1.1") a question checks, or None for an exercise."""
+    """The id of the sealed record a question is checked with ("1.1", "post_norm_statement"), or None."""
     call = ast.parse(question.check, mode="eval").body
-    return call.args[0].value if call.func.attr == "check_concept" else None
+    if call.func.attr == "check_concept":
+        return call.args[0].value
+    return "post_norm_statement" if call.func.attr == "check_post_norm_statement" else None
 
 
 def sealed_concepts(asked: list[Question]) -> dict[str, dict]:
-    """The sealed records of the concept questions asked, under one fresh salt."""
-    from gptlib.exercises.answers.concepts import QUESTIONS
+    """The sealed records of the choice and number questions asked, under one fresh salt."""
+    from gptlib.exercises.answers.concepts import SEALED
 
     salt = secrets.token_bytes(16)
     ids = [i for i in map(concept_id, asked) if i is not None]
-    return {i: sealed.seal(i, QUESTIONS[i], salt) for i in ids}
+    return {i: sealed.seal(i, SEALED[i], salt) for i in ids}
 
 
 def _same(a, b) -> bool:

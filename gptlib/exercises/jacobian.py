@@ -4,8 +4,8 @@
                                        built from a pre-norm block's parts (ln_1, attn, mlp, ln_2):
                                        Y = LN_1(X + MHA(X)), X' = LN_2(Y + MLP(Y)). Compared with
                                        autograd on gptlib's own post-norm Block holding the same weights.
-    check_post_norm_statement(letter)  which of STATEMENTS says where it departs from I + DF ('b',
-                                       '(b)' or the whole line as statements() prints it)
+    check_post_norm_statement(letter)  which of STATEMENTS says where it departs from I + DF ('a',
+                                       '(a)' or the whole line as statements() prints it)
 
 vec flattens X (T, d) row by row (position-major, X.reshape(-1)), so the Jacobian is (T d, T d)
 with rows indexing the output X' and columns the input X.
@@ -21,7 +21,8 @@ import torch
 from .. import jacobians
 from ..config import GPTConfig
 from ..model import Block, MultiHeadAttention
-from .result import Wrong, as_matrix, call, checker, close, name_mistake, not_attempted, scale_of, variant_seed
+from . import sealed
+from .result import PASSED, Wrong, as_matrix, call, checker, close, name_mistake, not_attempted, scale_of, variant_seed
 
 EX7 = "Exercise 7"
 RTOL, ATOL = 1e-5, 1e-6  # entries are O(1): loose enough for a Jacobian computed in float32
@@ -145,13 +146,6 @@ STATEMENTS = {  # every choice is a formula, so the learner has to derive J to c
     "d": "J = gamma (I + DF), with gamma the last LayerNorm's gain: the identity survives, rescaled.",
     "e": "J = (I + DLN_2 DMLP)(I + DLN_1 DMHA): each LayerNorm sits on its branch, so an identity survives in every factor.",
 }
-_VERDICTS = {
-    "a": "no: the LayerNorm after the addition multiplies the whole of I + DF by its own Jacobian",
-    "c": "no: the residual additions are still there, inside the LayerNorms; only the order changed",
-    "d": "no: LayerNorm's Jacobian is not a constant: it projects out the all-ones direction and divides by sigma at each row",
-    "e": "no: that is how a pre-norm block factors, with each LayerNorm on its branch; in post-norm the LayerNorm "
-    "comes after the addition, so it multiplies the identity path too",
-}
 
 
 @checker(EX7)
@@ -162,14 +156,15 @@ def check_post_norm_statement(letter) -> tuple[str, list[str]]:
         not_attempted("no statement chosen yet: set it to one of the letters printed by statements().")
     choice = _chosen_letter(letter)
     if choice is None:
-        raise Wrong(f"answer with one letter of {sorted(STATEMENTS)} (as 'b' or '(b)'), got {letter!r:.40}")
-    if choice in _VERDICTS:
-        raise Wrong(f"({choice}) {_VERDICTS[choice]}.")
-    return "(b): in post-norm every path through the block, the straight one included, passes through LayerNorm Jacobians.", []
+        raise Wrong(f"answer with one letter of {sorted(STATEMENTS)} (as 'a' or '(a)'), got {letter!r:.40}")
+    status, message = sealed.verdict("post_norm_statement", choice)  # the answer is not in this file: answers/
+    if status != PASSED:
+        raise Wrong(message)
+    return message, []
 
 
 def _chosen_letter(answer) -> str | None:
-    """The letter a learner chose: 'b', 'B', '(b)', 'b)', or the whole line '(b) ...' as statements() prints it."""
+    """The letter a learner chose: 'a', 'A', '(a)', 'a)', or the whole line '(a) ...' as statements() prints it."""
     if not isinstance(answer, str):
         return None
     for letter, text in STATEMENTS.items():

@@ -92,13 +92,13 @@ def load_released(records: dict[str, dict]) -> None:
 @functools.cache
 def _self_study_record(question: str) -> dict:
     try:
-        from .answers.concepts import QUESTIONS
+        from .answers.concepts import SEALED
     except ModuleNotFoundError:
-        raise ValueError(f"concept question {question!r} has no sealed record here: in a class release, run the "
+        raise ValueError(f"question {question!r} has no sealed record here: in a class release, run the "
                          "notebook's first cells (grader = Notebook(\"tests\")) before answering") from None
-    if question not in QUESTIONS:
-        raise ValueError(f"no concept question {question!r}: they are {', '.join(QUESTIONS)}")
-    return seal(question, QUESTIONS[question])
+    if question not in SEALED:
+        raise ValueError(f"no concept question {question!r}: they are {', '.join(SEALED)}")
+    return seal(question, SEALED[question])
 
 
 def _record(question: str) -> dict:
@@ -113,6 +113,14 @@ def _as_text(record: dict, answer) -> str:
             raise Wrong(f"answer with one letter of {letters}, got {answer!r:.40}")
         return answer.strip().lower()
     return str(as_int(answer, "your answer"))
+
+
+def verdict(question: str, letter: str) -> tuple[str, str]:
+    """(status, message) of a choice's letter, one of its record's letters: for an exercise's checker that
+    asks a choice (check_post_norm_statement)."""
+    record = _record(question)
+    key = _key(bytes.fromhex(record["salt"]), question, letter)
+    return _unlock(key, record["outcomes"][_lookup(key)])
 
 
 def check_concept(question: str, answer) -> Result:

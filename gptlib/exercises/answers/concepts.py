@@ -363,3 +363,20 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "7.3": crossover_question(d=1024),
 }
+
+
+# Exercise 7's statement (exercises.check_post_norm_statement): the right one of jacobian.STATEMENTS, and what
+# each other one misses. Checked, like the questions above, through its sealed record (exercises/sealed.py).
+POST_NORM_STATEMENT = Choice(
+    "b",
+    "in post-norm every path through the block, the straight one included, passes through LayerNorm Jacobians.",
+    {
+        "a": "the LayerNorm after the addition multiplies the whole of I + DF by its own Jacobian",
+        "c": "the residual additions are still there, inside the LayerNorms; only the order changed",
+        "d": "LayerNorm's Jacobian is not a constant: it projects out the all-ones direction and divides by sigma at "
+        "each row",
+        "e": "that is how a pre-norm block factors, with each LayerNorm on its branch; in post-norm the LayerNorm "
+        "comes after the addition, so it multiplies the identity path too",
+    },
+)
+SEALED = {**QUESTIONS, "post_norm_statement": POST_NORM_STATEMENT}  # everything exercises/sealed.py checks, by id
