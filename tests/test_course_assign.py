@@ -8,6 +8,8 @@ import ast
 import json
 import os
 import re
+import shutil
+import zipfile
 
 import nbformat
 import pytest
@@ -126,15 +128,28 @@ def test_hidden_variant_catches_an_answer_that_replays_the_public_points(built):
     assert not course_class.expected_result(replay, test.check, offset)
 
 
-# benchmarks/course_grading.py --variants lists every question (about a minute); these must move.
-MUST_MOVE = {"05_gpt_and_parameter_count": ["parameter_count", "parameter_table", "tied_count"],
-             "01_multi_head_attention": ["head_circuits"]}
+# Every question whose answer is a function: its hidden variant must ask at other points.
+MUST_MOVE = {"01_multi_head_attention": ["head_circuits", "rank_bounds", "factor_pair_dimension"],
+             "04_layernorm_geometry": ["layer_norm", "weight_decay"],
+             "05_gpt_and_parameter_count": ["parameter_count", "parameter_table", "tied_count"],
+             "07_computational_cost": ["training_flops", "attention_takeover"]}
 
 
 @pytest.mark.parametrize("notebook, question", [(n, q) for n, qs in MUST_MOVE.items() for q in qs])
-def test_hidden_variant_draws_other_points(built, notebook, question):
-    """The checkers that draw random configurations, inputs or weights draw others under the hidden offset."""
-    assert course_class.hidden_variant_moves(built[0], course_class.correct(), notebook, question)
+def test_hidden_variant_draws_other_points_and_the_reference_passes_there(built, notebook, question):
+    """The checkers draw other configurations, inputs, weights or shapes under the hidden offset, and
+    the reference solution passes there as on the public points."""
+    correct = course_class.correct()
+    assert course_class.hidden_variant_moves(built[0], correct, notebook, question)
+    test = cases.load(built[0] / "autograder" / notebook / "tests" / f"{question}.py")
+    assert course_class.expected_result(correct[notebook], test.check, course_class.hidden_offset(test))
+
+
+def test_every_function_question_is_listed_above(built):
+    listed = {(n, q) for n, qs in MUST_MOVE.items() for q in qs}
+    slow = {("03_residual_stream_and_prenorm", "post_norm_jacobian"), ("06_causality", "dependency_map")}  # seeded: they move
+    asked = {(p.stem, q.name) for p in NOTEBOOKS for q in questions(_load(p)) if q.functions and q.gradable}
+    assert asked == listed | slow
 
 
 @pytest.mark.slow  # a fresh interpreter or a training run
@@ -155,3 +170,55 @@ def test_the_released_notebook_runs_and_its_grader_cells_report(built):
     for cell in reports:
         text = cell.outputs[0]["data"]["text/plain"]
         assert re.search(r": (\d) of \1 points", text) and "Hidden tests run when your notebook is graded" in text, text
+
+
+def test_hidden_variant_replaces_nothing_global():
+    """The offset reaches the checkers through their own seeds: torch's and random's functions stay the
+    library's, and the learner's generator draws as it would outside the block."""
+    import random
+
+    import torch
+
+    from gptlib.course.variants import shifted_seeds
+    from gptlib.exercises.result import variant_seed
+
+    functions = (torch.manual_seed, torch.Generator, random.Random.seed)
+    torch.manual_seed(3)
+    outside = torch.rand(4)
+    with shifted_seeds(12345):
+        assert (torch.manual_seed, torch.Generator, random.Random.seed) == functions
+        torch.manual_seed(3)
+        assert torch.equal(torch.rand(4), outside)
+        assert variant_seed(7) == 7 + 12345
+    assert variant_seed(7) == 7
+
+
+def test_worked_answers_are_found_by_what_they_compute_and_withheld(built):
+    """Notebook 05's derived_rows (d_ff = 4d built in) gives parameter_table's answer at the course
+    configuration: the release replaces its cell; the notebooks' display helpers are kept."""
+    out, _ = built
+    for path in NOTEBOOKS:
+        notebook = _load(path)
+        found = assign.worked_answers(notebook, questions(notebook))
+        cells = [i for i, c in enumerate(notebook["cells"]) if "def derived_rows(" in "".join(c["source"])]
+        assert found == ({cells[0]: ["derived_rows"]} if path.stem.startswith("05_") else {}), path.name
+    released = json.dumps(_load(out / "student" / "05_gpt_and_parameter_count" / "05_gpt_and_parameter_count.ipynb"))
+    assert "def derived_rows" not in released and "`derived_rows`) is not part of this release" in released
+    assert "concept_answer(" not in released and "show_solution(" not in released
+
+
+def test_check_all_reports_every_question_and_export_zips_the_saved_notebook(built, tmp_path):
+    out, _ = built
+    folder = tmp_path / "05_gpt_and_parameter_count"
+    shutil.copytree(out / "student" / folder.name, folder)
+    namespace = {}
+    exec(course_class.code(folder.name, questions(_load(next(p for p in NOTEBOOKS if p.stem == folder.name))), wrong=False),
+         namespace)
+    report = Notebook(folder / "tests", namespace).check_all()
+    names = json.loads((folder / "tests" / "questions.json").read_text())
+    assert [r.test.name for r in report.reports] == names and report
+    assert repr(report).splitlines()[-1].startswith(f"public tests: {len(names)} of {len(names)} points")
+    target = Notebook(folder / "tests").export()
+    with zipfile.ZipFile(target) as archive:
+        assert archive.namelist() == [f"{folder.name}.ipynb"]
+        assert archive.read(f"{folder.name}.ipynb") == (folder / f"{folder.name}.ipynb").read_bytes()

@@ -7,18 +7,22 @@ grades all six and measures the throughput.
 """
 
 import csv
+import datetime as dt
 import html
 import json
 import os
 import re
+import shutil
 import socket
+import unicodedata
 
 import pytest
 
 from gptlib import exercises
-from gptlib.course import assign
+from gptlib.course import assign, gradebook
 from gptlib.course.grade import grade_class, load_tests
-from gptlib.course.judge import Limits
+from gptlib.course.grader import Notebook
+from gptlib.course.judge import HIDDEN_MESSAGES, Limits, _answer_names
 from gptlib.course.questions import cells_to_run, questions
 from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
@@ -66,15 +70,26 @@ def graded(tmp_path_factory):
     for student, code in hostile.items():
         _write(subs / student / f"{NB05}.ipynb", course_class.submission(released[NB05], code))
     _write(subs / "deleted" / f"{NB05}.ipynb",
-           course_class.submission(released[NB05], "from gptlib.exercises.solutions import rows as table\n" +
+           course_class.submission(released[NB05], course_class.solved("rows as table") + "\n" +
                                    course_class.concept_lines(asked[NB05], wrong=False), drop_answers=True))
     (subs / "broken").mkdir()
     (subs / "broken" / f"{NB05}.ipynb").write_text("{ this is not json")
+    handed_in = root / "zipped" / NB05  # a student's released folder, their notebook saved, then grader.export()
+    shutil.copytree(build / "student" / NB05, handed_in)
+    _write(handed_in / f"{NB05}.ipynb", course_class.submission(released[NB05], codes["correct"][NB05]))
+    (subs / "zipped").mkdir()
+    shutil.move(Notebook(handed_in / "tests").export(), subs / "zipped" / f"{NB05}.zip")
+    _write(subs / INJECTOR / f"{NB05}.ipynb", course_class.submission(
+        released[NB05], codes["correct"][NB05] + "\ndef count(c):\n    raise ValueError('\\x1b[2J\\r=HYPERLINK(1)\\x00')"))
     try:
-        grades = grade_class(subs, build / "autograder", build / "grades", workers=2, limits=LIMITS)
+        grades = grade_class(subs, build / "autograder", build / "grades", workers=2, limits=LIMITS,
+                             book=build / "gradebook.ini")
     finally:
         listener.close()
-    return {"build": build, "grades": grades, "codes": codes, "released": released, "hostile": hostile}
+    return {"build": build, "grades": grades, "codes": codes, "released": released, "hostile": hostile, "submissions": subs}
+
+
+INJECTOR = "=cmd|' -C calc'!A0\x1b[31m"  # a folder name a spreadsheet would run and a terminal would obey
 
 
 def _outcomes(graded, student, notebook):
@@ -82,7 +97,7 @@ def _outcomes(graded, student, notebook):
 
 
 def _offset(case) -> int:
-    return case(lambda check, seed_offset=0: seed_offset)
+    return case(lambda check, seed_offset=0, functions=(): seed_offset)
 
 
 @pytest.mark.parametrize("student", ["correct", "typical"])
@@ -96,24 +111,85 @@ def test_feedback_is_what_the_checker_says(graded, student):
             for case in test.cases:
                 outcome = next(outcomes)
                 expected = course_class.expected_result(graded["codes"][student][name], test.check, _offset(case))
-                assert (outcome.question, outcome.status, outcome.message) == (test.name, expected.status, expected.message)
+                message = HIDDEN_MESSAGES.get(expected.status, expected.message) if case.hidden else expected.message
+                assert (outcome.question, outcome.status, outcome.message) == (test.name, expected.status, message)
                 assert outcome.details == (() if case.hidden else expected.details)
                 assert outcome.earned == (case.points if student == "correct" else 0)
                 assert bool(expected) == (student == "correct")
 
 
+def _csv(path):
+    with open(path, newline="", encoding="utf-8") as file:
+        return list(csv.DictReader(file))
+
+
 def test_grades_csv_has_a_row_per_student_and_a_column_per_question(graded):
-    with open(graded["build"] / "grades" / "grades.csv") as file:
-        rows = {row["student"]: row for row in csv.DictReader(file)}
-    assert set(rows) == set(graded["grades"])
+    rows = {row["student"]: row for row in _csv(graded["build"] / "grades" / "grades.csv")}
+    assert set(rows) == {gradebook.cell(s) for s in graded["grades"]}
     questions = [f"{name}:{t.name}" for name in GRADED for t in load_tests(str(graded["build"] / "autograder" / name))]
-    assert list(rows["correct"])[1:-1] == questions
+    assert list(rows["correct"])[1:1 + len(questions)] == questions
     full = {f"{name}:{t.name}": t.points for name in GRADED for t in load_tests(str(graded["build"] / "autograder" / name))}
     assert {q: float(rows["correct"][q]) for q in questions} == full
-    assert float(rows["correct"]["total"]) == sum(full.values())
-    assert float(rows["typical"]["total"]) == 0
+    assert sum(float(rows["correct"][f"{name}:score"]) for name in GRADED) == sum(full.values())
+    assert float(rows["correct"]["overall_percent"]) == 100 and float(rows["typical"]["overall_percent"]) == 0
     for student, notebooks in graded["grades"].items():
-        assert float(rows[student]["total"]) == sum(o.earned for g in notebooks for o in g.outcomes)
+        row = rows[gradebook.cell(student)]
+        assert sum(float(row[f"{g.notebook}:score"]) for g in notebooks) == sum(o.earned for g in notebooks for o in g.outcomes)
+
+
+def test_canvas_and_gradescope_exports_hold_every_student(graded):
+    out = graded["build"] / "grades"
+    canvas = _csv(out / "canvas.csv")
+    assert list(canvas[0]) == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *GRADED]
+    assert canvas[0]["Student"] == "Points Possible"
+    assert [r["Student"] for r in canvas[1:]] == [gradebook.cell(s) for s in sorted(graded["grades"])]
+    for name in GRADED:
+        scope = {r["Name"]: r for r in _csv(out / "gradescope" / f"{name}.csv")}
+        correct = next(g for g in graded["grades"]["correct"] if g.notebook == name)
+        most = sum(o.points for o in correct.outcomes)
+        assert float(scope["correct"]["Total Score"]) == float(scope["correct"]["Max Points"]) == most
+        stamp = dt.datetime.fromtimestamp(os.lstat(graded["submissions"] / "correct" / f"{name}.ipynb").st_mtime, dt.timezone.utc)
+        assert scope["correct"]["Submission Time"] == stamp.isoformat(timespec="seconds")
+        assert scope["correct"]["Status"] == "Graded" and scope["stub"]["Status"] == ("Graded" if name == NB05 else "Missing")
+
+
+def test_no_formula_or_control_character_reaches_an_export_or_a_page(graded):
+    out = graded["build"] / "grades"
+    for path in [out / "grades.csv", out / "canvas.csv", *(out / "gradescope").glob("*.csv")]:
+        with open(path, newline="", encoding="utf-8") as file:
+            text = file.read()
+        assert not [c for c in text.replace("\r\n", "") if unicodedata.category(c) in ("Cc", "Cf", "Cs")], path.name
+        with open(path, newline="", encoding="utf-8") as file:
+            assert not [c for row in csv.reader(file) for c in row if c.startswith(("=", "+", "-", "@"))], path.name
+    page = (out / "feedback" / f"{gradebook.file_name(INJECTOR)}.html").read_text(encoding="utf-8")
+    assert "HYPERLINK" in page and not [c for c in page.replace("\n", "") if unicodedata.category(c) in ("Cc", "Cf", "Cs")]
+
+
+def test_regrading_one_student_keeps_every_other_grade_and_applies_the_late_policy(graded):
+    """grade --student constant, after its notebook's file was dated two days past a deadline set in the gradebook."""
+    build, subs, out = graded["build"], graded["submissions"], graded["build"] / "grades"
+    others = {p: p.read_bytes() for folder in (out / "results", out / "feedback") for p in folder.iterdir()
+              if not p.name.startswith("constant.")}
+    deadline = dt.datetime(2026, 1, 5, 12, 0, tzinfo=dt.timezone.utc)
+    book = build / "gradebook.ini"
+    text = book.read_text()
+    book.write_text(text.replace(f"[{NB05}]\nweight = 1\n# deadline = 2026-12-09T23:59:00+00:00",
+                                 f"[{NB05}]\nweight = 1\ndeadline = {deadline.isoformat()}"))
+    assert gradebook.load(book).assignments[NB05].deadline == deadline
+    late = deadline.timestamp() + 2 * 86400 - 60  # two started days late
+    os.utime(subs / "constant" / f"{NB05}.ipynb", (late, late))
+    try:
+        regraded = grade_class(subs, build / "autograder", out, workers=1, limits=LIMITS, students=["constant"], book=book)
+    finally:
+        book.write_text(text)
+    assert list(regraded) == ["constant"]
+    assert all(p.read_bytes() == content for p, content in others.items()), "another student's files changed"
+    raw = sum(o.earned for g in regraded["constant"] for o in g.outcomes if g.notebook == NB05)
+    kept = 1 - 2 * gradebook.DEFAULT_LATE["penalty_per_day"]
+    row = {r["Name"]: r for r in _csv(out / "gradescope" / f"{NB05}.csv")}["constant"]
+    assert raw > 0 and float(row["Total Score"]) == pytest.approx(raw * kept) and row["Lateness (H:M:S)"] == "47:59:00"
+    rows = {r["student"]: r for r in _csv(out / "grades.csv")}
+    assert set(rows) == {gradebook.cell(s) for s in graded["grades"]} and float(rows["constant"][f"{NB05}:kept"]) == kept
 
 
 def _by_question(graded, student):
@@ -145,7 +221,9 @@ def test_a_loop_costs_only_its_own_question(graded):
 
 def test_a_flood_of_output_costs_only_the_part_that_printed_it(graded):
     found = _by_question(graded, "flood")
-    assert all(o.earned == 0 and "output limit" in o.message for o in found["parameter_count"])
+    public, hidden = sorted(found["parameter_count"], key=lambda o: o.hidden)
+    assert public.earned == hidden.earned == 0 and "output limit" in public.message
+    assert hidden.message == HIDDEN_MESSAGES["error"]  # the student's own error text: not shown for a hidden case
     assert all(o.earned == o.points for q in ("parameter_table", "tied_count") for o in found[q])
 
 
@@ -191,22 +269,58 @@ def test_a_table_of_the_public_points_fails_the_hidden_variant(graded):
     assert public.earned == public.points and hidden.earned == 0 and hidden.status == "failed"
 
 
+def test_numbers_typed_for_the_public_configuration_fail_every_hidden_case(graded):
+    """count = 816640, a typed table and tied_count = 808320 answer the public case only."""
+    answer = {t.name: _answer_names(t.check)[0] for t in load_tests(str(graded["build"] / "autograder" / NB05))}
+    for question, outcomes in _by_question(graded, "constant").items():
+        if question.startswith("concept"):
+            continue
+        public, hidden = sorted(outcomes, key=lambda o: o.hidden)
+        assert public.earned == public.points and hidden.earned == 0, question
+        assert hidden.message.startswith(f"{answer[question]} is a value, not a function")
+
+
+def test_a_hidden_case_shows_nothing_of_its_inputs_even_in_the_students_own_error(graded):
+    found = _by_question(graded, "leaky")
+    for question in ("parameter_count", "tied_count"):
+        public, hidden = sorted(found[question], key=lambda o: o.hidden)
+        assert public.status == hidden.status == "error" and "GPTConfig(" in public.message
+        assert hidden.message == HIDDEN_MESSAGES["error"] and hidden.details == ()
+
+
+def test_a_right_answer_of_another_type_scores_as_in_the_students_kernel(graded):
+    """A Fraction, a namedtuple and a numpy integer: the checker in the test's process passes them, and so does grading."""
+    code = graded["hostile"]["typed"]
+    for test in load_tests(str(graded["build"] / "autograder" / NB05)):
+        for case, outcome in zip(test.cases, _by_question(graded, "typed")[test.name]):
+            expected = course_class.expected_result(code, test.check, _offset(case))
+            assert (outcome.earned == case.points) == bool(expected), (test.name, outcome.message)
+    assert all(o.earned == o.points for q in ("parameter_count", "parameter_table", "tied_count")
+               for o in _by_question(graded, "typed")[q])
+
+
+def test_a_zip_from_grader_export_is_graded_as_its_notebook(graded):
+    assert [(o.question, o.earned) for o in _outcomes(graded, "zipped", NB05)] == [
+        (o.question, o.earned) for o in _outcomes(graded, "correct", NB05)]
+    assert all(o.earned == o.points for o in _outcomes(graded, "zipped", NB05))
+
+
 def test_not_submitted_notebooks_score_zero(graded):
     assert all(o.earned == 0 and o.message == "not submitted" for o in _outcomes(graded, "stub", GRADED[0]))
 
 
 def test_feedback_pages_name_the_mistakes_and_hide_the_hidden_tests(graded):
     pages = graded["build"] / "grades" / "feedback"
-    assert sorted(p.stem for p in pages.glob("*.html")) == sorted(graded["grades"])
+    assert sorted(p.stem for p in pages.glob("*.html")) == sorted(map(gradebook.file_name, graded["grades"]))
     secrets = []
     for name in GRADED:
         for test in load_tests(str(graded["build"] / "autograder" / name)):
             secrets += [str(_offset(c)) for c in test.cases if c.hidden]
     for student, notebooks in graded["grades"].items():
-        page = (pages / f"{student}.html").read_text()
-        text = html.unescape(re.sub(r"<[^>]+>", "", page))
+        page = (pages / f"{gradebook.file_name(student)}.html").read_text()
+        text = html.unescape(re.sub(r"<[^>]+>", "", page.replace("<br>", " ")))
         assert not any(secret in page for secret in secrets), f"{student}: a hidden offset leaked"
         assert "seed_offset" not in page and "def hidden_variant" not in page
         for grade in notebooks:
             for o in grade.outcomes:
-                assert o.message in text
+                assert gradebook.clean(o.message) in text

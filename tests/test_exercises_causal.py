@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from gptlib import COURSE_CONFIG, GPT, GPTConfig
-from gptlib.exercises import check_causality, check_dependency_map, solutions
+from gptlib.exercises import check_causality, check_dependency_map
+from gptlib.exercises.answers import solutions
 from gptlib.exercises.causal import map_models
 from gptlib.exercises.result import ERROR, FAILED
 from tests.support.scratch_gpt import EinsumGPT, ScratchGPT

@@ -9,7 +9,7 @@ import torch
 from gptlib import circuits, exercises
 from gptlib.config import COURSE_CONFIG, GPTConfig
 from gptlib.counting import measured_table
-from gptlib.exercises import concepts
+from gptlib.exercises.answers import concepts
 from gptlib.exercises.result import FAILED, NOT_ATTEMPTED, PASSED
 from gptlib.model import GPT
 from tests.support import notebook_files

@@ -7,7 +7,8 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from gptlib import GPT, cost
-from gptlib.exercises import check_attention_takeover, check_training_flops, solutions
+from gptlib.exercises import check_attention_takeover, check_training_flops
+from gptlib.exercises.answers import solutions
 from gptlib.exercises.result import FAILED
 
 pytestmark = pytest.mark.usefixtures("one_thread")

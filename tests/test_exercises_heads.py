@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from gptlib.exercises import check_factor_pair_dimension, check_head_circuits, check_rank_bounds, solutions
+from gptlib.exercises import check_factor_pair_dimension, check_head_circuits, check_rank_bounds
+from gptlib.exercises.answers import solutions
 from gptlib.exercises.result import ERROR, FAILED
 
 pytestmark = pytest.mark.usefixtures("one_thread")

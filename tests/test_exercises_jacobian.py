@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from gptlib import jacobians
-from gptlib.exercises import check_post_norm_jacobian, check_post_norm_statement, solutions, statements
+from gptlib.exercises import check_post_norm_jacobian, check_post_norm_statement, statements
+from gptlib.exercises.answers import solutions
 from gptlib.exercises.jacobian import example
 from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
 

@@ -5,7 +5,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from gptlib.exercises import check_layer_norm, check_weight_decay, solutions
+from gptlib.exercises import check_layer_norm, check_weight_decay
+from gptlib.exercises.answers import solutions
 from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -28,7 +28,7 @@ def test_a_passing_checker_marks_its_row_and_a_failing_one_does_not(fresh_kernel
 
 
 def test_a_row_needing_two_checkers_is_partly_passed_after_one(fresh_kernel):
-    from gptlib.exercises import solutions
+    from gptlib.exercises.answers import solutions
 
     assert exercises.check_parameter_count(solutions.count).passed
     assert status(exercises.progress(), "Exercise 1 ★") == progress.PARTLY

@@ -10,7 +10,8 @@ import torch
 
 import gptlib
 from gptlib import GPT, GPTConfig, exercises
-from gptlib.exercises import flops, heads, hints, layernorm, result, solutions
+from gptlib.exercises import flops, heads, hints, layernorm, result
+from gptlib.exercises.answers import solutions
 from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, PASSED, Wrong, as_float, as_int, as_numbers, call, checker
 
 

@@ -27,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--cells-s", type=float, default=Limits.cells_s, help="seconds for a notebook's cells")
     grade.add_argument("--call-s", type=float, default=Limits.call_s, help="seconds for one call of a student's function")
     grade.add_argument("--memory-gb", type=float, default=Limits.memory / 2**30, help="address space of a submission")
+    grade.add_argument("--student", action="append", default=None, metavar="NAME",
+                       help="regrade only this student (repeatable); the others' grades are kept")
+    grade.add_argument("--gradebook", type=Path, default=None, help="points, weights, deadlines (default: OUT/gradebook.ini)")
     args = parser.parse_args(argv)
     if args.command == "assign":
         notebooks = args.notebooks or sorted(Path("notebooks").glob("[0-9]*.ipynb"))
@@ -38,11 +41,16 @@ def main(argv: list[str] | None = None) -> int:
     if not args.submissions.is_dir():
         parser.error(f"{args.submissions} is not a folder of <student>/<NN_name>.ipynb")
     limits = Limits(cells_s=args.cells_s, call_s=args.call_s, memory=int(args.memory_gb * 2**30))
-    grades, seconds = timed_grade_class(args.submissions, args.out / "autograder", args.out / "grades",
-                                        workers=args.workers, limits=limits)
+    book = args.gradebook or args.out / "gradebook.ini"
+    try:
+        grades, seconds = timed_grade_class(args.submissions, args.out / "autograder", args.out / "grades",
+                                            workers=args.workers, limits=limits, students=args.student, book=book)
+    except ValueError as error:  # a gradebook that does not parse, a student with no folder
+        parser.error(str(error))
     notebooks = sum(len(v) for v in grades.values())
-    print(f"{len(grades)} students, {throughput(notebooks, seconds)}; "
-          f"{args.out / 'grades' / 'grades.csv'}, feedback in {args.out / 'grades' / 'feedback'}")
+    out = args.out / "grades"
+    print(f"{len(grades)} students graded, {throughput(notebooks, seconds)}; {out / 'grades.csv'}, {out / 'canvas.csv'}, "
+          f"{out / 'gradescope'}, feedback in {out / 'feedback'}")
     return 0
 
 

@@ -17,6 +17,7 @@ import io
 import json
 import os
 import pickle
+import re
 import shutil
 import socket
 import subprocess
@@ -260,22 +261,63 @@ def _looked_up(submission: Submission, name: str):
                          (f" (a cell failed: {errors})" if errors else " (was the cell that defines it deleted or renamed?)"))
 
 
-def run_case(submission: Submission, test: TestFile, case) -> CaseOutcome:
-    """One case of a test file, judged here; anything the submission does wrong is a zero with its reason."""
-    from gptlib import exercises
+HIDDEN_MESSAGES = {  # what a hidden case says when it was judged: the checker's words could carry its inputs (a student's
+    # own exception text too). The grader's own reasons (a time limit, a process that ended, a name not defined) and
+    # a stub's "not attempted yet" name no input and are shown as they are.
+    "passed": "passed on inputs the public test does not show.",
+    "failed": "wrong on inputs the public test does not show: an answer that fits the public points only (a table, "
+              "a constant) fails here; the public test names the mistakes it recognises.",
+    "error": "your code raised an error, or returned what the checker could not use, on inputs the public test "
+             "does not show (their values and the error's text are not shown).",
+}
 
-    def run(check: str, seed_offset: int = 0):
-        namespace = {"exercises": exercises, **{name: _looked_up(submission, name) for name in _answer_names(check)}}
+
+def run_case(submission: Submission, test: TestFile, case) -> CaseOutcome:
+    """One case of a test file, judged here; anything the submission does wrong is a zero with its reason.
+    A hidden case reports its verdict in fixed words (HIDDEN_MESSAGES), never its checker's message or details."""
+    from gptlib import exercises
+    from gptlib.exercises.result import FAILED, Result
+
+    safe = []  # messages of the grader's own, which say nothing of the hidden inputs
+
+    def guarded(remote: RemoteFunction):
+        """remote, noting the grader's own reason when a call stops the submission (the checker reports it as an error)."""
+        def call(*args):
+            try:
+                return remote(*args)
+            except SubmissionStopped as gone:
+                safe.append(str(gone))
+                raise
+
+        call.__name__ = remote.__name__
+        return call
+
+    def run(check: str, seed_offset: int = 0, functions: tuple[str, ...] = ()):
+        answers = {name: _looked_up(submission, name) for name in _answer_names(check)}
+        values = [name for name in functions if not isinstance(answers[name], RemoteFunction)]
+        if values:
+            safe.append(f"{values[0]} is a value, not a function: the hidden case asks at other points than the "
+                        f"public one, so write {values[0]} as a function of its arguments.")
+            return Result(test.name, FAILED, safe[-1])
+        namespace = {"exercises": exercises,
+                     **{name: guarded(a) if isinstance(a, RemoteFunction) else a for name, a in answers.items()}}
         with shifted_seeds(seed_offset):
             return eval(check, namespace)
 
     try:
         result = case(run)
     except SubmissionStopped as gone:
-        return CaseOutcome(test.name, case.hidden, case.points, 0, "error", str(gone))
-    details = () if case.hidden else result.details  # a hidden case's details would show its configurations
-    return CaseOutcome(test.name, case.hidden, case.points, case.points if result else 0, result.status, result.message,
-                       tuple(details))
+        return CaseOutcome(test.name, case.hidden, case.points, 0, "error", _redacted(str(gone)) if case.hidden else str(gone))
+    earned = case.points if result else 0
+    if case.hidden:
+        message = _redacted(safe[-1]) if safe else HIDDEN_MESSAGES.get(result.status, result.message)
+        return CaseOutcome(test.name, True, case.points, earned, result.status, message)
+    return CaseOutcome(test.name, False, case.points, earned, result.status, result.message, tuple(result.details))
+
+
+def _redacted(reason: str) -> str:
+    """The grader's reason for a hidden case, without an exit code or signal number the student's code could choose."""
+    return re.sub(r"exit code -?\d+|ended by signal \d+", "an exit status not shown for a hidden case", reason)
 
 
 def grade_notebook(path: Path, tests: list[TestFile], limits: Limits, hide: list[str]) -> NotebookGrade:

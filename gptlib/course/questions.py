@@ -99,7 +99,7 @@ def _split_cell(source: str, functions: set[str], classes: set[str]) -> tuple[st
         for i, arg in enumerate(call.args):
             if isinstance(arg, ast.Constant) and arg.value is None:
                 call.args[i] = ast.Name(slot)
-                tail = lines[node.end_lineno - 1][node.end_col_offset:].strip()
+                tail = _without_answer_pointer(lines[node.end_lineno - 1][node.end_col_offset:].strip())
                 slot_line = f"{slot} = None" + (f"  {tail}" if tail.startswith("#") else "")
         arguments = [*call.args, *(k.value for k in call.keywords)]
         answers = tuple(dict.fromkeys(a.id for a in arguments if isinstance(a, ast.Name)))
@@ -123,6 +123,17 @@ def questions(notebook: dict) -> list[Question]:
     return unique
 
 
+def _without_answer_pointer(comment: str) -> str:
+    """A slot's comment without its pointer to the answer ("; stuck? exercises.concept_answer(...)"): the
+    released notebook asks, the answers stay with the instructor."""
+    return re.sub(r"[;,]?\s*stuck\?\s*exercises\.concept_answer\([^)]*\)", "", comment).rstrip()
+
+
+def _without_solution_lines(source: str) -> str:
+    """A hint cell without its show_solution lines (a class release has no reference solutions)."""
+    return "\n".join(line for line in source.split("\n") if "show_solution(" not in line)
+
+
 def _is_hint_cell(source: str) -> bool:
     """A cell of commented-out hint and solution calls only."""
     lines = [line.strip() for line in source.splitlines() if line.strip()]
@@ -135,23 +146,35 @@ def _cell(source: str, role: str) -> dict:
             "source": source}
 
 
-def student_notebook(notebook: dict, hints: bool = True, worked: bool = True) -> dict:
+WITHHELD_CELL = "*A worked answer to a graded question (`{names}`) is not part of this release.*"
+
+
+def student_notebook(notebook: dict, hints: bool = True, worked: bool = True,
+                     withheld: dict[int, list[str]] | None = None) -> dict:
     """The notebook as released: checker calls replaced by grader.check cells, every cell tagged.
-    hints=False drops the commented hint / show_solution cells; worked=False ends the notebook after
-    its last question (the sections that work the exercises out are not released)."""
+    The hint cells keep their hints and lose their show_solution lines; hints=False drops them;
+    worked=False ends the notebook after its last question (the sections that work the exercises out
+    are not released). withheld: {index of a cell: the functions in it that answer a graded question}:
+    each such cell becomes a Markdown line saying so (assign.worked_answers finds them)."""
     names = iter(q.name for q in questions(notebook))
     kinds = _defined_by_kind(notebook, ast.FunctionDef), _defined_by_kind(notebook, ast.ClassDef)
     answer_names = {a for q in questions(notebook) for a in q.answers}
     cells, first_code, last_check = [], True, 0
-    for cell in notebook["cells"]:
+    for index, cell in enumerate(notebook["cells"]):
         cell = copy.deepcopy(cell)
+        if index in (withheld or {}):
+            cells.append({"cell_type": "markdown", "metadata": {ROLE_KEY: {"role": "given"}},
+                          "source": WITHHELD_CELL.format(names="`, `".join(withheld[index]))})
+            continue
         if cell["cell_type"] != "code":
             cell.setdefault("metadata", {})[ROLE_KEY] = {"role": "given"}
             cells.append(cell)
             continue
         source = "".join(cell["source"])
-        if not hints and _is_hint_cell(source):
-            continue
+        if _is_hint_cell(source):
+            source = _without_solution_lines(source) if hints else ""
+            if not source.strip("\n #"):
+                continue
         rest, found = _split_cell(source, *kinds)
         rest = "\n".join([rest, *(line for _, line in found if line)]).strip("\n")
         tree = _parse(rest)
@@ -171,6 +194,8 @@ def student_notebook(notebook: dict, hints: bool = True, worked: bool = True) ->
             last_check = len(cells)
     if not worked:
         cells = cells[:last_check]
+    for i, cell in enumerate(cells):  # the cells added here need an id (nbformat 4.5), unique in the notebook
+        cell.setdefault("id", f"gptlib-course-{i}")
     return {**notebook, "cells": cells}
 
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 import ctypes
 import io
 import json
+import math
+import numbers
 import os
 import pickle
 import resource
@@ -113,13 +115,26 @@ def _plain(value):
         return torch.from_numpy(value.copy())
     if isinstance(value, np.generic):
         return value.item()
+    if isinstance(value, numbers.Number) and type(value) not in (bool, int, float, complex):
+        return _number(value)
     if isinstance(value, (list, tuple)):
-        return type(value)(_plain(v) for v in value)
+        return (list if isinstance(value, list) else tuple)(_plain(v) for v in value)  # a namedtuple as its tuple
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (bool, int, float, complex, str, type(None), torch.Tensor)):
         return value.detach() if isinstance(value, torch.Tensor) else value
     raise TypeError(type(value).__name__)
+
+
+def _number(value: numbers.Number):
+    """A number of another type (Fraction, Decimal, an int or float subclass) as the built-in one the
+    checkers read it as: a whole value as int (exactly), else float or complex."""
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        return int(value) if math.isfinite(number) and value == int(value) else number
+    return complex(value)
 
 
 class CappedOutput(io.TextIOBase):

@@ -5,7 +5,7 @@ gptlib's reference and independent measurements, and returns a `Result`: `.passe
 that names the typical mistake it recognised, details; it prints as a short verdict in a
 notebook and never raises on a learner's mistake (a stub raising NotImplementedError reads
 "not attempted yet"). `hint(n, level)` gives progressive hints, `show_solution(n)` the
-reference solution (gptlib/exercises/solutions.py).
+reference solution (gptlib/exercises/answers/: self-study installs only, a class release has none).
 
     Exercise 1 ★  check_parameter_count(count), check_parameter_table(rows)      counts.py
     Exercise 2 ★  check_causality(model), check_dependency_map(fn)              causal.py
@@ -15,7 +15,7 @@ reference solution (gptlib/exercises/solutions.py).
     Exercise 6    check_head_circuits(fn), check_rank_bounds(fn)                heads.py
     Exercise 7    check_post_norm_jacobian(fn), check_post_norm_statement(x)    jacobian.py
     Exercise 8    check_training_flops(fn), check_attention_takeover(fn)        flops.py
-    questions     check_concept(id, answer), concept_answer(id)                 concepts.py
+    questions     check_concept(id, answer), concept_answer(id)                 sealed.py, answers/concepts.py
     your own GPT  check_own_model(model, V=..., T_max=..., d=..., L=...)        own_model.py
     notebook 10   check_head_patching(fn): activation patching, head by head     patching.py
     build track   one checker per component of a GPT you write (notebook 09)   build/
@@ -24,7 +24,6 @@ reference solution (gptlib/exercises/solutions.py).
 
 from . import build
 from .causal import check_causality, check_dependency_map
-from .concepts import check_concept, concept_answer
 from .counts import check_parameter_count, check_parameter_table, check_tied_count
 from .flops import check_attention_takeover, check_training_flops
 from .heads import check_factor_pair_dimension, check_head_circuits, check_rank_bounds
@@ -35,6 +34,7 @@ from .own_model import check_own_model
 from .patching import check_head_patching
 from .progress_table import progress
 from .result import Result
+from .sealed import check_concept, concept_answer
 
 __all__ = [
     "Result",

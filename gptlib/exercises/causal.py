@@ -33,7 +33,7 @@ from .. import checks
 from ..causality import change_map, perturbed_batch, weakest_present_dependence
 from ..config import GPTConfig
 from ..model import GPT, eval_mode
-from .result import Wrong, as_matrix, call, checker, global_state_kept
+from .result import Wrong, as_matrix, call, checker, global_state_kept, variant_seed
 
 EX2 = "Exercise 2 ★"
 RTOL = 1e-5  # float32: a logit "moved" when it changed by more than RTOL * (1 + max |Z|), same batch shape
@@ -119,11 +119,11 @@ def refuse_a_length_too_long(model, T: int) -> None:
 def refuse_randomness(model, V: int, T: int) -> None:
     """Wrong if two calls on the same tokens, with the random generator in two other states, give other
     logits: something random runs in eval mode, and every dependence measured would be noise."""
-    idx = torch.randint(0, V, (2, T), generator=torch.Generator().manual_seed(7))  # (2, T)
+    idx = torch.randint(0, V, (2, T), generator=torch.Generator().manual_seed(variant_seed(7)))  # (2, T)
     with eval_mode(model), torch.random.fork_rng(devices=[]):
-        torch.manual_seed(1)
+        torch.manual_seed(variant_seed(1))
         first = logits(model, idx, V)
-        torch.manual_seed(2)
+        torch.manual_seed(variant_seed(2))
         gap = (logits(model, idx, V) - first).abs().max().item()
     if gap > same_shape_tolerance(first):
         raise Wrong(f"your model's logits for the same tokens differ by {gap:.2g} from one call to the next, in eval mode:"
@@ -146,7 +146,7 @@ def sizes(model, V: int | None, T) -> tuple[int, int]:
 def batch_independence(model, V: int, T: int, seed: int) -> str | None:
     """None if each sequence's logits are the same whatever else is in its batch, and the same
     alone (up to rounding across batch shapes); else what differed."""
-    generator = torch.Generator().manual_seed(seed + 1)
+    generator = torch.Generator().manual_seed(variant_seed(seed + 1))
     batch, others = torch.randint(0, V, (2, 3, T), generator=generator)  # (3, T) each
     together = logits(model, batch, V)  # (3, T, V)
     tolerance = same_shape_tolerance(together)
@@ -170,7 +170,7 @@ def dependency(model, V: int, idx: torch.Tensor, seed: int = 0) -> tuple[torch.T
     """(M, tol) for one sequence idx (T,): M[t, s] = max_v |Z_{t,v}(x with x_s changed) - Z_{t,v}(x)|,
     shape (T, T), x_s changed to a random other token, and the tolerance above which an entry counts
     as a dependence. One batch: the original and T copies."""
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(variant_seed(seed))
     shifts = torch.randint(1, max(V, 2), idx.shape, generator=generator)  # (T,): a random change per position
     Z = logits(model, perturbed_batch(idx, shifts, V), V)  # (T+1, T, V)
     return change_map(Z.double()), same_shape_tolerance(Z)
@@ -257,7 +257,7 @@ def _prefix_report(model, V: int, x: torch.Tensor, Z: torch.Tensor) -> str | Non
 def causality_verdict(model, V: int, T: int, seed: int, L: int | None = None) -> tuple[str, list[str]]:
     """Exercise 2's verdict on a model already known to compute each sequence on its own:
     (message, the dependency picture) if Z_t depends on x_0..x_t only, else Wrong naming the first leak."""
-    x = torch.randint(0, V, (T,), generator=torch.Generator().manual_seed(seed))
+    x = torch.randint(0, V, (T,), generator=torch.Generator().manual_seed(variant_seed(seed)))
     with eval_mode(model):
         M, tol = dependency(model, V, x, seed)
         depends = M > tol
@@ -320,7 +320,7 @@ class _Reader(nn.Module):
 
 def map_models() -> dict[str, nn.Module]:
     """The models a dependency map is tried on, by what their dependency pattern is."""
-    torch.manual_seed(0)
+    torch.manual_seed(variant_seed(0))
     return {
         "causal GPT": GPT(_MAP_CONFIG).eval(),
         "unmasked GPT": GPT(_MAP_CONFIG.replace(causal=False)).eval(),

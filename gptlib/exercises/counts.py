@@ -14,7 +14,7 @@ import random
 from ..config import COURSE_CONFIG, GPTConfig
 from ..counting import COMPONENTS, measured_table
 from .count_differences import DIFFERENCES
-from .result import Wrong, as_int, as_numbers, call, checker, name_mistake
+from .result import Wrong, as_int, as_numbers, call, checker, name_mistake, variant_seed
 
 EX1, EX5 = "Exercise 1 ★", "Exercise 5"
 
@@ -27,7 +27,7 @@ def random_configs(n: int, tied: bool | None, seed: int = 0) -> list[GPTConfig]:
     """n random configurations; tied: all tied, none tied, or (None) alternating. Every field the
     count depends on varies, d_ff included: two in three have a d_ff other than 4d (some below d),
     so a formula with d_ff = 4d built in fails."""
-    rng = random.Random(seed)
+    rng = random.Random(variant_seed(seed))
     configs = []
     for i in range(n):
         H = rng.choice((1, 2, 3, 4, 6, 8))

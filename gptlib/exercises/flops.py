@@ -18,7 +18,7 @@ import functools
 from .. import cost, counting
 from ..config import COURSE_CONFIG, GPTConfig
 from ..cost import ATTENTION, UNEMBEDDING
-from .result import Wrong, as_float, call, checker, close, name_mistake
+from .result import Wrong, as_float, call, checker, close, name_mistake, variant_points
 
 EX8 = "Exercise 8"
 RTOL = 1e-9  # FLOP counts are whole numbers: the tolerance only spares a float's rounding
@@ -29,6 +29,20 @@ FLOP_POINTS = (
     (GPTConfig(V=50, T_max=64, d=64, H=4, L=2, d_ff=128), 16),
     (GPTConfig(V=300, T_max=32, d=48, H=3, L=5), 1),
 )
+
+
+def _small_config(rng) -> GPTConfig:
+    H = rng.choice((1, 2, 4))
+    return GPTConfig(V=rng.randint(10, 300), T_max=64, d=H * rng.randint(2, 12), H=H, L=rng.randint(1, 3),
+                     d_ff=rng.randint(8, 160))
+
+
+def _other_flop_points(rng) -> list[tuple[GPTConfig, int]]:
+    """Four (config, T) points for a hidden variant, the first two one config at two lengths (as FLOP_POINTS)."""
+    first = _small_config(rng)
+    short = rng.randint(1, 31)
+    return [(first, short), (first, rng.randint(short + 1, 64))] + [(_small_config(rng), rng.randint(1, 64)) for _ in range(2)]
+
 
 
 @functools.cache
@@ -90,22 +104,23 @@ def check_training_flops(flops_per_token) -> tuple[str, list[str]]:
     """Exercise 8: flops_per_token(config, T) -> FLOPs per token of a training step (forward and
     backward) on sequences of length T; matmuls only, a multiply-add is 2 FLOPs. Any number
     (int, float, numpy, one-element tensor), derived or measured; the config is a copy."""
+    points = variant_points(FLOP_POINTS, _other_flop_points)
     answers = {
         point: as_float(call(flops_per_token, *point, what="config, T"), "your FLOPs per token")
-        for point in FLOP_POINTS
+        for point in points
     }
-    for c, T in FLOP_POINTS:
+    for c, T in points:
         truth = measured_per_token(c, T)
         if close(answers[(c, T)], truth, rtol=RTOL):
             continue
         details = [f"(d, d_ff, L, V) = ({c.d}, {c.d_ff}, {c.L}, {c.V}), T = {T}: "
                    f"yours {answers[(c, T)]:,.0f}, FlopCounterMode {truth:,}"]
         named = name_mistake(answers, FLOP_MISTAKES, functools.partial(close, rtol=RTOL))
-        if not named and close(answers[FLOP_POINTS[0]], answers[FLOP_POINTS[1]], rtol=RTOL):
-            Ts = (FLOP_POINTS[0][1], FLOP_POINTS[1][1])  # one config, two lengths
+        if not named and close(answers[points[0]], answers[points[1]], rtol=RTOL):
+            Ts = (points[0][1], points[1][1])  # one config, two lengths
             named = f"your count is the same for T = {Ts[0]} and T = {Ts[1]}: attention's work per token grows with T"
         raise Wrong((named or "your count differs from FlopCounterMode's") + ".", details)
-    return f"equal to FlopCounterMode's count on all {len(FLOP_POINTS)} (config, T) points.", [
+    return f"equal to FlopCounterMode's count on all {len(points)} (config, T) points.", [
         f"course config: T = 64 -> {measured_per_token(COURSE_CONFIG, 64):,} per token, "
         f"T = 1024 -> {measured_per_token(COURSE_CONFIG, 1024):,}"
     ]
@@ -147,8 +162,9 @@ def check_attention_takeover(takeover_T) -> tuple[str, list[str]]:
     aggregation (the T^2 terms) cost as much as all projections and MLPs of the blocks. Beyond it
     the 6N rule, which sees only the latter, misses more than half of the work. Any number that is
     a whole length (a float from a numerical root included); the config is a copy."""
-    answers = {c: as_float(call(takeover_T, c, what="config"), "your T") for c in TAKEOVER_CONFIGS}
-    for c in TAKEOVER_CONFIGS:
+    configs = variant_points(TAKEOVER_CONFIGS, lambda rng: [_small_config(rng) for _ in range(3)])
+    answers = {c: as_float(call(takeover_T, c, what="config"), "your T") for c in configs}
+    for c in configs:
         T = _whole(answers[c])
         if T is not None and T >= 1:
             attention, rest = measured_split(c, T)
@@ -167,7 +183,7 @@ def check_attention_takeover(takeover_T) -> tuple[str, list[str]]:
         raise Wrong(f"your T is {side} the crossing: there attention's products are {attention / rest:.4g} times the rest.",
                     details)
     return (
-        f"at your T the two are equal on all {len(TAKEOVER_CONFIGS)} configs (FlopCounterMode): "
+        f"at your T the two are equal on all {len(configs)} configs (FlopCounterMode): "
         "for longer sequences attention dominates and 6N misses more than half of the work.",
-        [f"course config: T = {_whole(answers[COURSE_CONFIG])}"],
+        [f"first config: T = {_whole(answers[configs[0]])}"],
     )

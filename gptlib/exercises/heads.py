@@ -22,12 +22,30 @@ import torch
 from .. import circuits
 from ..config import GPTConfig
 from ..model import MultiHeadAttention
-from .result import Wrong, as_int, as_matrix, as_numbers, call, checker, close, name_mistake, scale_of
+from .result import (
+    Wrong,
+    as_int,
+    as_matrix,
+    as_numbers,
+    call,
+    checker,
+    close,
+    name_mistake,
+    scale_of,
+    variant_points,
+    variant_seed,
+)
 
 EX3, EX6 = "Exercise 3", "Exercise 6"
 RTOL = 1e-5  # loose enough for an answer computed in float32
 
 FACTOR_SHAPES = ((4, 1), (6, 2), (8, 3), (10, 4), (12, 6), (9, 9))  # (d, d_head)
+
+
+def _other_factor_shapes(rng) -> list[tuple[int, int]]:
+    """Six shapes (d, d_head), d_head <= d <= 12, for a hidden variant."""
+    return [(d, rng.randint(1, d)) for d in (rng.randint(2, 12) for _ in range(6))]
+
 
 FACTOR_MISTAKES = {
     "2 d d_head counts every entry of (W_Q, W_K): that is the space the pairs live in, not the set giving one W_QK":
@@ -54,25 +72,24 @@ def check_factor_pair_dimension(dimension) -> tuple[str, list[str]]:
     """Exercise 3: dimension(d, d_head) -> a whole number (int, float, numpy or one-element tensor).
     Compared, shape by shape, with the dimension measured from the rank of the Jacobian of
     (W_Q, W_K) -> W_Q W_K^T at a generic point."""
-    answers = {
-        (d, k): as_int(call(dimension, d, k, what="d, d_head"), f"dimension({d}, {k})") for d, k in FACTOR_SHAPES
-    }
-    truths = {shape: measured_factor_dimension(*shape) for shape in FACTOR_SHAPES}
-    wrong = [shape for shape in FACTOR_SHAPES if answers[shape] != truths[shape]]
+    shapes = variant_points(FACTOR_SHAPES, _other_factor_shapes)
+    answers = {(d, k): as_int(call(dimension, d, k, what="d, d_head"), f"dimension({d}, {k})") for d, k in shapes}
+    truths = {shape: measured_factor_dimension(*shape) for shape in shapes}
+    wrong = [shape for shape in shapes if answers[shape] != truths[shape]]
     if not wrong:
-        return f"equal to the measured dimension on all {len(FACTOR_SHAPES)} shapes (d, d_head).", [
-            f"(d, d_head) = {shape}: {truths[shape]}" for shape in FACTOR_SHAPES[:3]
+        return f"equal to the measured dimension on all {len(shapes)} shapes (d, d_head).", [
+            f"(d, d_head) = {shape}: {truths[shape]}" for shape in shapes[:3]
         ]
     d, k = wrong[0]
     details = [f"(d, d_head) = ({d}, {k}): yours {answers[(d, k)]}, measured {truths[(d, k)]}"]
     named = name_mistake(answers, FACTOR_MISTAKES)
-    raise Wrong(named + "." if named else f"wrong on {len(wrong)} of {len(FACTOR_SHAPES)} shapes: "
+    raise Wrong(named + "." if named else f"wrong on {len(wrong)} of {len(shapes)} shapes: "
                 "which matrices R keep W_Q R (W_K R^-T)^T = W_QK?", details)
 
 
 def _random_attention(d: int, H: int, seed: int) -> MultiHeadAttention:
     """A float64 MultiHeadAttention with N(0, 1) weights (generic full-rank factors)."""
-    torch.manual_seed(seed)
+    torch.manual_seed(variant_seed(seed))
     attn = MultiHeadAttention(GPTConfig(d=d, H=H)).double()
     with torch.no_grad():
         for p in attn.parameters():
@@ -153,6 +170,16 @@ def check_head_circuits(head_circuits) -> tuple[str, list[str]]:
 
 RANK_SHAPES = ((12, 3, 2), (12, 3, 9), (16, 2, 5), (8, 8, 6), (10, 1, 4), (12, 4, 12), (6, 2, 10))  # (d, H, T)
 
+
+def _other_rank_shapes(rng) -> list[tuple[int, int, int]]:
+    """Seven shapes (d, H, T), H dividing d <= 16, for a hidden variant."""
+    shapes = []
+    for _ in range(7):
+        H = rng.choice((1, 2, 3, 4))
+        shapes.append((H * rng.randint(1, 16 // H), H, rng.randint(1, 12)))
+    return shapes
+
+
 RANK_MISTAKES = {
     "rank <= d holds for any d x d matrix; W_QK^h and W_OV^h pass through a d_head = d/H-dimensional middle": lambda d, H, T: (
         d,
@@ -203,10 +230,11 @@ def check_rank_bounds(rank_bounds) -> tuple[str, list[str]]:
     be reached by them (the lecture's bounds are tight)."""
     names = ("W_QK^h", "W_OV^h", "S^h")
     answers = {}
-    for d, H, T in RANK_SHAPES:
+    shapes = variant_points(RANK_SHAPES, _other_rank_shapes)
+    for d, H, T in shapes:
         answer = as_numbers(call(rank_bounds, d, H, T, what="d, H, T"), names, "three bounds (W_QK, W_OV, S)")
         answers[(d, H, T)] = tuple(as_int(a, f"your bound on rank {n}") for a, n in zip(answer, names))
-    for shape in RANK_SHAPES:
+    for shape in shapes:
         got, truth = answers[shape], measured_ranks(*shape)
         if got == truth:
             continue
@@ -218,6 +246,6 @@ def check_rank_bounds(rank_bounds) -> tuple[str, list[str]]:
                     f"your bound on rank {n} holds but is not tight: random heads reach only {t}"
                     for n, g, t in zip(names, got, truth) if g != t]
         raise Wrong("; ".join(problems) + ".", details)
-    return f"valid and tight on all {len(RANK_SHAPES)} shapes (d, H, T): random heads reach each bound exactly.", [
+    return f"valid and tight on all {len(shapes)} shapes (d, H, T): random heads reach each bound exactly.", [
         "rank W_QK^h, W_OV^h <= d_head; rank S^h <= min(T, d_head)"
     ]

@@ -1,10 +1,13 @@
-"""Progressive hints, `hint(n, level)`, and `show_solution(n)` (the reference source, on request)."""
+"""Progressive hints, `hint(n, level)`, and `show_solution(n)` (the reference source, on request).
+
+The exercises' reference solutions live in exercises/answers/, which a class's student image does not
+have and grading hides: there show_solution says they stay with the instructor."""
 
 from __future__ import annotations
 
 import inspect
 
-from . import build_solutions, solutions
+from . import build_solutions
 
 HINTS = {
     1: (
@@ -144,6 +147,8 @@ def solution_source(n: int | str) -> str:
     _check_exercise(n)
     if n in BUILD_HINTS:
         return "\n\n".join(inspect.getsource(part) for part in build_solutions.SOLUTIONS[n])
+    from .answers import solutions  # ModuleNotFoundError in a class release
+
     parts = [inspect.getsource(fn) for fn in solutions.SOLUTIONS[n]]
     if n == 7:
         parts.append(f'post_norm_statement = "{solutions.post_norm_statement}"\n')
@@ -152,5 +157,10 @@ def solution_source(n: int | str) -> str:
 
 def show_solution(n: int | str) -> None:
     """Print Exercise n's (or build step n's) reference solution(s), with the argument in each docstring."""
-    where = "solutions.py" if n in HINTS else "build_solutions.py"
-    print(f"# {_label(n)}: reference solution (gptlib/exercises/{where})\n\n{solution_source(n)}")
+    where = "answers/solutions.py" if n in HINTS else "build_solutions.py"
+    try:
+        source = solution_source(n)
+    except ModuleNotFoundError:
+        print(f"# {_label(n)}: the reference solution stays with your instructor in this class release.")
+        return
+    print(f"# {_label(n)}: reference solution (gptlib/exercises/{where})\n\n{source}")

@@ -4,8 +4,8 @@
                                        built from a pre-norm block's parts (ln_1, attn, mlp, ln_2):
                                        Y = LN_1(X + MHA(X)), X' = LN_2(Y + MLP(Y)). Compared with
                                        autograd on gptlib's own post-norm Block holding the same weights.
-    check_post_norm_statement(letter)  which of STATEMENTS says where it departs from I + DF ('b',
-                                       '(b)' or the whole line as statements() prints it)
+    check_post_norm_statement(letter)  which of STATEMENTS says where it departs from I + DF ('a',
+                                       '(a)' or the whole line as statements() prints it)
 
 vec flattens X (T, d) row by row (position-major, X.reshape(-1)), so the Jacobian is (T d, T d)
 with rows indexing the output X' and columns the input X.
@@ -21,7 +21,8 @@ import torch
 from .. import jacobians
 from ..config import GPTConfig
 from ..model import Block, MultiHeadAttention
-from .result import Wrong, as_matrix, call, checker, close, name_mistake, not_attempted, scale_of
+from . import sealed
+from .result import PASSED, Wrong, as_matrix, call, checker, close, name_mistake, not_attempted, scale_of, variant_seed
 
 EX7 = "Exercise 7"
 RTOL, ATOL = 1e-5, 1e-6  # entries are O(1): loose enough for a Jacobian computed in float32
@@ -41,7 +42,7 @@ class _ExplicitAttention(MultiHeadAttention):
 def example() -> tuple[Block, torch.Tensor]:
     """A float64 pre-norm block with every parameter random (gains, shifts and biases too) and X (T, d);
     its attention takes the explicit path when called on its own (_ExplicitAttention)."""
-    torch.manual_seed(0)
+    torch.manual_seed(variant_seed(0))
     block = Block(_CONFIG)
     block.attn = _ExplicitAttention(_CONFIG)
     block = block.double()
@@ -145,15 +146,6 @@ STATEMENTS = {  # every choice is a formula, so the learner has to derive J to c
     "d": "J = gamma (I + DF), with gamma the last LayerNorm's gain: the identity survives, rescaled.",
     "e": "J = (I + DLN_2 DMLP)(I + DLN_1 DMHA): each LayerNorm sits on its branch, so an identity survives in every factor.",
 }
-_VERDICTS = {
-    "a": "no: the LayerNorm after the addition multiplies the whole of I + DF by its own Jacobian",
-    "c": "no: the residual additions are still there, inside the LayerNorms; only the order changed",
-    "d": "no: LayerNorm's Jacobian is not a constant: it projects out the all-ones direction and divides by sigma at each row",
-    "e": "no: in post-norm each LayerNorm comes after its addition, so it multiplies the identity path too. Nor is "
-    "(e) how a pre-norm block factors: there each branch reads the LayerNorm's output, so with the outermost map on "
-    "the left the LayerNorm's Jacobian stands to the right, J = (I + DMLP DLN_2)(I + DMHA DLN_1); (e) reverses "
-    "each branch's two factors",
-}
 
 
 @checker(EX7)
@@ -164,14 +156,15 @@ def check_post_norm_statement(letter) -> tuple[str, list[str]]:
         not_attempted("no statement chosen yet: set it to one of the letters printed by statements().")
     choice = _chosen_letter(letter)
     if choice is None:
-        raise Wrong(f"answer with one letter of {sorted(STATEMENTS)} (as 'b' or '(b)'), got {letter!r:.40}")
-    if choice in _VERDICTS:
-        raise Wrong(f"({choice}) {_VERDICTS[choice]}.")
-    return "(b): in post-norm every path through the block, the straight one included, passes through LayerNorm Jacobians.", []
+        raise Wrong(f"answer with one letter of {sorted(STATEMENTS)} (as 'a' or '(a)'), got {letter!r:.40}")
+    status, message = sealed.verdict("post_norm_statement", choice)  # the answer is not in this file: answers/
+    if status != PASSED:
+        raise Wrong(message)
+    return message, []
 
 
 def _chosen_letter(answer) -> str | None:
-    """The letter a learner chose: 'b', 'B', '(b)', 'b)', or the whole line '(b) ...' as statements() prints it."""
+    """The letter a learner chose: 'a', 'A', '(a)', 'a)', or the whole line '(a) ...' as statements() prints it."""
     if not isinstance(answer, str):
         return None
     for letter, text in STATEMENTS.items():

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import geometry
-from .result import Wrong, as_float, as_matrix, as_numbers, call, checker, close, name_mistake
+from .result import Wrong, as_float, as_matrix, as_numbers, call, checker, close, name_mistake, variant_points, variant_seed
 
 EX4 = "Exercise 4"
 EPSILONS = (0.5, 1e-5, 0.0)  # 0.5 first: where eps sits is plain to see
@@ -28,7 +28,7 @@ DECAY_RTOL = 1e-4  # loose enough for factors measured with autograd in float32;
 
 def _inputs() -> list[torch.Tensor]:
     """Rows of several shapes and scales, float64, with a nonzero mean so centering matters."""
-    generator = torch.Generator().manual_seed(0)
+    generator = torch.Generator().manual_seed(variant_seed(0))
     shapes = ((7,), (5, 7), (2, 3, 16))
     return [3 * torch.randn(shape, generator=generator, dtype=torch.float64) + 2 for shape in shapes]
 
@@ -113,7 +113,7 @@ def check_layer_norm(project, rescale) -> tuple[str, list[str]]:
             got = as_matrix(call(rescale, v, eps, what="v, eps"), v.shape, "rescale(v, eps)")
             if not close(got, geometry.radial_rescale(v, eps), atol=ATOL):
                 raise Wrong(_rescale_mistake(v, eps, got) + ".", [f"v of shape {tuple(v.shape)}, eps = {eps}"])
-    generator = torch.Generator().manual_seed(1)
+    generator = torch.Generator().manual_seed(variant_seed(1))
     for u in inputs:
         d = u.shape[-1]
         gamma, beta = torch.randn(2, d, generator=generator, dtype=torch.float64)
@@ -127,6 +127,12 @@ def check_layer_norm(project, rescale) -> tuple[str, list[str]]:
 
 
 SCALES = (0.25, 0.5, 2.0, 3.0)
+
+
+def _other_scales(rng) -> list[float]:
+    """Four scales c in [0.1, 4], two below 1, for a hidden variant."""
+    return [round(rng.uniform(0.1, 0.9), 3) for _ in range(2)] + [round(rng.uniform(1.1, 4.0), 3) for _ in range(2)]
+
 
 DECAY_MISTAKES = {
     "the output does not change with c (scale invariance), but the gradient does: it scales like 1/c": lambda c: (1.0, 1 / c**2),
@@ -143,7 +149,7 @@ DECAY_MISTAKES = {
 
 def measured_decay_factors(c: float) -> tuple[float, float]:
     """(||grad at cW|| / ||grad at W||, relative step at cW / relative step at W), by autograd in float64."""
-    generator = torch.Generator().manual_seed(2)
+    generator = torch.Generator().manual_seed(variant_seed(2))
     W = torch.randn(16, 12, generator=generator, dtype=torch.float64)  # (m, n)
     X = torch.randn(32, 12, generator=generator, dtype=torch.float64)  # (B, n)
     readout = torch.randn(32, 16, generator=generator, dtype=torch.float64)  # (B, m)
@@ -158,14 +164,15 @@ def check_weight_decay(predict) -> tuple[str, list[str]]:
     the factor on ||grad_W loss|| and on the relative step ||lr grad|| / ||W|| of plain gradient
     descent. The pair may be a tuple, list, tensor or numpy array; derived or measured."""
     names = ("gradient factor", "step factor")
+    scales = variant_points(SCALES, _other_scales)
     answers = {}
-    for c in SCALES:
+    for c in scales:
         answer = as_numbers(call(predict, c, what="c"), names, "a pair")
         answers[c] = tuple(as_float(a, f"your {n}") for a, n in zip(answer, names))
-    measured = {c: measured_decay_factors(c) for c in SCALES}
+    measured = {c: measured_decay_factors(c) for c in scales}
 
     same = functools.partial(close, rtol=DECAY_RTOL)
-    for c in SCALES:
+    for c in scales:
         if not same(answers[c], measured[c]):
             details = [f"c = {c}: yours ({answers[c][0]:.4g}, {answers[c][1]:.4g}), "
                        f"measured ({measured[c][0]:.4g}, {measured[c][1]:.4g})"]
@@ -173,7 +180,7 @@ def check_weight_decay(predict) -> tuple[str, list[str]]:
             message = named or f"your factors differ from the measured ones (relative tolerance {DECAY_RTOL:g})"
             raise Wrong(message + ".", details)
     return (
-        f"both factors agree with autograd for c in {SCALES} (relative tolerance {DECAY_RTOL:g}):"
+        f"both factors agree with autograd for c in {scales} (relative tolerance {DECAY_RTOL:g}):"
         " weight decay (c < 1) leaves f alone but makes every later step relatively larger.",
         [],
     )

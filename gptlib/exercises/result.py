@@ -25,6 +25,7 @@ What the learner's code can and cannot disturb:
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import copy
 import functools
 import html
@@ -32,6 +33,7 @@ import itertools
 import numbers
 import operator
 import os
+import random
 import sysconfig
 import traceback
 from dataclasses import dataclass
@@ -97,6 +99,34 @@ class _NotAttempted(Exception):
 def not_attempted(message: str):
     """Raise inside a checker body when the answer is still the scaffold's placeholder (e.g. None)."""
     raise _NotAttempted(message)
+
+
+_VARIANT = contextvars.ContextVar("gptlib_exercises_variant", default=0)
+_SEED_RANGE = 2**63  # what torch.manual_seed and random.Random accept
+
+
+def variant_seed(seed: int) -> int:
+    """The seed a checker draws its random configurations, inputs and weights from: `seed` itself,
+    or inside `hidden_variant(offset)` seed + offset, so the same checker asks at other points. A
+    checker passes every seed it uses through this; nothing global (torch.manual_seed, random) is replaced."""
+    return (seed + _VARIANT.get()) % _SEED_RANGE
+
+
+def variant_points(points: tuple, draw) -> tuple:
+    """The points a checker asks at: its own fixed `points`, or inside `hidden_variant(offset)` the
+    points `draw(random.Random(offset))` returns, other points of the same kind."""
+    offset = _VARIANT.get()
+    return tuple(points) if offset == 0 else tuple(draw(random.Random(offset)))
+
+
+@contextlib.contextmanager
+def hidden_variant(offset: int):
+    """Within the block (this thread or task only) every checker draws from its seeds moved by `offset`."""
+    token = _VARIANT.set(offset)
+    try:
+        yield
+    finally:
+        _VARIANT.reset(token)
 
 
 class _LearnerRaised(Exception):

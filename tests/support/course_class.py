@@ -5,9 +5,10 @@ cell gets the code, the others are emptied, as a student who wrote everything in
 correct() answers with gptlib's reference solutions, typical() with one typical mistake per answer
 (code() adds the concept questions' answers, read from the checkers);
 the hostile submissions (for notebook 05 only, whose checkers are fast) crash, loop, delete their
-cells, flood the output, import what is missing, ask for 8 GiB, snoop on the grader, forge the checker, or
-answer from a table of the public test's points. What each deserves is not written here: the
-tests ask gptlib's checker in this process (expected_result) and compare.
+cells, flood the output, import what is missing, ask for 8 GiB, snoop on the grader, forge the checker,
+answer from a table of the public test's points, type the course configuration's numbers (constant),
+raise the hidden configuration as their error (leaky), or answer right in other types (typed).
+What each deserves is not written here: the tests ask gptlib's checker in this process (expected_result) and compare.
 """
 
 from __future__ import annotations
@@ -16,13 +17,27 @@ import ast
 import copy
 import hashlib
 import re
+from pathlib import Path
 
 import torch
 
 from gptlib import exercises
+from gptlib.config import COURSE_CONFIG
 from gptlib.course import cases
 from gptlib.course.questions import ROLE_KEY
 from gptlib.course.variants import shifted_seeds
+from gptlib.exercises.answers import solutions as _solutions
+
+# The reference solutions as a student would type them: their source, run in the notebook into a
+# namespace `solutions` (grading hides gptlib/exercises/answers/ from submissions: importing it fails there).
+SOLUTIONS = ("import types\nsolutions = types.ModuleType('solutions')\n"
+             f"exec({Path(_solutions.__file__).read_text()!r}, solutions.__dict__)\n")
+
+
+def solved(*names: str) -> str:
+    """Code defining the reference solutions `names` ("rows as table") under their own or the given name."""
+    pairs = [(n.split(" as ")[0], n.split(" as ")[-1]) for n in names]
+    return SOLUTIONS + "\n".join(f"{alias} = solutions.{name}" for name, alias in pairs)
 
 
 def right_letter(check, letters: str = "abcdef") -> str:
@@ -60,13 +75,13 @@ def code(notebook: str, asked: list, wrong: bool) -> str:
 def correct() -> dict[str, str]:
     statement = right_letter(exercises.check_post_norm_statement)
     return {
-        "01_multi_head_attention": "from gptlib.exercises.solutions import factor_pair_dimension, head_circuits, rank_bounds",
+        "01_multi_head_attention": solved('factor_pair_dimension', 'head_circuits', 'rank_bounds'),
         "03_residual_stream_and_prenorm": (
-            f"from gptlib.exercises.solutions import post_norm_jacobian\npost_norm_statement = {statement!r}"),
-        "04_layernorm_geometry": "from gptlib.exercises.solutions import project, rescale, weight_decay_prediction as predict",
-        "05_gpt_and_parameter_count": "from gptlib.exercises.solutions import count, rows as table, tied_count",
-        "06_causality": "from gptlib.exercises.solutions import dependency_map",
-        "07_computational_cost": "from gptlib.exercises.solutions import flops_per_token, takeover_T",
+            solved("post_norm_jacobian") + f"\npost_norm_statement = {statement!r}"),
+        "04_layernorm_geometry": solved('project', 'rescale', 'weight_decay_prediction as predict'),
+        "05_gpt_and_parameter_count": solved('count', 'rows as table', 'tied_count'),
+        "06_causality": solved('dependency_map'),
+        "07_computational_cost": solved('flops_per_token', 'takeover_T'),
     }
 
 
@@ -75,12 +90,14 @@ def typical() -> dict[str, str]:
     statement = right_letter(lambda x: not exercises.check_post_norm_statement(x))
     return {
         "01_multi_head_attention": (
-            "from gptlib.exercises import solutions\n"
+            SOLUTIONS +
+            ""
             "def head_circuits(attn, h):\n    W_QK, W_OV = solutions.head_circuits(attn, h)\n    return W_QK, W_OV.T\n"
             "def rank_bounds(d, H, T):\n    return d, d, T\n"
             "def factor_pair_dimension(d, d_head):\n    return d * d_head"),
         "03_residual_stream_and_prenorm": (
-            "from gptlib.exercises import solutions\n"
+            SOLUTIONS +
+            ""
             "def post_norm_jacobian(block, X):\n    return solutions.post_norm_jacobian(block, X).T\n"
             f"post_norm_statement = {statement!r}"),
         "04_layernorm_geometry": (
@@ -89,33 +106,38 @@ def typical() -> dict[str, str]:
             "def rescale(v, eps):\n    return v / torch.sqrt(v.pow(2).sum(-1, keepdim=True) / (v.shape[-1] - 1) + eps)\n"
             "def predict(c):\n    return 1 / c, 1 / c"),
         "05_gpt_and_parameter_count": (
-            "from gptlib.exercises import solutions\n"
+            SOLUTIONS +
+            ""
             "def count(c):\n    return solutions.count(c) + 3 * c.d * c.L\n"
             "def table(c):\n    rows = solutions.rows(c)\n    return rows[:4] + [rows[4] - 2 * c.d]\n"
             "def tied_count(c):\n    return solutions.count(c.replace(tie_weights=False))"),
         "06_causality": (
-            "from gptlib.exercises import solutions\n"
+            SOLUTIONS +
+            ""
             "def dependency_map(model, idx):\n    return solutions.dependency_map(model, idx).T"),
         "07_computational_cost": (
-            "from gptlib.exercises import solutions\n"
+            SOLUTIONS +
+            ""
             "def flops_per_token(config, T):\n    return solutions.flops_per_token(config, T) // 3\n"
             "def takeover_T(config):\n    return 6 * config.d"),
     }
 
 
-CORRECT_05 = "from gptlib.exercises.solutions import count, rows as table, tied_count"
+CORRECT_05 = solved('count', 'rows as table', 'tied_count')
 
 
 def hostile(correct_05: str, hidden_test: str, other_student: str, port: int, memorised: dict[str, int]) -> dict[str, str | None]:
     """Code of the hostile submissions of notebook 05 (None: keep the released stubs), each the
     correct answers `correct_05` with something added. The snoop's count is right only if it can
     read neither the hidden test nor another student's notebook, reach no socket on 127.0.0.1 and
-    write no file of gptlib; the forger patches the checker and answers 0."""
+    write no file of gptlib or import its reference solutions; the forger patches the checker and answers 0."""
     snoop = (
-        "import socket\nimport gptlib\nfrom gptlib.exercises import solutions\n"
+        SOLUTIONS + "import socket\nimport gptlib\n"
         "def _isolated():\n"
         f"    for path in ({hidden_test!r}, {other_student!r}):\n"
         "        try:\n            open(path).read()\n            return False\n        except OSError:\n            pass\n"
+        "    try:\n        from gptlib.exercises.answers import solutions as reference  # noqa: F401\n        return False\n"
+        "    except ImportError:\n        pass\n"
         f"    try:\n        socket.create_connection(('127.0.0.1', {port}), timeout=2)\n        return False\n"
         "    except OSError:\n        pass\n"
         "    try:\n        open(gptlib.__file__, 'a').close()\n        return False\n"
@@ -132,13 +154,22 @@ def hostile(correct_05: str, hidden_test: str, other_student: str, port: int, me
     added = {
         "crash": "import ctypes\nctypes.string_at(0)  # segmentation fault",
         "loop": "def tied_count(c):\n    while True:\n        pass",
-        "flood": "from gptlib.exercises import solutions\n"
+        "flood": SOLUTIONS +
+            ""
                  "def count(c):\n    print('x' * 3_000_000)\n    return solutions.count(c)",
-        "hog": "import torch\nfrom gptlib.exercises import solutions\n"
+        "hog": SOLUTIONS + "import torch\n"
                "def count(c):\n    return solutions.count(c) + int(torch.ones(2**31).sum())  # 8 GiB",
         "snoop": snoop,
         "forger": forger,
         "memoriser": f"TABLE = {memorised!r}\ndef count(c):\n    return TABLE.get(repr(c), 0)",
+        "constant": (f"count = {_solutions.count(COURSE_CONFIG)}\ntable = {_solutions.rows(COURSE_CONFIG)}\n"
+                     f"tied_count = {_solutions.tied_count(COURSE_CONFIG.replace(tie_weights=True))}"),
+        "leaky": "def count(c):\n    raise ValueError(repr(c))\ndef tied_count(c):\n    raise type(repr(c), (Exception,), {})()",
+        "typed": ("import collections, fractions\nimport numpy as np\n"
+                  "Rows = collections.namedtuple('Rows', 'embeddings attention mlps norms final')\n"
+                  "def count(c):\n    return fractions.Fraction(solutions.count(c), 1)\n"
+                  "def table(c):\n    return Rows(*solutions.rows(c))\n"
+                  "def tied_count(c):\n    return np.int64(solutions.tied_count(c))"),
     }
     return {"stub": None, "noimport": "import a_module_nobody_has\n" + correct_05,
             **{student: correct_05 + "\n" + code for student, code in added.items()}}
@@ -197,7 +228,7 @@ def fingerprint(value) -> str:
 
 
 def hidden_offset(test: cases.TestFile) -> int:
-    return next(c for c in test.cases if c.hidden)(lambda check, seed_offset=0: seed_offset)
+    return next(c for c in test.cases if c.hidden)(lambda check, seed_offset=0, functions=(): seed_offset)
 
 
 def hidden_variant_moves(out, correct: dict, notebook: str, question: str) -> bool:

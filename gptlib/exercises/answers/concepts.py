@@ -8,7 +8,9 @@ place there); the learner answers in the code cell below it:
 
 A choice question takes one letter; a number question takes a whole number (a typical wrong
 number earns the mistake that produces it). `concept_answer(id)` reveals the answer and why.
-Numbers that a gptlib function computes are computed by it here, never typed.
+Numbers that a gptlib function computes are computed by it here, never typed. The checking itself
+(exercises/sealed.py) reads these questions only through their sealed records, so that a class
+release can check answers without this file.
 """
 
 from __future__ import annotations
@@ -18,12 +20,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .. import circuits, cost, geometry, jacobians
-from ..config import COURSE_CONFIG, GPTConfig
-from ..counting import theorem_5_2
-from ..model import GPT
-from ..reproducibility import seeded
-from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, as_int, name_mistake
+from ... import circuits, cost, geometry, jacobians
+from ...config import COURSE_CONFIG, GPTConfig
+from ...counting import theorem_5_2
+from ...model import GPT
+from ...reproducibility import seeded
 
 
 @dataclass(frozen=True)
@@ -370,47 +371,21 @@ QUESTIONS: dict[str, Choice | Number] = {
     "7.3": crossover_question(d=1024),
 }
 
-def _question(question: str) -> Choice | Number:
-    if question not in QUESTIONS:
-        raise ValueError(f"no concept question {question!r}: they are {', '.join(QUESTIONS)}")
-    return QUESTIONS[question]
 
-
-def _judge(spec: Choice | Number, answer) -> tuple[str, str]:
-    """(status, message) of an answer that is not None."""
-    if isinstance(spec, Choice):
-        if not isinstance(answer, str) or answer.strip().lower() not in spec.letters():
-            raise Wrong(f"answer with one letter of {spec.letters()}, got {answer!r:.40}")
-        letter = answer.strip().lower()
-        if letter == spec.answer:
-            return PASSED, f"({letter}): {spec.why}"
-        return FAILED, f"({letter}) is not it: {spec.wrong[letter]}. Try another letter."
-    number = as_int(answer, "your answer")
-    right = spec.answer()
-    if number == right:
-        return PASSED, f"{number:,}: {spec.why(right)}"
-    named = name_mistake({(): number}, spec.mistakes)  # the point (): each mistake is computed with no arguments
-    return FAILED, (named or f"{number:,} is not it") + ". Try again."
-
-
-def check_concept(question: str, answer) -> Result:
-    """Your answer to concept question `question` ("7.1"): a letter, or a whole number; None = not yet."""
-    spec = _question(question)
-    label = f"Question {question}"
-    if answer is None:
-        kind = "a letter" if isinstance(spec, Choice) else "a whole number"
-        return Result(label, NOT_ATTEMPTED, f"replace None with your answer ({kind}).")
-    try:
-        status, message = _judge(spec, answer)
-    except Wrong as wrong:
-        return Result(label, FAILED, wrong.message)
-    return Result(label, status, message)
-
-
-def concept_answer(question: str) -> str:
-    """The answer to concept question `question` and the reason, for when you are stuck."""
-    spec = _question(question)
-    if isinstance(spec, Choice):
-        return f"Question {question}: ({spec.answer}). {spec.why}"
-    answer = spec.answer()
-    return f"Question {question}: {answer:,}. {spec.why(answer)}"
+# Exercise 7's statement (exercises.check_post_norm_statement): the right one of jacobian.STATEMENTS, and what
+# each other one misses. Checked, like the questions above, through its sealed record (exercises/sealed.py).
+POST_NORM_STATEMENT = Choice(
+    "b",
+    "in post-norm every path through the block, the straight one included, passes through LayerNorm Jacobians.",
+    {
+        "a": "the LayerNorm after the addition multiplies the whole of I + DF by its own Jacobian",
+        "c": "the residual additions are still there, inside the LayerNorms; only the order changed",
+        "d": "LayerNorm's Jacobian is not a constant: it projects out the all-ones direction and divides by sigma at "
+        "each row",
+        "e": "in post-norm each LayerNorm comes after its addition, so it multiplies the identity path too. Nor is (e) "
+        "how a pre-norm block factors: there each branch reads the LayerNorm's output, so with the outermost map on the "
+        "left the LayerNorm's Jacobian stands to the right, J = (I + DMLP DLN_2)(I + DMHA DLN_1); (e) reverses each "
+        "branch's two factors",
+    },
+)
+SEALED = {**QUESTIONS, "post_norm_statement": POST_NORM_STATEMENT}  # everything exercises/sealed.py checks, by id

@@ -1,0 +1,159 @@
+"""Concept questions checked without holding their answers: salted hashes and sealed messages.
+
+A question's sealed record lists, for every answer the checker has something to say about (each
+letter of a choice; the right number and each typical wrong number of a number question), a
+salted slow hash of "id:answer" and the verdict and message for that answer, encrypted with a key
+derived from the answer itself. Checking an answer derives its key, looks the hash up and opens
+that message: the right answer's explanation is readable only by someone who gives it, and the
+record names no letter or number. Any other number reads "... is not it".
+
+    exercises.check_concept("7.1", "b")   # passed, with the reason; or failed, with what that choice misses
+    exercises.concept_answer("7.1")       # the answer and why: self-study only
+
+Where the records come from: a class release ships the records of its notebook's questions
+(OUT/student/NN_name/tests/concepts.json, written by `python -m gptlib.course assign`, a fresh salt
+per build; `grader = Notebook("tests")` loads them); a self-study install seals the questions of
+exercises/answers/concepts.py on first use. There is one way of checking: the self-study check
+reads the same records. (Trying every letter in the kernel finds a choice's answer, as guessing
+would; the record only keeps the answer from being read off the package or the notebook.)
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import json
+import secrets
+
+from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, as_int, name_mistake
+
+ITERATIONS = 10_000  # PBKDF2 rounds per answer tried: milliseconds for a learner, slow for a table of all numbers
+_RELEASED: dict[str, dict] = {}  # id -> the sealed record a class release loaded
+
+
+def _key(salt: bytes, question: str, answer: str) -> bytes:
+    return hashlib.pbkdf2_hmac("sha256", f"{question}:{answer}".encode(), salt, ITERATIONS)
+
+
+def _xor(key: bytes, data: bytes) -> bytes:
+    stream = b"".join(hashlib.sha256(key + i.to_bytes(4, "big")).digest() for i in range(len(data) // 32 + 1))
+    return bytes(a ^ b for a, b in zip(data, stream))
+
+
+def _lock(key: bytes, status: str, message: str) -> str:
+    return base64.b64encode(_xor(key, json.dumps([status, message]).encode())).decode()
+
+
+def _unlock(key: bytes, token: str) -> tuple[str, str]:
+    status, message = json.loads(_xor(key, base64.b64decode(token)))
+    return status, message
+
+
+def _lookup(key: bytes) -> str:
+    return hashlib.sha256(key).hexdigest()
+
+
+def _outcomes(spec) -> dict[str, tuple[str, str]]:
+    """{answer as text: (status, message)} for every answer the question has words for (a Choice or Number
+    of answers/concepts.py)."""
+    if hasattr(spec, "letters"):
+        return {letter: (PASSED, f"({letter}): {spec.why}") if letter == spec.answer else
+                (FAILED, f"({letter}) is not it: {spec.wrong[letter]}. Try another letter.") for letter in spec.letters()}
+    right = spec.answer()
+    found = {str(right): (PASSED, f"{right:,}: {spec.why(right)}")}
+    for mistake in spec.mistakes.values():
+        number = mistake()
+        if str(number) not in found:  # the point (): each mistake is computed with no arguments
+            named = name_mistake({(): number}, spec.mistakes)
+            found[str(number)] = (FAILED, (named or f"{number:,} is not it") + ". Try again.")
+    return found
+
+
+def seal(question: str, spec, salt: bytes | None = None) -> dict:
+    """The sealed record of concept question `question` (its Choice or Number): JSON-ready, holding no answer."""
+    salt = salt if salt is not None else secrets.token_bytes(16)
+    locked = {}
+    for answer, (status, message) in _outcomes(spec).items():
+        key = _key(salt, question, answer)
+        locked[_lookup(key)] = _lock(key, status, message)
+    record = {"kind": "choice" if hasattr(spec, "letters") else "number", "salt": salt.hex(),
+              "outcomes": dict(sorted(locked.items()))}  # in hash order: the order says nothing either
+    if record["kind"] == "choice":
+        record["letters"] = spec.letters()
+    return record
+
+
+def load_released(records: dict[str, dict]) -> None:
+    """Use these sealed records (a class release's tests/concepts.json) for their questions."""
+    _RELEASED.update(records)
+
+
+@functools.cache
+def _self_study_record(question: str) -> dict:
+    try:
+        from .answers.concepts import SEALED
+    except ModuleNotFoundError:
+        raise ValueError(f"question {question!r} has no sealed record here: in a class release, run the "
+                         "notebook's first cells (grader = Notebook(\"tests\")) before answering") from None
+    if question not in SEALED:
+        raise ValueError(f"no concept question {question!r}: they are {', '.join(SEALED)}")
+    return seal(question, SEALED[question])
+
+
+def _record(question: str) -> dict:
+    return _RELEASED[question] if question in _RELEASED else _self_study_record(question)
+
+
+def _as_text(record: dict, answer) -> str:
+    """The answer as the record spells it: one of its letters, or a whole number's digits."""
+    if record["kind"] == "choice":
+        letters = record["letters"]
+        if not isinstance(answer, str) or answer.strip().lower() not in letters:
+            raise Wrong(f"answer with one letter of {letters}, got {answer!r:.40}")
+        return answer.strip().lower()
+    return str(as_int(answer, "your answer"))
+
+
+def verdict(question: str, letter: str) -> tuple[str, str]:
+    """(status, message) of a choice's letter, one of its record's letters: for an exercise's checker that
+    asks a choice (check_post_norm_statement)."""
+    record = _record(question)
+    key = _key(bytes.fromhex(record["salt"]), question, letter)
+    return _unlock(key, record["outcomes"][_lookup(key)])
+
+
+def check_concept(question: str, answer) -> Result:
+    """Your answer to concept question `question` ("7.1"): a letter, or a whole number; None = not yet."""
+    record = _record(question)
+    label = f"Question {question}"
+    if answer is None:
+        kind = "a letter" if record["kind"] == "choice" else "a whole number"
+        return Result(label, NOT_ATTEMPTED, f"replace None with your answer ({kind}).")
+    try:
+        text = _as_text(record, answer)
+    except Wrong as wrong:
+        return Result(label, FAILED, wrong.message)
+    key = _key(bytes.fromhex(record["salt"]), question, text)
+    token = record["outcomes"].get(_lookup(key))
+    if token is None:  # a number the question has no words for
+        return Result(label, FAILED, f"{int(text):,} is not it. Try again.")
+    return Result(label, *_unlock(key, token))
+
+
+WITHHELD = "the answers stay with your instructor in this class release"
+
+
+def concept_answer(question: str) -> str:
+    """The answer to concept question `question` and the reason, for when you are stuck (self-study installs)."""
+    try:
+        from .answers.concepts import QUESTIONS
+    except ModuleNotFoundError:
+        return f"Question {question}: {WITHHELD}; check_concept tells you whether an answer is right."
+    if question not in QUESTIONS:
+        raise ValueError(f"no concept question {question!r}: they are {', '.join(QUESTIONS)}")
+    spec = QUESTIONS[question]
+    if hasattr(spec, "letters"):
+        return f"Question {question}: ({spec.answer}). {spec.why}"
+    answer = spec.answer()
+    return f"Question {question}: {answer:,}. {spec.why(answer)}"

@@ -1,0 +1,57 @@
+"""Sealed concept questions: a record names no answer, and checks every answer as the questions say."""
+
+import json
+import re
+
+import pytest
+
+from gptlib import exercises
+from gptlib.exercises import sealed
+from gptlib.exercises.answers import concepts
+from gptlib.exercises.result import FAILED, PASSED
+
+SALT = bytes(range(16))  # fixed: the searches below are deterministic
+
+
+def _answer_and_why(spec):
+    if isinstance(spec, concepts.Choice):
+        return spec.answer, spec.why
+    return spec.answer(), spec.why(spec.answer())
+
+
+@pytest.mark.parametrize("question", list(concepts.QUESTIONS))
+def test_a_record_holds_neither_the_answer_nor_its_explanation(question):
+    spec = concepts.QUESTIONS[question]
+    answer, why = _answer_and_why(spec)
+    text = json.dumps(sealed.seal(question, spec, SALT))
+    words = set(re.split(r"[^A-Za-z0-9]+", text))
+    assert why[:40] not in text
+    if isinstance(spec, concepts.Choice):
+        record = json.loads(text)
+        assert record["letters"] == spec.letters() and len(record["outcomes"]) == len(spec.letters())
+    else:
+        assert str(answer) not in words and f"{answer:,}" not in text.split('"')
+
+
+@pytest.mark.parametrize("question", list(concepts.QUESTIONS))
+def test_a_released_record_checks_like_the_self_study_one(question, monkeypatch):
+    """Every answer the question has words for (and one it has none for) gets the same Result from a
+    record sealed under another salt, as a class release's is."""
+    spec = concepts.QUESTIONS[question]
+    answer, why = _answer_and_why(spec)
+    tries = spec.letters() + ["z", 3] if isinstance(spec, concepts.Choice) else (
+        [answer, answer + 7919, "x"] + [m() for m in spec.mistakes.values()])
+    before = {repr(t): exercises.check_concept(question, t) for t in tries}
+    monkeypatch.setattr(sealed, "_RELEASED", {})
+    sealed.load_released({question: sealed.seal(question, spec, SALT)})
+    for t in tries:
+        after = exercises.check_concept(question, t)
+        assert (after.status, after.message) == (before[repr(t)].status, before[repr(t)].message)
+    right = exercises.check_concept(question, answer)
+    assert right.status == PASSED and why in right.message
+    assert exercises.check_concept(question, tries[-1] if isinstance(spec, concepts.Choice) else "x").status == FAILED
+
+
+def test_salts_make_records_differ():
+    spec = concepts.QUESTIONS["5.1"]
+    assert sealed.seal("5.1", spec, SALT)["outcomes"].keys().isdisjoint(sealed.seal("5.1", spec, bytes(16))["outcomes"])
