@@ -17,7 +17,7 @@ from .. import pretrained
 from ..decomposition import head_label, logit_pieces, stream_writes
 from ..induction import induction_eval_tokens
 from ..patching import PatchingPrompts, induction_patching_prompts, logits_from_writes, patching_restoration
-from .result import Wrong, as_float, call, checker, close, name_mistake
+from .result import Wrong, as_float, call, checker, close, name_mistake, variant_seed
 
 TOLERANCE = 1e-3  # fractions of order 1, from float32 runs of the same model in another order
 ROWS = 16  # evaluation rows per corruption: enough for stable fractions, quick to rerun 16 times
@@ -25,10 +25,10 @@ SEEDS = (0, 1)
 
 
 @functools.cache
-def _points() -> tuple:
+def _points(seeds: tuple[int, ...]) -> tuple:
     model = pretrained.load_pretrained("induction")
     rows = induction_eval_tokens()[:ROWS]
-    prompts = tuple(induction_patching_prompts(rows, model.config.V, seed) for seed in SEEDS)
+    prompts = tuple(induction_patching_prompts(rows, model.config.V, seed) for seed in seeds)
     return model, prompts
 
 
@@ -68,14 +68,15 @@ PATCHING_MISTAKES = {
 @checker("Patching")
 def check_head_patching(restored_fraction) -> tuple[str, list[str]]:
     """restored_fraction(model, prompts, layer, head) -> float, for gptlib.patching.PatchingPrompts."""
-    model, all_prompts = _points()
+    seeds = tuple(variant_seed(seed) for seed in SEEDS)  # other corruptions in a hidden variant
+    model, all_prompts = _points(seeds)
     with torch.no_grad():
-        truth = {(seed, l, h): r.item() for seed, prompts in zip(SEEDS, all_prompts)
+        truth = {(seed, l, h): r.item() for seed, prompts in zip(seeds, all_prompts)
                  for (l, h), r in zip(((l, h) for l in range(model.config.L) for h in range(model.config.H)),
                                       patching_restoration(model, prompts.clean, prompts.corrupted,
                                                            prompts.log_prob).flatten())}
     answers = {}
-    for seed, prompts in zip(SEEDS, all_prompts):
+    for seed, prompts in zip(seeds, all_prompts):
         for l in range(model.config.L):
             for h in range(model.config.H):
                 got = call(restored_fraction, model, prompts, l, h, what=f"model, prompts (seed {seed}), {l}, {h}")
@@ -84,7 +85,7 @@ def check_head_patching(restored_fraction) -> tuple[str, list[str]]:
     wrong = [point for point, value in answers.items() if not same(value, truth[point])]
     if wrong:
         seed, l, h = wrong[0]
-        runs = {point: _metrics(model, all_prompts[SEEDS.index(point[0])], *point[1:]) for point in answers}
+        runs = {point: _metrics(model, all_prompts[seeds.index(point[0])], *point[1:]) for point in answers}
         mistakes = {name: (lambda seed, l, h, f=f: f(runs[(seed, l, h)])) for name, f in PATCHING_MISTAKES.items()}
         named = name_mistake(answers, mistakes, same)
         raise Wrong(named or f"head {h} of layer {l} (corruption seed {seed}): you return {answers[(seed, l, h)]:.4f}, "

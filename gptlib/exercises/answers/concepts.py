@@ -369,6 +369,28 @@ QUESTIONS: dict[str, Choice | Number] = {
         },
     ),
     "7.3": crossover_question(d=1024),
+    "10.1": Choice(
+        "d",
+        "a post-norm block applies LN_2 to Y + MLP(Y): every earlier write is shifted and divided by one row statistic, "
+        "so X^(L) is no longer the plain sum of what each head and MLP wrote.",
+        {
+            "a": "the additions are the same, but in post-norm a LayerNorm follows each of them and rescales the "
+            "whole stream, the earlier writes included",
+            "b": "the heads' writes are rescaled by the LayerNorm after the attention addition just as the MLP's are",
+            "c": "a unit gain still divides by sigma and subtracts the mean: the rescaling stays, whatever gamma is",
+        },
+    ),
+    "10.2": Choice(
+        "c",
+        "patching puts the clean write into the stream and reruns every later layer, so it sees effects that go "
+        "through them; direct attribution reads only what the write says to W_U through LN_f.",
+        {
+            "a": "a head whose clean write restores most of the gap is needed: removing its information costs the "
+            "prediction, whatever its direct contribution",
+            "b": "the two measure different things: the direct path ignores later layers, patching includes them, so "
+            "they need not agree",
+        },
+    ),
 }
 
 
