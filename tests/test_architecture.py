@@ -130,7 +130,7 @@ def test_every_cited_name_is_importable(name):
 def test_every_cited_notebook_exists():
     index = TEXT[TEXT.index("## Symbol index"):]
     rows = [line for line in index.splitlines() if line.startswith("| ")]
-    in_table = {n for row in rows for n in re.findall(r"\b0\d\b", row.split("|")[-2])}
-    in_figures = set(re.findall(r"\b0\d\b", index[index.index("Figures and widgets"):]))
+    in_table = {n for row in rows for n in re.findall(r"\b\d\d\b", row.split("|")[-2])}
+    in_figures = set(re.findall(r"\b\d\d\b", index[index.index("Figures and widgets"):]))
     cited, numbered = in_table | in_figures, {path.name[:2] for path in NOTEBOOKS}
     assert cited == numbered, f"cited but missing: {sorted(cited - numbered)}, not indexed: {sorted(numbered - cited)}"

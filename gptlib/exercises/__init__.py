@@ -17,6 +17,7 @@ reference solution (gptlib/exercises/solutions.py).
     Exercise 8    check_training_flops(fn), check_attention_takeover(fn)        flops.py
     questions     check_concept(id, answer), concept_answer(id)                 concepts.py
     your own GPT  check_own_model(model, V=..., T_max=..., d=..., L=...)        own_model.py
+    notebook 10   check_head_patching(fn): activation patching, head by head     patching.py
     build track   one checker per component of a GPT you write (notebook 09)   build.py
     progress()    which of the above have passed in this kernel                 progress_table.py
 """
@@ -31,6 +32,7 @@ from .hints import hint, show_solution
 from .jacobian import check_post_norm_jacobian, check_post_norm_statement, statements
 from .layernorm import check_layer_norm, check_weight_decay
 from .own_model import check_own_model
+from .patching import check_head_patching
 from .progress_table import progress
 from .result import Result
 
@@ -42,6 +44,7 @@ __all__ = [
     "check_dependency_map",
     "check_factor_pair_dimension",
     "check_head_circuits",
+    "check_head_patching",
     "check_layer_norm",
     "check_own_model",
     "check_parameter_count",

@@ -1,0 +1,190 @@
+"""gptlib.decomposition: the stream as a sum of writes, and the logits as a sum of direct contributions.
+
+The references are the model's own forward pass (cache.X(L), the logits Z) and closed forms; each
+check is paired with a broken decomposition (a write missing, one counted twice, a wrong LN_f scale)
+that the same tolerance must reject.
+"""
+
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from benchmarks.peers import scrambled_model
+from gptlib import COURSE_CONFIG, GPT, GPTConfig, data, pretrained, run_with_cache
+from gptlib.decomposition import (
+    StreamWrites,
+    decomposition_gap,
+    direct_logit_attribution,
+    logit_lens,
+    logit_pieces,
+    stream_writes,
+    write_labels,
+)
+
+TOLERANCE = 1e-5  # max |sum - Z| / (1 + max |Z|) in float32
+MODELS = {
+    "course, scrambled": lambda: scrambled_model(COURSE_CONFIG),  # every gain and bias nonzero and not 1
+    "tied, scrambled": lambda: scrambled_model(GPTConfig(V=50, T_max=32, d=64, H=2, L=2, tie_weights=True)),
+    "shakespeare": lambda: pretrained.load_pretrained("shakespeare"),
+    "induction": lambda: pretrained.load_pretrained("induction"),  # attention only: no MLP writes
+}
+
+
+def tokens(model: GPT, B: int = 2) -> torch.Tensor:
+    return torch.randint(0, model.config.V, (B, model.config.T_max))  # (B, T)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_the_writes_sum_to_the_final_stream_and_their_pieces_to_the_logits(name):
+    model = MODELS[name]()
+    idx = tokens(model)
+    Z, cache = run_with_cache(model, idx)
+    writes = stream_writes(model, idx)
+    L = model.config.L
+    assert writes.labels == write_labels(model)
+    assert len(writes.labels) == 2 + L * (model.config.H + 1 + (not model.config.attn_only))
+    assert decomposition_gap(cache.X(L), writes.final_stream) <= TOLERANCE
+    assert decomposition_gap(Z, logit_pieces(model, writes).total) <= TOLERANCE
+
+
+def broken(writes: StreamWrites, change: str) -> StreamWrites:
+    stack = writes.stack
+    head = writes.labels.index("L1H2")
+    if change == "a head missing":
+        stack = torch.cat([stack[:head], stack[head + 1 :]])
+    elif change == "a head counted twice":
+        stack = torch.cat([stack, stack[head : head + 1]])
+    return StreamWrites(writes.labels[: len(stack)], stack)
+
+
+@pytest.mark.parametrize("change", ["a head missing", "a head counted twice"])
+def test_a_missing_or_doubled_write_breaks_the_sum(change):
+    model = pretrained.load_pretrained("shakespeare")
+    idx = tokens(model)
+    Z, cache = run_with_cache(model, idx)
+    writes = broken(stream_writes(model, idx), change)
+    assert decomposition_gap(cache.X(model.config.L), writes.final_stream) > 100 * TOLERANCE
+    assert decomposition_gap(Z, logit_pieces(model, writes, scale=None).total) > 100 * TOLERANCE
+
+
+def test_a_wrong_ln_f_scale_breaks_the_sum():
+    model = pretrained.load_pretrained("shakespeare")
+    idx = tokens(model)
+    Z = model(idx)
+    writes = stream_writes(model, idx)
+    assert decomposition_gap(Z, logit_pieces(model, writes, scale=torch.tensor(1.0)).total) > 100 * TOLERANCE
+    # LN_f applied to each write on its own: each gets its own scale, and the pieces stop adding up
+    per_write = (model.ln_f(writes.stack) - model.ln_f.beta) @ model.unembedding  # (n, B, T, V)
+    assert decomposition_gap(Z, per_write.sum(0) + model.ln_f.beta @ model.unembedding) > 100 * TOLERANCE
+
+
+def test_pieces_follow_the_closed_form_of_ln_f_with_frozen_scale():
+    model = scrambled_model(COURSE_CONFIG).double()
+    idx = tokens(model, B=1)
+    writes = stream_writes(model, idx)
+    X = writes.final_stream
+    s = torch.sqrt(X.var(dim=-1, unbiased=False, keepdim=True) + model.ln_f.eps)  # (B, T, 1)
+    C = torch.eye(model.config.d, dtype=torch.float64) - 1 / model.config.d  # the centring projection
+    w = writes["L2 MLP"]
+    expected = (w @ C) * model.ln_f.gamma / s @ model.W_U
+    assert torch.allclose(logit_pieces(model, writes).direct[writes.labels.index("L2 MLP")], expected, atol=1e-12)
+    assert decomposition_gap(model(idx), logit_pieces(model, writes).total) <= 1e-12  # float64: exact to rounding
+
+
+def test_replacing_a_write_by_zeros_equals_zeroing_its_weights():
+    """An ablation computed a second way: W_O^h's rows (or W_2 and b_2) set to 0 in a copy, run by the model itself."""
+    model = scrambled_model(COURSE_CONFIG)
+    idx = tokens(model)
+    zero = torch.zeros(model.config.d)
+    for label, weights in [("L1H2", lambda m: m.blocks[1].attn.W_O_head(2)),
+                           ("L0 MLP", lambda m: m.blocks[0].mlp.W_2), ("L3 b_O", lambda m: m.blocks[3].attn.b_O)]:
+        edited = copy.deepcopy(model)
+        with torch.no_grad():
+            weights(edited).zero_()
+            if label == "L0 MLP":
+                edited.blocks[0].mlp.b_2.zero_()
+        ablated = logit_pieces(model, stream_writes(model, idx, replace={label: zero})).total
+        assert decomposition_gap(edited(idx), ablated) <= TOLERANCE
+        assert decomposition_gap(model(idx), ablated) > 100 * TOLERANCE  # the ablation did change the logits
+
+
+def test_direct_logit_attribution_adds_up_to_the_logit_and_to_a_difference():
+    model = pretrained.load_pretrained("shakespeare")
+    idx = data.encode("First Citizen:\nWe are accounted poor citizens.")
+    Z = model(idx)  # (T, V)
+    t, token, other = 20, int(Z[20].argmax()), data.encode("z").item()
+    single = direct_logit_attribution(model, idx, t, token)
+    assert single.logit == pytest.approx(Z[t, token].item(), abs=1e-5)
+    assert single.values.sum().item() + single.rest == pytest.approx(single.logit, abs=1e-4)
+    difference = direct_logit_attribution(model, idx, t, token, against=other)
+    assert difference.logit == pytest.approx((Z[t, token] - Z[t, other]).item(), abs=1e-5)
+    assert difference.of("L3 MLP") == pytest.approx(single.of("L3 MLP") - direct_logit_attribution(
+        model, idx, t, other).of("L3 MLP"), abs=1e-5)
+
+
+def test_the_logit_lens_ends_at_the_model_and_starts_at_the_embeddings():
+    model = pretrained.load_pretrained("shakespeare")
+    idx, targets = tokens(model), tokens(model)
+    lens = logit_lens(model, idx, targets)
+    assert lens.loss.shape == (model.config.L + 1,)
+    _, loss = model(idx, targets)
+    assert lens.loss[-1].item() == pytest.approx(loss.item(), abs=1e-5)
+    Z0 = model.ln_f(model.embed(idx)) @ model.W_U  # depth 0: the embeddings read out directly
+    assert lens.loss[0].item() == pytest.approx(F.cross_entropy(Z0.flatten(0, 1), targets.flatten()).item(), abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    "call, rule",
+    [
+        (lambda m, idx: stream_writes(GPT(COURSE_CONFIG.replace(norm="post")), idx), "pre-norm"),
+        (lambda m, idx: stream_writes(m, idx, replace={"L9H0": torch.zeros(128)}), "L9H0"),
+        (lambda m, idx: direct_logit_attribution(m, idx, 64, 0), "position"),
+        (lambda m, idx: direct_logit_attribution(m, idx, 3, 65), "token"),
+        (lambda m, idx: direct_logit_attribution(m, idx.view(2, 32), 3, 1), r"one sequence"),
+        (lambda m, idx: logit_lens(m, idx, idx[:-1]), "targets"),
+    ],
+)
+def test_bad_input_is_refused_naming_the_rule(call, rule):
+    model = GPT(COURSE_CONFIG)
+    with pytest.raises(ValueError, match=rule):
+        call(model, torch.randint(0, 65, (64,)))
+
+
+@pytest.mark.slow
+def test_transformer_lens_agrees_on_logits_head_attribution_and_the_lens():
+    """TransformerLens's own decomposition on the trained course model (where the bench extra installed it).
+
+    Its attributions read the unembedding after LN_f's scale only, so LN_f's gain and bias are folded
+    into W_U and b_U first, as its fold_ln does: an equivalent model (its logits are checked too).
+    """
+    pytest.importorskip("transformer_lens", reason="TransformerLens comes with the bench extra (make bench)")
+    from benchmarks.peers import hooked_transformer_from
+
+    model = pretrained.load_pretrained("shakespeare")
+    tl = hooked_transformer_from(model)
+    with torch.no_grad():
+        tl.unembed.W_U.mul_(model.ln_f.gamma[:, None])  # diag(gamma) W_U
+        tl.unembed.b_U.copy_(model.ln_f.beta @ model.W_U)  # beta W_U
+        tl.ln_final.w.fill_(1.0)
+        tl.ln_final.b.zero_()
+    idx = data.encode("First Citizen:\nWe are accounted poor citizens.").unsqueeze(0)  # (1, T)
+    with torch.no_grad():
+        Z, cache = tl.run_with_cache(idx)
+        assert decomposition_gap(model(idx), Z) <= TOLERANCE
+        writes = stream_writes(model, idx)
+        pieces = logit_pieces(model, writes)
+        heads, labels = cache.stack_head_results(layer=-1, return_labels=True)  # (16, 1, T, d), raw writes
+        predicted = Z[0].argmax(dim=-1)  # (T,)
+        theirs = cache.logit_attrs(heads, tokens=predicted.unsqueeze(0))  # (16, 1, T): it applies LN_f's scale
+        ours = torch.stack([pieces.direct[writes.labels.index(label)] for label in labels])  # (16, 1, T, V)
+        ours = ours.gather(-1, predicted.view(1, 1, -1, 1).expand(len(labels), 1, -1, 1)).squeeze(-1)
+        assert labels == [label for label in writes.labels if "H" in label]
+        assert decomposition_gap(theirs, ours) <= TOLERANCE
+        layers, _ = cache.decompose_resid(layer=-1, apply_ln=True, return_labels=True)  # embed, pos, attn, mlp...
+        assert decomposition_gap(Z, tl.unembed(layers.sum(dim=0))) <= TOLERANCE
+        lens_tl = tl.unembed(cache.accumulated_resid(apply_ln=True))  # (L + 1, 1, T, V)
+        lens_loss = [F.cross_entropy(z[0, :-1], idx[0, 1:]).item() for z in lens_tl]
+        ours_lens = logit_lens(model, idx[:, :-1], idx[:, 1:]).loss
+        assert ours_lens.tolist() == pytest.approx(lens_loss, abs=1e-4)
