@@ -145,7 +145,7 @@ class StreamExplorer(Explorer):
     rows = traitlets.List(traitlets.Unicode()).tag(sync=True)  # [(l * H + h) * T + t]: describe_row
 
     def __init__(self, model: GPT, text: str = "PETRUCHIO:\nWhy, how now, Kate! I hope thou art not mad:",
-                 position: int = 0, mode: str = "predicted", character: str = "e"):
+                 position: int = 0, mode: str = "predicted", character: str = "e", layer: int = 0, head: int = 0):
         if not isinstance(model, GPT):
             raise ValueError(f"model must be a gptlib GPT, got {type(model).__name__}")
         self.model = model
@@ -157,7 +157,7 @@ class StreamExplorer(Explorer):
         self.observe(self.redraw, names=["position", "mode", "layer", "head"])
         self.rerun()
         with self.hold_trait_notifications():
-            self.position, self.mode, self.character = position, mode, character
+            self.position, self.mode, self.character, self.layer, self.head = position, mode, character, layer, head
 
     @traitlets.validate("mode")
     def _check_mode(self, proposal) -> str:
