@@ -248,10 +248,13 @@ function render({ model, el }) {
     typing = setTimeout(() => commit(model, { text: text.value }), 250);
   });
 
+  // The kernel's answer: its status line when it could not draw; a new frame only when the picture
+  // greys or clears (its answer to a move the page has drawn already draws nothing again).
   function fromKernel() {
+    const was = stale;
     stale = model.get("stale");
     if (stale) say(status, model.get("message"), true);
-    redraw();
+    if (stale !== was) redraw();
   }
   model.on("change:values", receive); // the kernel sets values, A, labels, ... in one message
   for (const key of ["stale", "message"]) model.on(`change:${key}`, fromKernel);
