@@ -40,7 +40,9 @@ function render({ model, el }) {
   keepKeys(root);
   el.append(root);
   const textId = uniqueId("stream-text");
-  const text = h("textarea", { id: textId, class: "gptlib-stream-text gptlib-attn-text", rows: 2, spellcheck: "false" });
+  const text = h("textarea", {
+    id: textId, class: "gptlib-stream-text", rows: 2, spellcheck: "false", style: "width: min(60em, 95%); font: 13px monospace",
+  });
   text.value = model.get("text");
   const positionId = uniqueId("stream-position");
   const position = h("input", { type: "range", id: positionId, min: 0, step: 1, class: "gptlib-range" });
