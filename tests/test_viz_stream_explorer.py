@@ -2,7 +2,6 @@
 
 import json
 import math
-from html.parser import HTMLParser
 
 import numpy
 import pytest
@@ -16,6 +15,7 @@ from gptlib.decomposition import direct_logit_attribution, write_labels  # noqa:
 from gptlib.viz.attention import token_labels  # noqa: E402
 from gptlib.viz.stream import describe_attribution  # noqa: E402
 from gptlib.viz.stream_explorer import MODES, StreamExplorer, stream_run  # noqa: E402
+from tests.test_viz_explorer import outline  # noqa: E402
 
 TEXT = "To be, or not\nto be"
 
@@ -143,27 +143,13 @@ def test_a_shorter_text_moves_the_position_to_its_last_character(model):
     assert explorer.position == 4 and not explorer.stale and explorer.shape[1] == 5
 
 
-class Outline(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.tags, self.scripts = [], []
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append(tag)
-
-    def handle_data(self, data):
-        if self.tags and self.tags[-1] == "script":
-            self.scripts.append(data)
-
-
 def test_the_static_copy_survives_hostile_text_and_shows_the_last_drawn_values(model):
     explorer = StreamExplorer(model, TEXT, position=6)
     explorer.text = "<!--<script>"  # refused: the copy keeps the last readable text
     bundle, _ = explorer._repr_mimebundle_()
     page = bundle["text/html"]
-    parsed = Outline()
-    parsed.feed(page)
-    assert parsed.tags == ["div", "style", "img", "script"]
+    parsed = outline(page)
+    assert parsed.tags == ["div", "style", "/style", "img", "script", "/script", "/div"]
     (script,) = parsed.scripts
     assert "<" not in script
     state = json.loads(script[script.index("const values = ") + 15:script.index(";\n  for (const [name")])

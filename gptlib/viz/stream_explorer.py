@@ -21,7 +21,7 @@ import traitlets
 from .. import checks
 from ..cache import run_with_cache
 from ..data import VOCABULARY, encode
-from ..decomposition import Attribution, attribution_from, logit_pieces, stream_writes
+from ..decomposition import Attribution, LogitPieces, attribution_from, logit_pieces, stream_writes
 from ..model import GPT, eval_mode
 from .attention import token_labels
 from .display import render_png
@@ -41,7 +41,7 @@ class StreamRun:
     writes: tuple[str, ...]  # n write labels, decomposition.write_labels
     predicted: list[int]  # (T,) the model's top prediction at each position
     true_next: list[int]  # (T - 1,) the character that follows each position in the text
-    pieces: object  # decomposition.LogitPieces of the run: direct (n, 1, T, V)
+    pieces: LogitPieces  # of the run: direct (n, 1, T, V)
     Z: torch.Tensor  # (1, T, V) the model's own logits
     A: torch.Tensor  # (L, H, T, T) float32, every head's attention pattern
 
@@ -95,7 +95,8 @@ def describe_row(run: StreamRun, layer: int, head: int, t: int) -> str:
 
 
 class Whole(traitlets.Int):
-    """A synced whole number in [0, bound(obj)]: checks.integer names the rule (bools, floats and NaN refused)."""
+    """A synced whole number in [0, bound(obj)] (no upper bound where bound gives None): checks.integer names
+    the rule, and refuses bools, floats and NaN."""
 
     def __init__(self, label: str, bound):
         super().__init__(0)
@@ -129,7 +130,7 @@ class StreamExplorer(Explorer):
     _esm = module("stream")
     what = "each write's direct contribution to one prediction"
     text = traitlets.Unicode().tag(sync=True)
-    position = Whole("position", lambda self: len(self.run.labels) - 1 if self.run else 10**9)
+    position = Whole("position", lambda self: len(self.run.labels) - 1 if self.run else None)
     mode = traitlets.Unicode("predicted").tag(sync=True)
     character = traitlets.Unicode("e").tag(sync=True)
     layer = Whole("layer", lambda self: self.model.config.L - 1)
@@ -151,7 +152,7 @@ class StreamExplorer(Explorer):
         self.model = model
         self.run: StreamRun | None = None  # the last readable text's run: what the static copy shows
         self.readable = False  # whether the text and character now set could be read
-        self.token = encode("e").item()  # the id of the checked character
+        self.token = 0  # the id of the last character that could be read (set with each run)
         super().__init__(text=text)
         self.observe(self.rerun, names=["text", "character"])
         self.observe(self.redraw, names=["position", "mode", "layer", "head"])
