@@ -67,6 +67,12 @@ def test_position_token_and_head_answer_in_the_page_and_bad_input_keeps_the_pict
     row.filter(has_text="L0H0 at query 40").wait_for(timeout=5_000)
     assert explorer.locator(".gptlib-head-button", has_text="L0H0").get_attribute("aria-pressed") == "true"
 
+    numbers = explorer.locator(".gptlib-stream-numbers")
+    numbers.locator("summary").focus()
+    numbers.locator("summary").press("Enter")  # every bar's number, for the keyboard too
+    assert numbers.locator("tbody tr").count() == 26 + 2
+    assert numbers.locator("tbody tr").nth(2).inner_text().startswith("L0H0\t")
+
     # WCAG 2.1 A and AA on what the explorer's cell shows (the rest is JupyterLab's own chrome)
     assert violations(page, include=[".jp-OutputArea-child:has(.gptlib-stream-explorer)"]) == []
 

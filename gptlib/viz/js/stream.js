@@ -12,6 +12,7 @@ const CHART_HEIGHT = 230;
 const PLOT = { top: 12, bottom: 172 }; // the bars' area, y in CSS px
 const ROW_HEIGHT = 150;
 const ROW_WIDTH = 640;
+const CELL = "padding: 1px 10px"; // a cell of the numbers' table
 
 // a binary trait (a DataView) as a typed array of its own bytes
 function array(view, Type) {
@@ -65,6 +66,15 @@ function render({ model, el }) {
   const tip = hoverReadout(stage);
   const caption = h("div", { id: captionId, class: "gptlib-readout gptlib-stream-caption" });
   const readout = h("div", { class: "gptlib-readout gptlib-stream-readout" });
+  // every bar's number, for a keyboard or a screen reader as for the pointer (closed until asked for)
+  const rows = h("tbody");
+  const table = h("details", { class: "gptlib-stream-numbers" }, [
+    h("summary", { text: "every bar as a number" }),
+    h("table", { style: "border-collapse: collapse; font-variant-numeric: tabular-nums" }, [
+      h("thead", {}, [h("tr", {}, [h("th", { scope: "col", text: "write" }), h("th", { scope: "col", text: "direct contribution" })])]),
+      rows,
+    ]),
+  ]);
   const heads = h("div", { class: "gptlib-heads gptlib-stream-heads", role: "group", "aria-label": "heads: show one's attention row" });
   const rowCaptionId = uniqueId("stream-row-caption");
   const row = sharpCanvas(ROW_WIDTH, ROW_HEIGHT, "the chosen head's attention row");
@@ -78,7 +88,7 @@ function render({ model, el }) {
       mode,
     ]),
     status,
-    stage, caption, readout, heads, row.canvas, rowCaption,
+    stage, caption, readout, table, heads, row.canvas, rowCaption,
   );
 
   let data = null; // {n, T, L, H, values, A, labels, writes, descriptions, rows}
@@ -197,6 +207,11 @@ function render({ model, el }) {
     c.fillText("heads 0..H-1, b = b_O, M = MLP; blue adds to the logit, red takes away", LEFT, PLOT.bottom + 48);
     bars.canvas.classList.toggle("gptlib-stale", stale);
     caption.textContent = data.descriptions[mode_][t_];
+    const named = [...data.writes, "LN_f's bias β W_U", "the logit (their sum)"];
+    rows.replaceChildren(...named.map((name, i) => {
+      const v = value(mode_, t_, i);
+      return h("tr", {}, [h("td", { text: name, style: CELL }), h("td", { text: Number.isNaN(v) ? "–" : v.toFixed(3), style: `${CELL}; text-align: right` })]);
+    }));
 
     for (const button of heads.children) {
       const [bl, bh] = headOf(button.textContent);
