@@ -33,6 +33,12 @@ from .stream import attribution_figure, describe_attribution
 MODES = ("predicted", "difference", "character")
 
 
+def quoted(label: str) -> str:
+    """A character label (token_labels: '\\n' and '␣' already visible) in plain single quotes, never
+    escaped again as repr would ('\\\\n')."""
+    return f"'{label}'"
+
+
 @dataclass(frozen=True)
 class StreamRun:
     """One forward pass on a text, with every write's direct contribution to every logit kept."""
@@ -56,14 +62,14 @@ class StreamRun:
     def title(self, mode: str, position: int, character: int) -> str:
         """What the bars at `position` split, in words ('... to z('e') - z('o') at position 39 after 'h'')."""
         def z(token: int) -> str:
-            return f"z({token_labels(VOCABULARY[token])[0]!r})"
+            return f"z({quoted(token_labels(VOCABULARY[token])[0])})"
         if mode == "character":
             target = z(character)
         elif mode == "predicted":
             target = f"{z(self.predicted[position])} (the prediction)"
         else:
             target = f"{z(self.predicted[position])} - {z(self.true_next[position])} (prediction minus true next)"
-        return f"Direct contributions to {target} at position {position} after {self.labels[position]!r}"
+        return f"Direct contributions to {target} at position {position} after {quoted(self.labels[position])}"
 
 
 def stream_run(model: GPT, text: str) -> StreamRun:
@@ -90,8 +96,8 @@ def describe_row(run: StreamRun, layer: int, head: int, t: int) -> str:
     """The text alternative of head `head` of layer `layer`'s attention row at query t: its three strongest keys."""
     row = run.A[layer, head, t, : t + 1].double()  # (t + 1,): causal, keys 0..t
     weights, keys = row.topk(min(3, t + 1))
-    strongest = ", ".join(f"{int(s)} {run.labels[int(s)]!r} {w:.2f}" for w, s in zip(weights.tolist(), keys))
-    return f"L{layer}H{head} at query {t} {run.labels[t]!r}, strongest keys: {strongest}."
+    strongest = ", ".join(f"{int(s)} {quoted(run.labels[int(s)])} {w:.2f}" for w, s in zip(weights.tolist(), keys))
+    return f"L{layer}H{head} at query {t} {quoted(run.labels[t])}, strongest keys: {strongest}."
 
 
 class Whole(traitlets.Int):
