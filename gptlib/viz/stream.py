@@ -19,11 +19,18 @@ def attribution_figure(attribution: Attribution, title: str) -> Figure:
     ax.set_xticks(range(len(values)), attribution.labels, rotation=90, fontsize=8)
     ax.set_ylabel("direct contribution to the logit")
     ax.set_title(title)
-    top = sorted(zip(attribution.labels, values), key=lambda pair: -abs(pair[1]))[:3]
-    fig.set_label(f"{title}: a bar per write into the stream ({len(values)} writes); the largest in size are "
-                  + ", ".join(f"{label} ({value:+.2f})" for label, value in top)
-                  + f"; with LN_f's bias ({attribution.rest:+.2f}) they add up to the logit {attribution.logit:+.2f}.")
+    fig.set_label(describe_attribution(attribution, title))
     return fig
+
+
+def describe_attribution(attribution: Attribution, title: str) -> str:
+    """The text alternative of an attribution's bars (attribution_figure's, and the stream explorer's):
+    how many writes, the three largest in size, and the logit they add up to with LN_f's bias."""
+    values = attribution.values.tolist()
+    top = sorted(zip(attribution.labels, values), key=lambda pair: -abs(pair[1]))[:3]
+    return (f"{title}: a bar per write into the stream ({len(values)} writes); the largest in size are "
+            + ", ".join(f"{label} ({value:+.2f})" for label, value in top)
+            + f"; with LN_f's bias ({attribution.rest:+.2f}) they add up to the logit {attribution.logit:+.2f}.")
 
 
 def logit_lens_figure(readings: dict[str, LensReading], uniform: float) -> Figure:
