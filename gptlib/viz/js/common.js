@@ -35,8 +35,7 @@ function typedNumber(name, text) {
 }
 
 // A number as Python's format(x, "g") writes it: 6 significant digits, an exponent (two digits
-// at least) below 1e-4 and from 1e6, no trailing zeros ("0.001", "3", "1e-07", "1.5e+06"). An
-// exact tie at the sixth digit (100000.5) rounds up here and to even in Python.
+// at least) below 1e-4 and from 1e6, no trailing zeros ("0.001", "3", "1e-07", "1.5e+06").
 function formatG(x) {
   if (!Number.isFinite(x)) return String(x).replace("Infinity", "inf").toLowerCase();
   if (x === 0) return Object.is(x, -0) ? "-0" : "0";
