@@ -15,7 +15,7 @@ pytest.importorskip("anywidget")
 from gptlib import COURSE_CONFIG, GPT  # noqa: E402
 from gptlib.viz.attention import AttentionExplorer  # noqa: E402
 from gptlib.viz.counting import ParameterCountExplorer  # noqa: E402
-from gptlib.viz.explorer import WIDGET_VIEW, script_json  # noqa: E402
+from gptlib.viz.explorer import WIDGET_VIEW, module, script_json  # noqa: E402
 from gptlib.viz.geometry import LayerNormSphere  # noqa: E402
 
 HOSTILE = ["<!--<script>", "</script><script>alert(1)</script>", "<!-- x --> & y", "]]>", "\u2028\u2029"]
@@ -109,18 +109,20 @@ def test_an_explorer_with_nothing_drawn_shows_the_widget_and_its_repr_only():
     assert explorer.message.startswith("Cannot draw:") and "nothing is drawn" in explorer.message
 
 
-EXPLORER_NOTEBOOKS = ["01_multi_head_attention", "04_layernorm_geometry", "05_gpt_and_parameter_count",
-                      "08_trained_model_tour"]
+EXPLORER_NOTEBOOKS = {"01_multi_head_attention": "attention", "04_layernorm_geometry": "sphere",
+                      "05_gpt_and_parameter_count": "count", "08_trained_model_tour": "attention"}
 
 
-@pytest.mark.parametrize("name", EXPLORER_NOTEBOOKS)
-def test_a_saved_explorer_cell_holds_one_output_and_no_widget_state_that_would_hide_its_copy(name):
+@pytest.mark.parametrize("name, front_end", EXPLORER_NOTEBOOKS.items())
+def test_a_saved_explorer_cell_holds_one_output_and_no_widget_state_that_would_hide_its_copy(name, front_end):
     """Re-executed by `make notebooks` (store_widget_state=False): with the model's widget state saved,
-    nbconvert's HTML would choose the widget view and need a renderer from a CDN instead of the copy."""
+    nbconvert's HTML would choose the widget view and need a renderer from a CDN instead of the copy.
+    The copy runs today's js/ module (the book and saved HTML pages show it)."""
     notebook = json.loads((Path(__file__).parents[1] / "notebooks" / f"{name}.ipynb").read_text())
     cells = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"
              and any(WIDGET_VIEW in output.get("data", {}) for output in cell["outputs"])]
     assert len(cells) == 1 and len(cells[0]["outputs"]) == 1  # one explorer, one output: no second picture
     assert set(cells[0]["outputs"][0]["data"]) == {WIDGET_VIEW, "text/html", "text/plain"}
-    assert 'class="gptlib-static"' in "".join(cells[0]["outputs"][0]["data"]["text/html"])
+    static = "".join(cells[0]["outputs"][0]["data"]["text/html"])
+    assert 'class="gptlib-static"' in static and script_json(module(front_end)) in static
     assert "widgets" not in notebook["metadata"]

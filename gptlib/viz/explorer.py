@@ -49,30 +49,30 @@ def shown(typed: str) -> str:
     return text if len(text) <= SHOWN_CHARACTERS else f"{text[:12]}…({len(text)} characters)"
 
 
-class Real(traitlets.Float):
-    """A synced number: only a finite real number, never a bool, NaN or inf (checks.real, naming the
-    input `label`). What it refuses raises ValueError where it is set and never reaches the page
-    (JSON has no NaN)."""
+class Checked:
+    """A synced trait whose every value passes `rule(label, value)`, a gptlib.checks function: what it
+    refuses raises ValueError where it is set (from code, or sent by a page) and never reaches the page.
+    Subclasses name the rule: `rule = staticmethod(checks.real)`."""
 
-    def __init__(self, default: float, label: str):
+    def __init__(self, default, label: str):
         super().__init__(default)
         self.label = label
         self.tag(sync=True)
 
-    def validate(self, obj, value) -> float:
-        return checks.real(self.label, value)
+    def validate(self, obj, value):
+        return self.rule(self.label, value)
 
 
-class Switch(traitlets.Bool):
-    """A synced switch: only True or False, never 1 or "False" (checks.boolean)."""
+class Real(Checked, traitlets.Float):
+    """A number: only a finite real number, never a bool, NaN or inf (JSON has no NaN)."""
 
-    def __init__(self, default: bool, label: str):
-        super().__init__(default)
-        self.label = label
-        self.tag(sync=True)
+    rule = staticmethod(checks.real)
 
-    def validate(self, obj, value) -> bool:
-        return checks.boolean(self.label, value)
+
+class Switch(Checked, traitlets.Bool):
+    """A switch: only True or False, never 1 or "False"."""
+
+    rule = staticmethod(checks.boolean)
 
 
 def script_json(value) -> str:

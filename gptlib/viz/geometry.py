@@ -184,7 +184,8 @@ EPS_STEPS = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)  # roughly x3 pe
 
 def eps_refusal(eps: float) -> str | None:
     """Why the sphere cannot draw `eps`, or None if it is one of the slider's steps (js/sphere.js's
-    epsRefusal says the same words: numbers as Python's format "g" writes them)."""
+    epsRefusal says the same words: numbers as Python's format "g" writes them, which common.js's
+    formatG copies but for an exact tie at the sixth digit, 100000.5, which it rounds up)."""
     if eps in EPS_STEPS:
         return None
     return f"eps must be one of the slider's steps ({', '.join(f'{step:g}' for step in EPS_STEPS)}), got {eps:g}"
