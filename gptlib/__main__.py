@@ -1,6 +1,6 @@
 """The notebooks, copied where a learner wants them, and JupyterLab opened on them.
 
-    python -m gptlib notebooks DIR [--overwrite]   copy the ten notebooks into DIR
+    python -m gptlib notebooks DIR [--overwrite]   copy the numbered notebooks into DIR
     python -m gptlib lab DIR [--overwrite]         the same, then JupyterLab on 127.0.0.1 in DIR
 
 The notebooks come from the installed package (the wheel carries them as gptlib/notebooks) or, in a
