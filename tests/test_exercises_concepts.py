@@ -16,7 +16,7 @@ from tests.support import notebook_files
 
 CHOICES = [(q, spec) for q, spec in concepts.QUESTIONS.items() if isinstance(spec, concepts.Choice)]
 NUMBERS = [(q, spec) for q, spec in concepts.QUESTIONS.items() if isinstance(spec, concepts.Number)]
-ASKED_IN = ["01", "02", "03", "04", "05", "06", "07"]  # notebooks that ask at least three
+ASKED_IN = ["01", "02", "03", "04", "05", "06", "07", "10"]  # notebooks that ask at least three
 
 
 @pytest.mark.parametrize("question, spec", CHOICES)

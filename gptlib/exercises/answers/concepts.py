@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ... import circuits, cost, geometry, jacobians
+from ... import circuits, cost, decomposition, geometry, jacobians
 from ...config import COURSE_CONFIG, GPTConfig
 from ...counting import theorem_5_2
 from ...model import GPT
@@ -113,6 +113,22 @@ def block_question(d: int) -> Number:
             "you left out every bias and LayerNorm parameter: 12 d^2 is only the weight matrices": lambda: 12 * d**2,
             "you left out the two LayerNorms' gains and shifts (4 d)": lambda: 12 * d**2 + 6 * d,
             "that is the attention sublayer alone: add the MLP's 8 d^2 + 5 d and the LayerNorms' 4 d": lambda: 4 * d**2 + d,
+        },
+    )
+
+
+def stream_writes_question(L: int, H: int) -> Number:
+    """Question 10.3: how many writes make up the final stream of a pre-norm GPT with L blocks of H heads."""
+    model = GPT(GPTConfig(V=5, T_max=4, d=2 * H, H=H, L=L))  # the count reads the configuration only
+    return Number(
+        {"L": L, "H": H},
+        lambda: len(decomposition.write_labels(model)),
+        lambda n: f"E[x] and P, then per block H heads, the bias b_O and the MLP: 2 + L (H + 2) = {n:,} for L = {L}, "
+        f"H = {H}.",
+        {
+            "b_O belongs to no head, so it is a write of its own in every block": lambda: 2 + L * (H + 1),
+            "the embedding is two writes, E[x] and P": lambda: 1 + L * (H + 2),
+            "attention writes one term per head, not one per block (Proposition 1.2)": lambda: 2 + 3 * L,
         },
     )
 
@@ -370,27 +386,28 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "7.3": crossover_question(d=1024),
     "10.1": Choice(
-        "d",
+        "c",
         "a post-norm block applies LN_2 to Y + MLP(Y): every earlier write is shifted and divided by one row statistic, "
         "so X^(L) is no longer the plain sum of what each head and MLP wrote.",
         {
             "a": "the additions are the same, but in post-norm a LayerNorm follows each of them and rescales the "
             "whole stream, the earlier writes included",
             "b": "the heads' writes are rescaled by the LayerNorm after the attention addition just as the MLP's are",
-            "c": "a unit gain still divides by sigma and subtracts the mean: the rescaling stays, whatever gamma is",
+            "d": "a unit gain still divides by sigma and subtracts the mean: the rescaling stays, whatever gamma is",
         },
     ),
     "10.2": Choice(
-        "c",
+        "b",
         "patching puts the clean write into the stream and reruns every later layer, so it sees effects that go "
         "through them; direct attribution reads only what the write says to W_U through LN_f.",
         {
             "a": "a head whose clean write restores most of the gap is needed: removing its information costs the "
             "prediction, whatever its direct contribution",
-            "b": "the two measure different things: the direct path ignores later layers, patching includes them, so "
+            "c": "the two measure different things: the direct path ignores later layers, patching includes them, so "
             "they need not agree",
         },
     ),
+    "10.3": stream_writes_question(L=6, H=8),
 }
 
 
