@@ -9,6 +9,9 @@ from pathlib import Path
 from . import assign
 from .grade import throughput, timed_grade_class
 from .judge import Limits
+from .sandbox import confinement_problem
+
+UNCONFINED = "--unconfined-i-accept-students-can-read-each-other"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,6 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--cells-s", type=float, default=Limits.cells_s, help="seconds for a notebook's cells")
     grade.add_argument("--call-s", type=float, default=Limits.call_s, help="seconds for one call of a student's function")
     grade.add_argument("--memory-gb", type=float, default=Limits.memory / 2**30, help="address space of a submission")
+    grade.add_argument(UNCONFINED, action="store_true",
+                       help="where bubblewrap cannot confine (no bwrap, no user namespaces): run submissions as the "
+                            "grading user with rlimits only, so each can read what that user reads, classmates' "
+                            "notebooks and the hidden tests included")
+    grade.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
     args = parser.parse_args(argv)
     if args.command == "assign":
         notebooks = args.notebooks or sorted(Path("notebooks").glob("[0-9]*.ipynb"))
@@ -37,9 +45,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.out / 'autograder'} does not exist: run `python -m gptlib.course assign --out {args.out}` first")
     if not args.submissions.is_dir():
         parser.error(f"{args.submissions} is not a folder of <student>/<NN_name>.ipynb")
-    limits = Limits(cells_s=args.cells_s, call_s=args.call_s, memory=int(args.memory_gb * 2**30))
-    grades, seconds = timed_grade_class(args.submissions, args.out / "autograder", args.out / "grades",
-                                        workers=args.workers, limits=limits)
+    confined = not getattr(args, UNCONFINED[2:].replace("-", "_"))
+    if confined and (problem := confinement_problem()):
+        parser.error(f"this machine cannot confine submissions: {problem}. Grade where it can (docs/teaching.md), "
+                     f"or pass {UNCONFINED} to grade unconfined")
+    limits = Limits(cells_s=args.cells_s, call_s=args.call_s, memory=int(args.memory_gb * 2**30), confined=confined)
+    try:
+        grades, seconds = timed_grade_class(args.submissions, args.out / "autograder", args.out / "grades",
+                                            workers=args.workers, limits=limits, progress=args.progress)
+    except KeyboardInterrupt:
+        print(f"interrupted: the notebooks graded so far are kept in {args.out / 'grades' / 'graded'}; "
+              "the same command resumes", file=sys.stderr)
+        return 130
     notebooks = sum(len(v) for v in grades.values())
     print(f"{len(grades)} students, {throughput(notebooks, seconds)}; "
           f"{args.out / 'grades' / 'grades.csv'}, feedback in {args.out / 'grades' / 'feedback'}")
