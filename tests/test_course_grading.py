@@ -11,14 +11,16 @@ import html
 import json
 import os
 import re
+import shutil
 import socket
+import stat
 
 import pytest
 
 from gptlib import exercises
 from gptlib.course import assign
-from gptlib.course.grade import grade_class, load_tests
-from gptlib.course.judge import Limits
+from gptlib.course.grade import feedback_name, grade_class, load_tests, shown
+from gptlib.course.judge import ERROR_TEXT, Limits, Submission
 from gptlib.course.questions import cells_to_run, questions
 from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
@@ -70,11 +72,36 @@ def graded(tmp_path_factory):
                                    course_class.concept_lines(asked[NB05], wrong=False), drop_answers=True))
     (subs / "broken").mkdir()
     (subs / "broken" / f"{NB05}.ipynb").write_text("{ this is not json")
+    odd_entries(subs)
     try:
         grades = grade_class(subs, build / "autograder", build / "grades", workers=2, limits=LIMITS)
     finally:
         listener.close()
-    return {"build": build, "grades": grades, "codes": codes, "released": released, "hostile": hostile}
+    return {"build": build, "subs": subs, "grades": grades, "codes": codes, "released": released, "hostile": hostile}
+
+
+ODD_NAMES = (os.fsdecode(b"stud\xe9nt"), "x" * 251)  # a folder name that is not UTF-8, one of 251 bytes
+
+
+def odd_entries(subs):
+    """Entries of the class folder that are not a plain <student>/<NN_name>.ipynb."""
+    correct = subs / "correct" / f"{NB05}.ipynb"
+    for student in ("linker", "fifo", "copier", "twice", "device"):
+        (subs / student).mkdir()
+    os.symlink(correct, subs / "linker" / f"{NB05}.ipynb")  # a classmate's notebook
+    os.mkfifo(subs / "fifo" / f"{NB05}.ipynb")
+    if os.geteuid() == 0:  # a character device that never ends (/dev/zero's numbers)
+        os.mknod(subs / "device" / f"{NB05}.ipynb", stat.S_IFCHR | 0o644, os.makedev(1, 5))
+    else:
+        os.symlink("/dev/zero", subs / "device" / f"{NB05}.ipynb")
+    shutil.copy(correct, subs / "copier" / f"{NB05}-Copy1.ipynb")
+    shutil.copy(correct, subs / "twice" / f"{NB05}.ipynb")
+    shutil.copy(correct, subs / "twice" / f"{NB05}-Copy1.ipynb")
+    (subs / "README.txt").write_text("not a student")
+    os.symlink(subs / "correct", subs / "aliased")
+    for name in ODD_NAMES:
+        (subs / name).mkdir()
+        shutil.copy(correct, subs / name / f"{NB05}.ipynb")
 
 
 def _outcomes(graded, student, notebook):
@@ -103,9 +130,9 @@ def test_feedback_is_what_the_checker_says(graded, student):
 
 
 def test_grades_csv_has_a_row_per_student_and_a_column_per_question(graded):
-    with open(graded["build"] / "grades" / "grades.csv") as file:
+    with open(graded["build"] / "grades" / "grades.csv", encoding="utf-8") as file:
         rows = {row["student"]: row for row in csv.DictReader(file)}
-    assert set(rows) == set(graded["grades"])
+    assert set(rows) == {shown(student) for student in graded["grades"]}
     questions = [f"{name}:{t.name}" for name in GRADED for t in load_tests(str(graded["build"] / "autograder" / name))]
     assert list(rows["correct"])[1:-1] == questions
     full = {f"{name}:{t.name}": t.points for name in GRADED for t in load_tests(str(graded["build"] / "autograder" / name))}
@@ -113,7 +140,7 @@ def test_grades_csv_has_a_row_per_student_and_a_column_per_question(graded):
     assert float(rows["correct"]["total"]) == sum(full.values())
     assert float(rows["typical"]["total"]) == 0
     for student, notebooks in graded["grades"].items():
-        assert float(rows[student]["total"]) == sum(o.earned for g in notebooks for o in g.outcomes)
+        assert float(rows[shown(student)]["total"]) == sum(o.earned for g in notebooks for o in g.outcomes)
 
 
 def _by_question(graded, student):
@@ -198,16 +225,88 @@ def test_not_submitted_notebooks_score_zero(graded):
 
 def test_feedback_pages_name_the_mistakes_and_hide_the_hidden_tests(graded):
     pages = graded["build"] / "grades" / "feedback"
-    assert sorted(p.stem for p in pages.glob("*.html")) == sorted(graded["grades"])
+    assert sorted(p.name for p in pages.glob("*.html")) == sorted(feedback_name(s) for s in graded["grades"])
     secrets = []
     for name in GRADED:
         for test in load_tests(str(graded["build"] / "autograder" / name)):
             secrets += [str(_offset(c)) for c in test.cases if c.hidden]
     for student, notebooks in graded["grades"].items():
-        page = (pages / f"{student}.html").read_text()
+        page = (pages / feedback_name(student)).read_text(encoding="utf-8")
         text = html.unescape(re.sub(r"<[^>]+>", "", page))
         assert not any(secret in page for secret in secrets), f"{student}: a hidden offset leaked"
         assert "seed_offset" not in page and "def hidden_variant" not in page
         for grade in notebooks:
             for o in grade.outcomes:
                 assert o.message in text
+
+
+FULL_05 = ("correct", "snoop", "procsnoop", "signaller", "bomb", "writer", "intenum", "twice", *ODD_NAMES)
+
+
+@pytest.mark.parametrize("student", ["procsnoop", "signaller", "bomb", "writer"])
+def test_the_sandbox_holds_against_each_attempt(graded, student):
+    """Each scores full points only if every attempt failed (course_class.confined says which):
+    seeing another process or the zygote's memory, signalling its parent or PID 1, forking past
+    its process limit, writing outside /tmp."""
+    for outcomes in _by_question(graded, student).values():
+        assert all(o.earned == o.points for o in outcomes), [o.message for o in outcomes]
+
+
+def test_a_daemon_dies_with_its_notebook(graded):
+    """The daemon kills every process it can see, its own notebook's first: that notebook scores zero.
+    Had it outlived its notebook, the submissions graded after it in its judge's sandbox would have
+    been killed too; each of them earned its points."""
+    assert all(o.earned == 0 and "ended" in o.message for os_ in _by_question(graded, "daemon").values() for o in os_)
+    for student in (s for s in FULL_05 if s > "daemon"):
+        assert all(o.earned == o.points for o in _outcomes(graded, student, NB05)), student
+
+
+def test_answers_that_lie_are_read_as_the_values_they_hold(graded):
+    enum, liar = _by_question(graded, "intenum"), _by_question(graded, "liar")
+    assert all(o.earned == o.points for q in ("parameter_count", "tied_count") for o in enum[q])
+    assert all(o.earned == 0 and o.status == "failed" for o in liar["parameter_count"])
+    assert all(o.earned == o.points for o in liar["tied_count"])
+
+
+def _reasons(graded, student):
+    return {o.message for g in graded["grades"][student] for o in g.outcomes}
+
+
+@pytest.mark.parametrize("student, reason", [
+    ("linker", "a symbolic link: not followed"),
+    ("fifo", "not a regular file (a FIFO)"),
+    ("device", "a character device" if os.geteuid() == 0 else "a symbolic link"),
+    ("README.txt", "not a folder"),
+    ("aliased", "the student's folder is a symbolic link: not followed"),
+    ("copier", f"only {NB05}-Copy1.ipynb: name it {NB05}.ipynb"),
+])
+def test_odd_entries_get_a_row_and_a_reason(graded, student, reason):
+    assert all(o.earned == 0 for g in graded["grades"][student] for o in g.outcomes)
+    assert any(reason in message for message in _reasons(graded, student)), _reasons(graded, student)
+
+
+def test_a_duplicate_is_named_and_odd_names_are_graded(graded):
+    twice = next(g for g in graded["grades"]["twice"] if g.notebook == NB05)
+    assert twice.notes == [f"{NB05}-Copy1.ipynb was handed in too: not graded (only {NB05}.ipynb is)"]
+    page = (graded["build"] / "grades" / "feedback" / "twice.html").read_text(encoding="utf-8")
+    assert twice.notes[0] in page
+    assert feedback_name(ODD_NAMES[0]) == "stud\\xe9nt.html" and len(feedback_name(ODD_NAMES[1])) < 100
+
+
+def test_cell_errors_are_bounded_in_total():
+    submission = Submission([], LIMITS)
+    for cell in range(100):
+        submission._cell_error(f"cell {cell}: ValueError: " + "x" * 400)
+    assert sum(len(e) for e in submission.cell_errors) <= ERROR_TEXT + 3 and len(submission.cell_errors) < 100
+
+
+def test_a_rerun_keeps_what_was_graded(graded):
+    """The second run regrades only the notebook whose kept grade is gone, and writes the same grades."""
+    out = graded["build"] / "grades"
+    kept = {p: p.stat().st_mtime_ns for p in (out / "graded").glob("*.json")}
+    lost = sorted(kept)[0]
+    lost.unlink()
+    again = grade_class(graded["subs"], graded["build"] / "autograder", out, workers=1, limits=LIMITS)
+    assert again == graded["grades"]
+    assert {p: p.stat().st_mtime_ns for p in kept if p != lost} == {p: t for p, t in kept.items() if p != lost}
+    assert lost.exists()

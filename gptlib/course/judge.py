@@ -94,9 +94,16 @@ class Submission:
         self.output = b""  # the first bytes the submission printed (the rest is read and dropped)
 
     def _receive(self, seconds: float, doing: str):
-        if not self.inbound.poll(seconds):
-            self.stop()
-            raise SubmissionStopped(f"took longer than {seconds:g} s {doing} (the grader's time limit)")
+        """The next message, within `seconds`. A process that ended while something it started holds its
+        pipe open (a daemon) is seen ended within a second, not at the time limit."""
+        deadline = time.monotonic() + seconds
+        while not self.inbound.poll(min(1.0, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                self.stop()
+                raise SubmissionStopped(f"took longer than {seconds:g} s {doing} (the grader's time limit)")
+            if not self.sandbox.alive(self.pid):
+                code = self.stop()
+                raise SubmissionStopped(f"your notebook's process ended {doing} ({_how_it_ended(code)})")
         try:
             data = self.inbound.recv_bytes(maxlength=64 * 2**20)
         except (EOFError, OSError):
@@ -251,6 +258,9 @@ class Sandbox:
         finally:
             for fd in fds:
                 os.close(fd)
+
+    def alive(self, pid: int) -> bool:
+        return self._ask({"alive": pid})["alive"]
 
     def end(self, pid: int, grace: float) -> int | None:
         """Wait up to `grace` s for the submission's process to end, then kill everything of it; its status."""

@@ -109,9 +109,14 @@ def command(server_fd: int, confined: bool, tmp_bytes: int, workdir: str, read_o
     paths the submissions may read (tests use it)."""
     if not confined:
         return [_interpreter(), __file__, str(server_fd), workdir]
+    return [*_confining(tmp_bytes, read_only), _interpreter(), __file__, str(server_fd), SANDBOX_TMP]
+
+
+def _confining(tmp_bytes: int, read_only: list[str] = ()) -> list[str]:
+    """The command line before the program: bwrap, and as root first the outer bwrap and setpriv."""
     paths = [*python_paths(), *read_only]
     prefix, sources = _as_nobody(paths) if os.geteuid() == 0 else ([], {})
-    return [*prefix, *_bwrap(paths, sources, tmp_bytes), _interpreter(), __file__, str(server_fd), SANDBOX_TMP]
+    return [*prefix, *_bwrap(paths, sources, tmp_bytes)]
 
 
 def confinement_problem(timeout: float = 60.0) -> str | None:
@@ -121,7 +126,7 @@ def confinement_problem(timeout: float = 60.0) -> str | None:
         return "bubblewrap (bwrap) is not installed: `make bubblewrap` or `apt-get install bubblewrap`"
     if os.geteuid() == 0 and shutil.which("setpriv") is None:
         return "setpriv (util-linux) is not installed: grading as root needs it to drop to nobody"
-    probe = command(0, True, 2**20, SANDBOX_TMP)[:-3] + [_interpreter(), "-c", "import os; assert os.getuid() != 0"]
+    probe = [*_confining(2**20), _interpreter(), "-c", "import os; assert os.getuid() != 0"]
     try:
         done = subprocess.run(probe, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -343,8 +348,8 @@ def _clean(workdir: str, pid: int | None, ended: dict[int, int]) -> None:
 def zygote(server_fd: int, workdir: str) -> None:
     """Import torch, IPython and gptlib once, then fork a submission's process for each request of the
     judge. Requests come on a Unix socket: {"fork": ...} with the submission's three pipe ends (it
-    answers the pid), {"end": pid, "grace": s} (it waits up to grace seconds for that process, then
-    kills everything but itself, and answers its exit status)."""
+    answers the pid), {"alive": pid}, {"end": pid, "grace": s} (it waits up to grace seconds for that
+    process, then kills everything but itself, and answers its exit status)."""
     import numpy  # noqa: F401  (imported here so that every forked submission finds them loaded)
     import torch
     from IPython.core import interactiveshell  # noqa: F401
@@ -369,26 +374,31 @@ def zygote(server_fd: int, workdir: str) -> None:
         if "fork" in request:
             _clean(workdir, None, ended)
             reply = {"pid": _fork_submission(request["fork"], fds, server, workdir)}
+        elif "alive" in request:
+            _wait(request["alive"], ended, 0)
+            reply = {"alive": request["alive"] not in ended}
         else:
-            status = _wait(request["end"], ended, request["grace"])
+            _wait(request["end"], ended, request["grace"])
             _clean(workdir, request["end"], ended)
-            reply = {"status": ended.pop(request["end"], None) if status is None else status}
+            reply = {"status": ended.pop(request["end"], None)}
         server.sendall(json.dumps(reply).encode())
 
 
-def _wait(pid: int, ended: dict[int, int], seconds: float) -> int | None:
-    """The exit status of a forked submission (negative: the signal), waiting for it up to `seconds`."""
+def _wait(pid: int, ended: dict[int, int], seconds: float) -> None:
+    """Reap the processes that ended into `ended` (pid: status, negative for a signal), waiting up to
+    `seconds` for `pid` to be one of them."""
     deadline = time.monotonic() + seconds
-    while pid not in ended and time.monotonic() < deadline:
+    while True:
         try:
             done, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            break
+            return
         if done:
             ended[done] = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        elif pid in ended or time.monotonic() >= deadline:
+            return
         else:
             time.sleep(0.01)
-    return ended.pop(pid, None)
 
 
 if __name__ == "__main__":
