@@ -7,13 +7,20 @@ grades all six and measures the throughput.
 """
 
 import csv
+import dataclasses
 import html
 import json
+import multiprocessing
 import os
 import re
 import shutil
+import signal
 import socket
 import stat
+import subprocess
+import sys
+import threading
+import time
 
 import pytest
 
@@ -310,3 +317,63 @@ def test_a_rerun_keeps_what_was_graded(graded):
     assert again == graded["grades"]
     assert {p: p.stat().st_mtime_ns for p in kept if p != lost} == {p: t for p, t in kept.items() if p != lost}
     assert lost.exists()
+
+
+def _two_students(graded, root, sleeper: str):
+    """A class of two for notebook 05: `correct`, and `sleeper`, whose cell sleeps for ten minutes."""
+    subs = root / "submissions"
+    (subs / "correct").mkdir(parents=True)
+    shutil.copy(graded["subs"] / "correct" / f"{NB05}.ipynb", subs / "correct")
+    _write(subs / sleeper / f"{NB05}.ipynb", course_class.submission(graded["released"][NB05], "import time\ntime.sleep(600)"))
+    return subs
+
+
+def test_a_judge_that_dies_costs_its_notebook_only(graded, tmp_path):
+    """The first judge is killed while it grades the sleeper: that notebook scores zero with the
+    reason, and a fresh judge grades the next one."""
+    subs = _two_students(graded, tmp_path, "asleep")
+    found = {}
+    grading = threading.Thread(target=lambda: found.update(grades=grade_class(
+        subs, graded["build"] / "autograder", tmp_path / "out", workers=1, limits=dataclasses.replace(LIMITS, cells_s=900))))
+    grading.start()
+    deadline = time.monotonic() + 120
+    while not (judges := multiprocessing.active_children()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    judges[0].kill()
+    grading.join(timeout=600)
+    asleep, correct = (_notebook(found["grades"][s], NB05) for s in ("asleep", "correct"))
+    assert all(o.earned == 0 and "the grader itself failed" in o.message for o in asleep.outcomes)
+    assert all(o.earned == o.points for o in correct.outcomes)
+
+
+def _notebook(grades, name):
+    return next(g for g in grades if g.notebook == name)
+
+
+def test_ctrl_c_keeps_the_grades_written_and_a_rerun_resumes(graded, tmp_path):
+    """Ctrl-C (SIGINT) while the sleeper is graded: `correct` is kept; the rerun grades the sleeper only."""
+    subs = _two_students(graded, tmp_path, "zzz")
+    shutil.copytree(graded["build"] / "autograder", tmp_path / "build" / "autograder")
+    kept = tmp_path / "build" / "grades" / "graded"
+    command = [sys.executable, "-m", "gptlib.course", "grade", str(subs), "--out", str(tmp_path / "build"),
+               "--workers", "1", "--cells-s", "900"]
+    grading = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300  # 4 notebooks not submitted, then correct's 05
+        while len(list(kept.glob("*.json"))) < 2 * len(GRADED) - 1 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        written = {p: p.stat().st_mtime_ns for p in kept.glob("*.json")}
+        grading.send_signal(signal.SIGINT)
+        assert grading.wait(timeout=60) == 130
+    finally:
+        grading.kill()
+    assert "interrupted" in grading.stderr.read()
+    assert len(written) == 2 * len(GRADED) - 1
+    assert {p: p.stat().st_mtime_ns for p in kept.glob("*.json")} == written
+    done = subprocess.run([*command[:-1], "5"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert {p: p.stat().st_mtime_ns for p in written} == written and len(list(kept.glob("*.json"))) == 2 * len(GRADED)
+    with open(tmp_path / "build" / "grades" / "grades.csv", encoding="utf-8") as file:
+        totals = {row["student"]: float(row["total"]) for row in csv.DictReader(file)}
+    full = sum(o.points for o in _notebook(graded["grades"]["correct"], NB05).outcomes)
+    assert totals == {"correct": full, "zzz": 0}
