@@ -13,7 +13,7 @@ ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 # and make test starts about ten of them.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: lab app book test unit portability notebooks env train-shakespeare train-induction bench bench-explorers chromium assignments grade bench-grading hub-proxy hub-proxy-if-npm hub test-hub
+.PHONY: lab app book test unit portability notebooks env train-shakespeare train-induction bench bench-explorers chromium bubblewrap assignments grade bench-grading hub-proxy hub-proxy-if-npm hub test-hub
 
 $(READY): pyproject.toml tools/ensure_env.py
 	$(PYTHON) tools/ensure_env.py --venv $(VENV)
@@ -33,7 +33,11 @@ book: $(READY)  ## the executed notebooks as a static site in build/book/html: o
 chromium:  ## Debian's Chromium for the browser tests and bench-explorers, installed only when missing (root and apt-get)
 	@command -v chromium >/dev/null || $(PYTHON) tools/ensure_env.py --chromium
 
-test: $(READY) chromium hub-proxy-if-npm  ## the whole suite: unit tests, nbval over every notebook, browser tests (a worker per core and one more: tests/support/parallel.py)
+bubblewrap:  ## Debian's bubblewrap (bwrap), which confines each graded submission (docs/teaching.md), installed only when missing (root and apt-get)
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && apt-get install -y -qq bubblewrap; } \
+	  || { echo "bubblewrap (bwrap) is missing: install Debian's 'bubblewrap' package; grading and its tests need it" >&2; exit 1; }
+
+test: $(READY) chromium bubblewrap hub-proxy-if-npm  ## the whole suite: unit tests, nbval over every notebook, browser tests (a worker per core and one more: tests/support/parallel.py)
 	$(BIN)/python -m pytest -n auto
 
 unit: $(READY)  ## the fast inner loop: unit tests only, no notebook kernel or browser (pytest -m unit, a worker per core)
@@ -52,7 +56,7 @@ SUBMISSIONS ?= submissions
 assignments: $(READY)  ## build $(COURSE)/student (release) and $(COURSE)/autograder (hidden tests) from notebooks/
 	$(BIN)/python -m gptlib.course assign --out $(COURSE)
 
-grade: $(READY)  ## grade $(SUBMISSIONS)/<student>/<NN_name>.ipynb in parallel: $(COURSE)/grades/grades.csv and feedback/<student>.html
+grade: $(READY) bubblewrap  ## grade $(SUBMISSIONS)/<student>/<NN_name>.ipynb in parallel: $(COURSE)/grades/grades.csv and feedback/<student>.html
 	$(BIN)/python -m gptlib.course grade $(SUBMISSIONS) --out $(COURSE)
 
 $(HUB_PROXY):
