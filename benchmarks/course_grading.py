@@ -5,21 +5,26 @@
 
 Half the class answers with gptlib's reference solutions, half with the typical mistakes of
 tests/support/course_class.py; every notebook of every student goes through the full sandbox
-and judge (gptlib/course). Prints the CPU, the load average before and after, and the rate.
+and judge (gptlib/course), each submission in bubblewrap (--unconfined: without it, to measure what
+the confinement costs). Prints the CPU, the load average before and after, the rate, and the peak
+resident memory of the largest process grading started (a judge, a sandbox's zygote, a submission).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
+import resource
 import tempfile
 import time
 from pathlib import Path
 
 from gptlib.course import assign
 from gptlib.course.grade import grade_class, load_tests, throughput
+from gptlib.course.judge import Limits
 from gptlib.course.questions import questions
 from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
@@ -32,7 +37,7 @@ def cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def grade_synthetic_class(students: int, workers: int) -> None:
+def grade_synthetic_class(students: int, workers: int, confined: bool = True) -> None:
     with tempfile.TemporaryDirectory() as folder:
         build, subs = Path(folder) / "build", Path(folder) / "submissions"
         names = assign.build(NOTEBOOKS, build)
@@ -46,11 +51,14 @@ def grade_synthetic_class(students: int, workers: int) -> None:
                 path.write_text(json.dumps(course_class.submission(released, answers[s % 2])))
         load = os.getloadavg()[0]
         start = time.monotonic()
-        grades = grade_class(subs, build / "autograder", build / "grades", workers=workers)
+        grades = grade_class(subs, build / "autograder", build / "grades", workers=workers,
+                             limits=dataclasses.replace(Limits(), confined=confined))
         seconds = time.monotonic() - start
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         notebooks = sum(len(v) for v in grades.values())
-        print(f"{cpu_name()}, {os.cpu_count()} cores, {workers} workers; load average {load:.1f} before, "
-              f"{os.getloadavg()[0]:.1f} after")
+        print(f"{cpu_name()}, {os.cpu_count()} cores, {workers} workers, {'confined' if confined else 'UNCONFINED'}; "
+              f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after")
+        print(f"peak resident memory of one process (judge, zygote or submission): {peak:.0f} MiB")
         print(f"{students} students x {len(names)} notebooks: {throughput(notebooks, seconds)}; "
               f"{60 * students / seconds:.2f} students (all {len(names)} notebooks) per minute")
         for half, label in ((0, "reference solutions"), (1, "typical mistakes")):
@@ -76,8 +84,9 @@ def main() -> None:
     parser.add_argument("--students", type=int, default=10)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--variants", action="store_true")
+    parser.add_argument("--unconfined", action="store_true", help="grade without bubblewrap (what confinement costs)")
     args = parser.parse_args()
-    list_variants() if args.variants else grade_synthetic_class(args.students, args.workers)
+    list_variants() if args.variants else grade_synthetic_class(args.students, args.workers, not args.unconfined)
 
 
 if __name__ == "__main__":
