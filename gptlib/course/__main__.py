@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 
 from . import assign
-from .grade import throughput, timed_grade_class
+from .grade import Unconfinable, throughput, timed_grade_class
 from .judge import Limits
-from .sandbox import confinement_problem
 
 UNCONFINED = "--unconfined-i-accept-students-can-read-each-other"
 
@@ -46,13 +45,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.submissions.is_dir():
         parser.error(f"{args.submissions} is not a folder of <student>/<NN_name>.ipynb")
     confined = not getattr(args, UNCONFINED[2:].replace("-", "_"))
-    if confined and (problem := confinement_problem()):
-        parser.error(f"this machine cannot confine submissions: {problem}. Grade where it can (docs/teaching.md), "
-                     f"or pass {UNCONFINED} to grade unconfined")
     limits = Limits(cells_s=args.cells_s, call_s=args.call_s, memory=int(args.memory_gb * 2**30), confined=confined)
     try:
         grades, seconds = timed_grade_class(args.submissions, args.out / "autograder", args.out / "grades",
                                             workers=args.workers, limits=limits, progress=args.progress)
+    except Unconfinable as problem:
+        parser.error(f"this machine cannot confine submissions: {problem}. Grade where it can (docs/teaching.md), "
+                     f"or pass {UNCONFINED} to grade unconfined")
     except KeyboardInterrupt:
         print(f"interrupted: the notebooks graded so far are kept in {args.out / 'grades' / 'graded'}; "
               "the same command resumes", file=sys.stderr)

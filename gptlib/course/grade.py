@@ -36,6 +36,11 @@ from tqdm.auto import tqdm
 
 from . import cases
 from .judge import CaseOutcome, Limits, NotebookGrade, grade_notebook
+from .sandbox import confinement_problem
+
+
+class Unconfinable(RuntimeError):
+    """This machine cannot confine submissions (no bwrap, no user namespaces): the message says why."""
 
 
 @functools.cache
@@ -138,7 +143,7 @@ def _kept(out: Path, job: Job) -> NotebookGrade | None:
 
 def write_atomically(path: Path, text: str) -> None:
     """The whole file or none: written beside it, flushed to disk, then renamed over it (UTF-8, any locale)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # grades are the instructor's to hand out
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(temporary, "w", encoding="utf-8", errors="backslashreplace", newline="") as file:
         file.write(text)
@@ -164,7 +169,10 @@ def feedback_name(student: str) -> str:
 def grade_class(submissions: Path, autograder: Path, out: Path, workers: int | None = None,
                 limits: Limits = Limits(), progress: bool = False) -> dict[str, list[NotebookGrade]]:
     """Grade every student's notebooks in parallel; writes grades.csv and the feedback pages. Grades
-    kept in OUT/graded by an earlier run of the same notebooks and tests are reused."""
+    kept in OUT/graded by an earlier run of the same notebooks and tests are reused. Raises
+    Unconfinable where limits.confined and this machine cannot confine a submission."""
+    if limits.confined and (problem := confinement_problem()):
+        raise Unconfinable(problem)
     submissions, autograder, out = (p.resolve() for p in (submissions, autograder, out))
     jobs = _jobs(submissions, autograder)
     grades = {job: kept for job in jobs if (kept := _kept(out, job)) is not None}

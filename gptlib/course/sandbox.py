@@ -5,18 +5,19 @@ user, PID, IPC, mount, network, UTS and cgroup namespaces (`--unshare-all --unsh
 no capability (`--cap-drop ALL`), no new privileges, no nested user namespace (`--disable-userns`),
 its own session (`--new-session`) and ended with its judge (`--die-with-parent`). Its file system
 is built from nothing: read-only the shared libraries (/usr/lib), the virtualenv, the Python install
-and gptlib; a private tmpfs of `tmp_bytes` at /tmp, its only writable place; its own /proc (its own
+and gptlib; a private tmpfs of `tmp_bytes` at /submission (/tmp links to it), its only writable
+place, its working folder and home; its own /proc (its own
 processes only) and a minimal /dev; the root and /dev read-only. Nothing else of the host exists
 in it: no /etc, no home, no other student, no test, no grade. As an ordinary user bwrap runs as that
 user; as root it first drops to `nobody` (setpriv: no groups, no capabilities, no new privileges),
 after an outer bwrap (root, a mount namespace only) has put the paths above where nobody can
 reach them: so the submission is never uid 0 on the host, and reads no root-only file.
 
-Inside, `python gptlib/course/sandbox.py FD /tmp` is the namespace's first process (PID 1): a zygote
+Inside, `python gptlib/course/sandbox.py FD /submission` is the namespace's first process (PID 1): a zygote
 that imports torch, IPython and gptlib once, never reads a test, and forks one process per
 submission on the judge's request (starting a submission costs a fork, not seconds of imports).
 Before each fork it kills every other process of its namespace (kill(-1): whatever the last
-submission left running, daemons included) and empties /tmp, so no two submissions ever run in
+submission left running, daemons included) and empties /submission, so no two submissions ever run in
 the same namespaces at once and none inherits another's files. It makes itself non-dumpable
 (prctl) so that a submission, running as the same user, cannot attach to it or read its memory;
 and as PID 1 it ignores every signal it has no handler for. Each forked process starts its own
@@ -55,7 +56,7 @@ from pathlib import Path
 
 NOBODY = 65534  # the overflow uid and gid: the user a submission runs as, inside and (graded by root) outside
 SYSTEM = ("/usr/lib", "/usr/lib64", "/etc/ld.so.cache")  # the shared libraries Python, torch and numpy load
-SANDBOX_TMP = "/tmp"
+SANDBOX_TMP = "/submission"  # the sandbox's writable folder; /tmp links to it (unless a bound path is in /tmp)
 PR_SET_DUMPABLE = 4
 
 
@@ -81,7 +82,11 @@ def environment(tmp: str) -> dict[str, str]:
 
 def _bwrap(paths: list[str], sources: dict[str, str], tmp_bytes: int) -> list[str]:
     """The bwrap that makes the namespaces; `sources`: where each path is found (the outer view's stand-in)."""
-    view = ["--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64"]
+    if any(Path(p).is_relative_to(SANDBOX_TMP) for p in paths):
+        raise ValueError(f"{SANDBOX_TMP} is the sandbox's writable folder: Python or gptlib cannot live there")
+    in_tmp = any(Path(p).is_relative_to("/tmp") for p in paths)  # then /tmp holds them, read-only
+    view = ["--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+            *([] if in_tmp else ["--symlink", SANDBOX_TMP, "/tmp"])]
     for path in [*SYSTEM, *paths]:
         view += ["--ro-bind-try" if path in SYSTEM else "--ro-bind", sources.get(path, path), path]
     return ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--uid", str(NOBODY), "--gid", str(NOBODY),
