@@ -6,8 +6,11 @@
 Half the class answers with gptlib's reference solutions, half with the typical mistakes of
 tests/support/course_class.py; every notebook of every student goes through the full sandbox
 and judge (gptlib/course), each submission in bubblewrap (--unconfined: without it, to measure what
-the confinement costs). Prints the CPU, the load average before and after, the rate, and the peak
-resident memory of the largest process grading started (a judge, a sandbox's zygote, a submission).
+the confinement costs). Prints the CPU, the load average before and after, the rate, the peak
+resident memory of the largest process grading started (a judge, a sandbox's zygote, a submission),
+and the CPU time all of them used per notebook: on a machine shared with other work the rate falls
+with the load, the CPU time much less, and cores * 60 / that time is the rate the same cores would
+reach idle (judges' and zygotes' start-up included).
 """
 
 from __future__ import annotations
@@ -50,15 +53,19 @@ def grade_synthetic_class(students: int, workers: int, confined: bool = True) ->
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps(course_class.submission(released, answers[s % 2])))
         load = os.getloadavg()[0]
-        start = time.monotonic()
+        start, used = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
         grades = grade_class(subs, build / "autograder", build / "grades", workers=workers,
                              limits=dataclasses.replace(Limits(), confined=confined))
         seconds = time.monotonic() - start
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        peak = after.ru_maxrss / 1024
+        cpu = (after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime) / (students * len(names))
         notebooks = sum(len(v) for v in grades.values())
         print(f"{cpu_name()}, {os.cpu_count()} cores, {workers} workers, {'confined' if confined else 'UNCONFINED'}; "
               f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after")
         print(f"peak resident memory of one process (judge, zygote or submission): {peak:.0f} MiB")
+        print(f"CPU time of the whole grading tree: {cpu:.2f} s per notebook, so about "
+              f"{60 * os.cpu_count() / cpu:.0f} notebooks per minute on {os.cpu_count()} idle cores")
         print(f"{students} students x {len(names)} notebooks: {throughput(notebooks, seconds)}; "
               f"{60 * students / seconds:.2f} students (all {len(names)} notebooks) per minute")
         for half, label in ((0, "reference solutions"), (1, "typical mistakes")):

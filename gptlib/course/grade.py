@@ -35,7 +35,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from . import cases
-from .judge import CaseOutcome, Limits, NotebookGrade, grade_notebook
+from .judge import CaseOutcome, Limits, NotebookGrade, Sandbox, grade_notebook
 from .sandbox import confinement_problem
 
 
@@ -214,8 +214,10 @@ def _judge(connection, limits: Limits) -> None:
         try:
             job = connection.recv()
         except EOFError:
-            return
+            break
         connection.send(_grade_job(job, limits))
+    if Sandbox._current is not None:
+        Sandbox._current.close()
 
 
 def _run_pool(jobs: list[Job], limits: Limits, workers: int, done) -> None:

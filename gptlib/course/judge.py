@@ -242,9 +242,13 @@ class Sandbox:
         return cls._current
 
     def close(self) -> None:
+        """Hang up: the zygote ends (its namespace with it); killed if it has not within 10 s."""
         self.socket.close()
-        self.process.kill()
-        self.process.wait(timeout=30)
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=30)
         if self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
