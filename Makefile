@@ -56,7 +56,7 @@ SUBMISSIONS ?= submissions
 assignments: $(VENV)/.ready-course  ## build $(COURSE)/student (release) and $(COURSE)/autograder (hidden tests) from notebooks/
 	$(BIN)/python -m gptlib.course assign --out $(COURSE)
 
-grade: $(VENV)/.ready-course  ## grade $(SUBMISSIONS)/<student>/<NN_name>.ipynb in parallel: $(COURSE)/grades/grades.csv and feedback/<student>.html
+grade: $(VENV)/.ready-course system-packages  ## grade $(SUBMISSIONS)/<student>/<NN_name>.ipynb in parallel, each in a bubblewrap sandbox: $(COURSE)/grades/grades.csv and feedback/<student>.html
 	$(BIN)/python -m gptlib.course grade $(SUBMISSIONS) --out $(COURSE)
 
 $(HUB_PROXY):

@@ -5,21 +5,29 @@
 
 Half the class answers with gptlib's reference solutions, half with the typical mistakes of
 tests/support/course_class.py; every notebook of every student goes through the full sandbox
-and judge (gptlib/course). Prints the CPU, the load average before and after, and the rate.
+and judge (gptlib/course), each submission in bubblewrap (--unconfined: without it, to measure what
+the confinement costs). Prints the CPU, the load average before and after, the rate, the peak
+resident memory of the largest process grading started (a judge, a sandbox's zygote, a submission),
+and the CPU time all of them used per notebook: on a machine shared with other work the rate falls
+with the load, the CPU time much less, and cores * 60 / that time is the rate the same cores would
+reach idle (judges' and zygotes' start-up included).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
+import resource
 import tempfile
 import time
 from pathlib import Path
 
 from gptlib.course import assign
 from gptlib.course.grade import grade_class, load_tests, throughput
+from gptlib.course.judge import Limits
 from gptlib.course.questions import questions
 from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
@@ -32,7 +40,7 @@ def cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def grade_synthetic_class(students: int, workers: int) -> None:
+def grade_synthetic_class(students: int, workers: int, confined: bool = True) -> None:
     with tempfile.TemporaryDirectory() as folder:
         build, subs = Path(folder) / "build", Path(folder) / "submissions"
         names = assign.build(NOTEBOOKS, build)
@@ -45,18 +53,27 @@ def grade_synthetic_class(students: int, workers: int) -> None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps(course_class.submission(released, answers[s % 2])))
         load = os.getloadavg()[0]
-        start = time.monotonic()
-        grades = grade_class(subs, build / "autograder", build / "grades", workers=workers)
+        start, used = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
+        grades = grade_class(subs, build / "autograder", build / "grades", workers=workers,
+                             limits=dataclasses.replace(Limits(), confined=confined))
         seconds = time.monotonic() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        peak = after.ru_maxrss / 1024
+        cpu = (after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime) / (students * len(names))
         notebooks = sum(len(v) for v in grades.values())
-        print(f"{cpu_name()}, {os.cpu_count()} cores, {workers} workers; load average {load:.1f} before, "
-              f"{os.getloadavg()[0]:.1f} after")
+        print(f"{cpu_name()}, {os.cpu_count()} cores, {workers} workers, {'confined' if confined else 'UNCONFINED'}; "
+              f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after")
+        print(f"peak resident memory of one process (judge, zygote or submission): {peak:.0f} MiB")
+        print(f"CPU time of the whole grading tree: {cpu:.2f} s per notebook, so about "
+              f"{60 * os.cpu_count() / cpu:.0f} notebooks per minute on {os.cpu_count()} idle cores")
         print(f"{students} students x {len(names)} notebooks: {throughput(notebooks, seconds)}; "
               f"{60 * students / seconds:.2f} students (all {len(names)} notebooks) per minute")
         for half, label in ((0, "reference solutions"), (1, "typical mistakes")):
             earned = [sum(o.earned for g in grades[s] for o in g.outcomes) for s in sorted(grades)[half::2]]
             most = sum(o.points for g in grades[sorted(grades)[half]] for o in g.outcomes)
             print(f"students with {label}: {sorted(set(earned))} of {most:g} points")
+            if half == 0 and set(earned) != {most}:  # a rate of grading that failed would mean nothing
+                raise SystemExit("the reference solutions did not earn every point: the grading failed")
 
 
 def list_variants() -> None:
@@ -76,8 +93,9 @@ def main() -> None:
     parser.add_argument("--students", type=int, default=10)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
     parser.add_argument("--variants", action="store_true")
+    parser.add_argument("--unconfined", action="store_true", help="grade without bubblewrap (what confinement costs)")
     args = parser.parse_args()
-    list_variants() if args.variants else grade_synthetic_class(args.students, args.workers)
+    list_variants() if args.variants else grade_synthetic_class(args.students, args.workers, not args.unconfined)
 
 
 if __name__ == "__main__":

@@ -7,22 +7,30 @@ grades all six and measures the throughput.
 """
 
 import csv
+import dataclasses
 import datetime as dt
 import html
 import json
+import multiprocessing
 import os
 import re
 import shutil
+import signal
 import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
 import unicodedata
 
 import pytest
 
 from gptlib import exercises
-from gptlib.course import assign, gradebook
+from gptlib.course import assign, gradebook, sandbox
 from gptlib.course.grade import grade_class, load_tests
 from gptlib.course.grader import Notebook
-from gptlib.course.judge import HIDDEN_MESSAGES, Limits, _answer_names
+from gptlib.course.judge import ERROR_TEXT, HIDDEN_MESSAGES, Limits, Submission, _answer_names
 from gptlib.course.questions import cells_to_run, questions
 from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
@@ -81,15 +89,39 @@ def graded(tmp_path_factory):
     shutil.move(Notebook(handed_in / "tests").export(), subs / "zipped" / f"{NB05}.zip")
     _write(subs / INJECTOR / f"{NB05}.ipynb", course_class.submission(
         released[NB05], codes["correct"][NB05] + "\ndef count(c):\n    raise ValueError('\\x1b[2J\\r=HYPERLINK(1)\\x00')"))
+    odd_entries(subs)
     try:
         grades = grade_class(subs, build / "autograder", build / "grades", workers=2, limits=LIMITS,
                              book=build / "gradebook.ini")
     finally:
         listener.close()
-    return {"build": build, "grades": grades, "codes": codes, "released": released, "hostile": hostile, "submissions": subs}
+    return {"build": build, "subs": subs, "submissions": subs, "grades": grades, "codes": codes, "released": released,
+            "hostile": hostile}
 
 
 INJECTOR = "=cmd|' -C calc'!A0\x1b[31m"  # a folder name a spreadsheet would run and a terminal would obey
+ODD_NAMES = (os.fsdecode(b"stud\xe9nt"), "x" * 251)  # a folder name that is not UTF-8, one of 251 bytes
+
+
+def odd_entries(subs):
+    """Entries of the class folder that are not a plain <student>/<NN_name>.ipynb."""
+    correct = subs / "correct" / f"{NB05}.ipynb"
+    for student in ("linker", "fifo", "copier", "twice", "device"):
+        (subs / student).mkdir()
+    os.symlink(correct, subs / "linker" / f"{NB05}.ipynb")  # a classmate's notebook
+    os.mkfifo(subs / "fifo" / f"{NB05}.ipynb")
+    if os.geteuid() == 0:  # a character device that never ends (/dev/zero's numbers)
+        os.mknod(subs / "device" / f"{NB05}.ipynb", stat.S_IFCHR | 0o644, os.makedev(1, 5))
+    else:
+        os.symlink("/dev/zero", subs / "device" / f"{NB05}.ipynb")
+    shutil.copy(correct, subs / "copier" / f"{NB05}-Copy1.ipynb")
+    shutil.copy(correct, subs / "twice" / f"{NB05}.ipynb")
+    shutil.copy(correct, subs / "twice" / f"{NB05}-Copy1.ipynb")
+    (subs / "README.txt").write_text("not a student")
+    os.symlink(subs / "correct", subs / "aliased")
+    for name in ODD_NAMES:
+        (subs / name).mkdir()
+        shutil.copy(correct, subs / name / f"{NB05}.ipynb")
 
 
 def _outcomes(graded, student, notebook):
@@ -250,12 +282,13 @@ def test_an_unreadable_notebook_scores_zero_with_the_reason(graded):
                for o in os_)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox isolates files and network only when grading runs as root")
 def test_a_submission_cannot_read_tests_or_classmates_reach_the_network_or_write_gptlib(graded):
-    """The snoop's count is right only if all four attempts failed inside the sandbox."""
+    """The snoop's count is right only if all four attempts failed inside the sandbox, which its
+    process measured as: not root, no capability, no new privileges, its zygote its namespace's PID 1."""
     for outcomes in _by_question(graded, "snoop").values():
         assert all(o.earned == o.points for o in outcomes), [o.message for o in outcomes]
-    assert all(g.confinement == {"network": True, "hidden": True, "read_only": True, "capabilities_dropped": True}
+    assert all(g.confinement == {"uid": 65534, "capabilities": "0000000000000000", "no_new_privs": True,
+                                 "pid_namespace": True, "processes": LIMITS.processes}
                for g in graded["grades"]["snoop"] if g.notebook == NB05)
 
 
@@ -324,3 +357,143 @@ def test_feedback_pages_name_the_mistakes_and_hide_the_hidden_tests(graded):
         for grade in notebooks:
             for o in grade.outcomes:
                 assert gradebook.clean(o.message) in text
+
+
+FULL_05 = ("correct", "snoop", "procsnoop", "signaller", "bomb", "writer", "peeker", "intenum", "twice", *ODD_NAMES)
+
+
+@pytest.mark.parametrize("student", ["procsnoop", "signaller", "bomb", "writer", "peeker"])
+def test_the_sandbox_holds_against_each_attempt(graded, student):
+    """Each scores full points only if every attempt failed (course_class.confined says which):
+    seeing another process or the zygote's memory, signalling its parent or PID 1, forking past
+    its process limit, writing outside /tmp, importing or listing gptlib's reference answers."""
+    for outcomes in _by_question(graded, student).values():
+        assert all(o.earned == o.points for o in outcomes), [o.message for o in outcomes]
+
+
+def test_the_sandbox_covers_the_folder_a_class_never_gets():
+    """What the peeker found empty is gptlib's answers folder itself (assign leaves it out of the release)."""
+    assert str(assign.ANSWERS.resolve()) in sandbox.hidden_paths() and any(assign.ANSWERS.iterdir())
+
+
+def test_a_daemon_dies_with_its_notebook(graded):
+    """The daemon kills every process it can see, its own notebook's first: that notebook scores zero.
+    Had it outlived its notebook, the submissions graded after it in its judge's sandbox would have
+    been killed too; each of them earned its points."""
+    assert all(o.earned == 0 and "ended" in o.message for os_ in _by_question(graded, "daemon").values() for o in os_)
+    for student in (s for s in FULL_05 if s > "daemon"):
+        assert all(o.earned == o.points for o in _outcomes(graded, student, NB05)), student
+
+
+def test_answers_that_lie_are_read_as_the_values_they_hold(graded):
+    enum, liar = _by_question(graded, "intenum"), _by_question(graded, "liar")
+    assert all(o.earned == o.points for q in ("parameter_count", "tied_count") for o in enum[q])
+    assert all(o.earned == 0 and o.status == "failed" for o in liar["parameter_count"])
+    assert all(o.earned == o.points for o in liar["tied_count"])
+
+
+def _reasons(graded, student):
+    return {o.message for g in graded["grades"][student] for o in g.outcomes}
+
+
+@pytest.mark.parametrize("student, reason", [
+    ("linker", "a symbolic link: not followed"),
+    ("fifo", "not a regular file (a FIFO)"),
+    ("device", "a character device" if os.geteuid() == 0 else "a symbolic link"),
+    ("README.txt", "not a folder"),
+    ("aliased", "the student's folder is a symbolic link: not followed"),
+    ("copier", f"only {NB05}-Copy1.ipynb: name it {NB05}.ipynb"),
+])
+def test_odd_entries_get_a_row_and_a_reason(graded, student, reason):
+    assert all(o.earned == 0 for g in graded["grades"][student] for o in g.outcomes)
+    assert any(reason in message for message in _reasons(graded, student)), _reasons(graded, student)
+
+
+def test_a_duplicate_is_named_and_odd_names_are_graded(graded):
+    twice = next(g for g in graded["grades"]["twice"] if g.notebook == NB05)
+    assert twice.notes == [f"{NB05}-Copy1.ipynb was handed in too: not graded (only {NB05}.ipynb is)"]
+    page = (graded["build"] / "grades" / "feedback" / "twice.html").read_text(encoding="utf-8")
+    assert twice.notes[0] in page
+    names = [gradebook.file_name(name) for name in ODD_NAMES]
+    assert names[0].startswith("stud_xe9nt-") and len(names[1]) < 100 and len(set(names)) == 2
+    for name in ODD_NAMES:
+        assert all(o.earned == o.points for o in _outcomes(graded, name, NB05)), repr(name)
+
+
+def test_cell_errors_are_bounded_in_total():
+    submission = Submission([], LIMITS)
+    for cell in range(100):
+        submission._cell_error(f"cell {cell}: ValueError: " + "x" * 400)
+    assert sum(len(e) for e in submission.cell_errors) <= ERROR_TEXT + 3 and len(submission.cell_errors) < 100
+
+
+def test_a_rerun_keeps_what_was_graded(graded):
+    """The second run regrades only the notebook whose kept grade is gone, and writes the same grades."""
+    out = graded["build"] / "grades"
+    kept = {p: p.stat().st_mtime_ns for p in (out / "graded").glob("*.json")}
+    lost = sorted(kept)[0]
+    lost.unlink()
+    again = grade_class(graded["subs"], graded["build"] / "autograder", out, workers=1, limits=LIMITS)
+    assert again == graded["grades"]
+    assert {p: p.stat().st_mtime_ns for p in kept if p != lost} == {p: t for p, t in kept.items() if p != lost}
+    assert lost.exists()
+
+
+def _two_students(graded, root, sleeper: str):
+    """A class of two for notebook 05: `correct`, and `sleeper`, whose cell sleeps for ten minutes."""
+    subs = root / "submissions"
+    (subs / "correct").mkdir(parents=True)
+    shutil.copy(graded["subs"] / "correct" / f"{NB05}.ipynb", subs / "correct")
+    _write(subs / sleeper / f"{NB05}.ipynb", course_class.submission(graded["released"][NB05], "import time\ntime.sleep(600)"))
+    return subs
+
+
+def test_a_judge_that_dies_costs_its_notebook_only(graded, tmp_path):
+    """The first judge is killed while it grades the sleeper: that notebook scores zero with the
+    reason, and a fresh judge grades the next one."""
+    subs = _two_students(graded, tmp_path, "asleep")
+    found = {}
+    grading = threading.Thread(target=lambda: found.update(grades=grade_class(
+        subs, graded["build"] / "autograder", tmp_path / "out", workers=1, limits=dataclasses.replace(LIMITS, cells_s=900))))
+    grading.start()
+    deadline = time.monotonic() + 120
+    while not (judges := multiprocessing.active_children()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    judges[0].kill()
+    grading.join(timeout=600)
+    asleep, correct = (_notebook(found["grades"][s], NB05) for s in ("asleep", "correct"))
+    assert all(o.earned == 0 and "the grader itself failed" in o.message for o in asleep.outcomes)
+    assert all(o.earned == o.points for o in correct.outcomes)
+
+
+def _notebook(grades, name):
+    return next(g for g in grades if g.notebook == name)
+
+
+def test_ctrl_c_keeps_the_grades_written_and_a_rerun_resumes(graded, tmp_path):
+    """Ctrl-C (SIGINT) while the sleeper is graded: `correct` is kept; the rerun grades the sleeper only."""
+    subs = _two_students(graded, tmp_path, "zzz")
+    shutil.copytree(graded["build"] / "autograder", tmp_path / "build" / "autograder")
+    kept = tmp_path / "build" / "grades" / "graded"
+    command = [sys.executable, "-m", "gptlib.course", "grade", str(subs), "--out", str(tmp_path / "build"),
+               "--workers", "1", "--cells-s", "900"]
+    grading = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300  # 4 notebooks not submitted, then correct's 05
+        while len(list(kept.glob("*.json"))) < 2 * len(GRADED) - 1 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        written = {p: p.stat().st_mtime_ns for p in kept.glob("*.json")}
+        grading.send_signal(signal.SIGINT)
+        assert grading.wait(timeout=60) == 130
+    finally:
+        grading.kill()
+    assert "interrupted" in grading.stderr.read()
+    assert len(written) == 2 * len(GRADED) - 1
+    assert {p: p.stat().st_mtime_ns for p in kept.glob("*.json")} == written
+    done = subprocess.run([*command[:-1], "5"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert {p: p.stat().st_mtime_ns for p in written} == written and len(list(kept.glob("*.json"))) == 2 * len(GRADED)
+    with open(tmp_path / "build" / "grades" / "grades.csv", encoding="utf-8") as file:
+        totals = {row["student"]: float(row[f"{NB05}:score"]) for row in csv.DictReader(file)}
+    full = sum(o.points for o in _notebook(graded["grades"]["correct"], NB05).outcomes)
+    assert totals == {"correct": full, "zzz": 0}

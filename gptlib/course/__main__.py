@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 
 from . import assign
-from .grade import throughput, timed_grade_class
+from .grade import Unconfinable, throughput, timed_grade_class
 from .judge import Limits
+
+UNCONFINED = "--unconfined-i-accept-students-can-read-each-other"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,6 +32,11 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--student", action="append", default=None, metavar="NAME",
                        help="regrade only this student (repeatable); the others' grades are kept")
     grade.add_argument("--gradebook", type=Path, default=None, help="points, weights, deadlines (default: OUT/gradebook.ini)")
+    grade.add_argument(UNCONFINED, action="store_true",
+                       help="where bubblewrap cannot confine (no bwrap, no user namespaces): run submissions as the "
+                            "grading user with rlimits only, so each can read what that user reads, classmates' "
+                            "notebooks and the hidden tests included")
+    grade.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
     args = parser.parse_args(argv)
     if args.command == "assign":
         notebooks = args.notebooks or sorted(Path("notebooks").glob("[0-9]*.ipynb"))
@@ -40,13 +47,22 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.out / 'autograder'} does not exist: run `python -m gptlib.course assign --out {args.out}` first")
     if not args.submissions.is_dir():
         parser.error(f"{args.submissions} is not a folder of <student>/<NN_name>.ipynb")
-    limits = Limits(cells_s=args.cells_s, call_s=args.call_s, memory=int(args.memory_gb * 2**30))
+    confined = not getattr(args, UNCONFINED[2:].replace("-", "_"))
+    limits = Limits(cells_s=args.cells_s, call_s=args.call_s, memory=int(args.memory_gb * 2**30), confined=confined)
     book = args.gradebook or args.out / "gradebook.ini"
     try:
         grades, seconds = timed_grade_class(args.submissions, args.out / "autograder", args.out / "grades",
-                                            workers=args.workers, limits=limits, students=args.student, book=book)
+                                            workers=args.workers, limits=limits, students=args.student, book=book,
+                                            progress=args.progress)
+    except Unconfinable as problem:
+        parser.error(f"this machine cannot confine submissions: {problem}. Grade where it can (docs/teaching.md), "
+                     f"or pass {UNCONFINED} to grade unconfined")
     except ValueError as error:  # a gradebook that does not parse, a student with no folder
         parser.error(str(error))
+    except KeyboardInterrupt:
+        print(f"interrupted: the notebooks graded so far are kept in {args.out / 'grades' / 'graded'}; "
+              "the same command resumes", file=sys.stderr)
+        return 130
     notebooks = sum(len(v) for v in grades.values())
     out = args.out / "grades"
     print(f"{len(grades)} students graded, {throughput(notebooks, seconds)}; {out / 'grades.csv'}, {out / 'canvas.csv'}, "

@@ -183,14 +183,15 @@ def overall(book: Book, scores: dict[str, Score]) -> float:
 
 def clean(text: str) -> str:
     """text without control characters (C0, C1, DEL, bidirectional and other format controls; a line break
-    or tab becomes a space), any byte that was not UTF-8 (a lone surrogate) as U+FFFD."""
+    or tab becomes a space), a byte of a file name that was not UTF-8 (os.fsdecode's surrogate) as the text
+    \\xNN, any other lone surrogate as U+FFFD."""
     kept = []
     for c in str(text):
         kind = unicodedata.category(c)
         if c in "\n\r\t":
             kept.append(" ")
         elif kind == "Cs":
-            kept.append("\ufffd")
+            kept.append(f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else "\ufffd")
         elif kind not in ("Cc", "Cf"):
             kept.append(c)
     return "".join(kept)
@@ -211,12 +212,15 @@ def _csv(rows: list[list]) -> str:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write the whole file or nothing: a temporary file in the same folder, renamed over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write the whole file or nothing: a temporary file in the same folder, flushed to disk, renamed over
+    `path` (UTF-8 whatever the locale; a folder it makes is the instructor's alone)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
-        with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as file:
+        with os.fdopen(descriptor, "w", encoding="utf-8", errors="backslashreplace", newline="") as file:
             file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

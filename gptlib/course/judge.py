@@ -1,10 +1,13 @@
 """The trusted half of grading one notebook: gptlib's checkers run here, the submission's code never does.
 
-`grade_notebook(path, tests, limits, hide)` starts the submission in a confined process
-(sandbox.py) in a temporary folder of its own, sends it the cells to run (questions.cells_to_run),
+`grade_notebook(path, tests, limits)` reads the notebook as untrusted (read_notebook: a regular file,
+never a link, FIFO or device), starts the submission in a process forked in this judge's sandbox
+(sandbox.py: bwrap around a warm zygote), sends it the cells to run (questions.cells_to_run),
 then runs every case of every test file with `run(check, seed_offset)`: the check's names are
 looked up in the submission, a function becomes a `RemoteFunction` that forwards each call the
-checker makes through the pipe, a value comes back as plain data. So the checker, its
+checker makes through the pipe, a value comes back as plain data, and every reply is read as
+untrusted bytes (read_reply): what the judge cannot read is that case's zero with the reason, never
+an exception in the judge. So the checker, its
 references and the hidden seed offsets stay in this process; the submission cannot read them or
 patch them. When a call runs out of time or the process dies, that case scores zero with the
 reason, and the next question starts a fresh process.
@@ -13,6 +16,7 @@ reason, and the next question starts a fresh process.
 from __future__ import annotations
 
 import ast
+import errno
 import io
 import json
 import os
@@ -20,11 +24,12 @@ import pickle
 import re
 import shutil
 import socket
+import stat
 import subprocess
-import sys
 import tempfile
 import threading
 import time
+import zipfile
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -41,9 +46,13 @@ from .variants import shifted_seeds
 class Limits:
     cells_s: float = 120.0  # wall-clock seconds for running the notebook's cells
     call_s: float = 60.0  # wall-clock seconds for one call of the submission's function by a checker
-    memory: int = 3 * 2**30  # address space of the submission's process (bytes): torch alone maps ~0.7 GB
+    memory: int = 3 * 2**30  # address space of each of the submission's processes (bytes): torch alone maps ~0.7 GB
     output: int = 2**20  # bytes the submission may print or write to any file
-    cpu_s: int = 600  # CPU seconds of the submission's process, over its whole life
+    cpu_s: int = 600  # CPU seconds of each of the submission's processes, over its whole life
+    processes: int = 64  # processes and threads of the sandbox's user, the zygote's included: a fork bomb stops here
+    tmp: int = 64 * 2**20  # bytes of the sandbox's private /tmp, its only writable place
+    confined: bool = True  # False only with grade's --unconfined-... flag (sandbox.py says what is lost)
+    read_only: tuple[str, ...] = ()  # host paths a submission may read besides Python and gptlib (tests use it)
 
 
 @dataclass(frozen=True)
@@ -61,37 +70,48 @@ class CaseOutcome:
 class NotebookGrade:
     notebook: str
     outcomes: list[CaseOutcome] = field(default_factory=list)
-    cell_errors: list[str] = field(default_factory=list)  # "cell 7: ModuleNotFoundError: ..."
-    confinement: dict = field(default_factory=dict)
+    cell_errors: list[str] = field(default_factory=list)  # "cell 7: ModuleNotFoundError: ...", ERROR_TEXT characters in all
+    confinement: dict = field(default_factory=dict)  # what the submission's process measured of itself (sandbox.confinement)
+    notes: list[str] = field(default_factory=list)  # what the grader saw in the student's folder: duplicates, odd files
+
+
+ERROR_TEXT = 4000  # characters of cell errors a notebook's feedback shows, in all
+NOTEBOOK_BYTES = 16 * 2**20  # a larger .ipynb is not read
 
 
 class SubmissionStopped(Exception):
-    """The submission's process ran out of time, or ended: the message says which, for the feedback."""
+    """The submission's process ran out of time, ended, or sent what the judge cannot read: the message
+    says which, for the feedback."""
 
 
 class Submission:
-    """The submission's confined process: started on first use, again after it died."""
+    """The submission's process, forked in this judge's sandbox: started on first use, again after it died."""
 
-    def __init__(self, cells: list[tuple[int, str]], limits: Limits, hide: list[str]):
-        self.cells, self.limits, self.hide = cells, limits, hide
-        self.process = None  # True while the submission's process runs (self.pid, forked by the zygote)
+    def __init__(self, cells: list[tuple[int, str]], limits: Limits):
+        self.cells, self.limits = cells, limits
+        self.process = None  # True while the submission's process runs (self.pid, in the sandbox's namespace)
         self.broken: str | None = None  # why running the cells failed: every later case fails at once with it
         self.cell_errors: list[str] = []
         self.confinement: dict = {}
-        self.folder = Path(tempfile.mkdtemp(prefix="gptlib-submission-"))
-        os.chmod(self.folder, 0o700)
         self.output = b""  # the first bytes the submission printed (the rest is read and dropped)
 
     def _receive(self, seconds: float, doing: str):
-        if not self.inbound.poll(seconds):
-            self.stop()
-            raise SubmissionStopped(f"took longer than {seconds:g} s {doing} (the grader's time limit)")
+        """The next message, within `seconds`. A process that ended while something it started holds its
+        pipe open (a daemon) is seen ended within a second, not at the time limit."""
+        deadline = time.monotonic() + seconds
+        while not self.inbound.poll(min(1.0, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                self.stop()
+                raise SubmissionStopped(f"took longer than {seconds:g} s {doing} (the grader's time limit)")
+            if not self.sandbox.alive(self.pid):
+                code = self.stop()
+                raise SubmissionStopped(f"your notebook's process ended {doing} ({_how_it_ended(code)})")
         try:
             data = self.inbound.recv_bytes(maxlength=64 * 2**20)
         except (EOFError, OSError):
             code = self.stop(grace=5)
             raise SubmissionStopped(f"your notebook's process ended {doing} ({_how_it_ended(code)})") from None
-        return torch.load(io.BytesIO(data), weights_only=True)
+        return read_reply(data, doing)
 
     def start(self) -> None:
         if self.broken:
@@ -107,30 +127,33 @@ class Submission:
         judge_reads, child_writes = os.pipe()
         printed_read, printed_write = os.pipe()
         limits = self.limits
-        env = {"HOME": str(self.folder), "TMPDIR": str(self.folder), "MPLBACKEND": "Agg",
-               "IPYTHONDIR": str(self.folder / ".ipython")}
-        request = {"folder": str(self.folder), "env": env, "hide": self.hide, "memory": limits.memory,
-                   "cpu_s": limits.cpu_s, "output": limits.output}
-        self.pid = Zygote.get().fork(request, [child_reads, child_writes, printed_write])
+        request = {"env": {}, "memory": limits.memory, "cpu_s": limits.cpu_s, "output": limits.output,
+                   "processes": limits.processes}
+        self.sandbox = Sandbox.get(limits)
+        self.pid = self.sandbox.fork(request, [child_reads, child_writes, printed_write])
         self.process = True
         self.outbound, self.inbound = Connection(judge_writes), Connection(judge_reads)
         threading.Thread(target=self._drain, args=(os.fdopen(printed_read, "rb"),), daemon=True).start()
-        _, self.confinement = self._receive(self.limits.cells_s, "while starting")
-        if "failed" in self.confinement:
-            raise SubmissionStopped(f"the grader could not confine your notebook ({self.confinement['failed']}): "
-                                    "tell your instructor")
+        ready = self._receive(self.limits.cells_s, "while starting")
+        self.confinement = ready[1] if len(ready) == 2 and isinstance(ready[1], dict) else {}
         self._send(self.cells, "while starting")
         self.cell_errors = []
         deadline = time.monotonic() + self.limits.cells_s
         running = "while starting"
         while True:
             message = self._receive(max(0.0, deadline - time.monotonic()), running)
-            if message[0] == "cell":
+            if message[:1] == ("cell",) and len(message) == 2 and isinstance(message[1], int):
                 running = f"while running cell {message[1]}"
-            elif message[0] == "cell_done" and message[2] is not None:
-                self.cell_errors.append(f"cell {message[1]}: {message[2]}")
-            elif message[0] == "ran":
+            elif message[:1] == ("cell_done",) and len(message) == 3 and isinstance(message[2], str):
+                self._cell_error(f"cell {message[1]}: {message[2]}")
+            elif message == ("ran",):
                 return
+
+    def _cell_error(self, text: str) -> None:
+        """Keep a cell's error, ERROR_TEXT characters in all: the feedback cannot carry more than that."""
+        room = ERROR_TEXT - sum(len(e) for e in self.cell_errors)
+        if room > 0:
+            self.cell_errors.append(text[:room] + ("..." if len(text) > room else ""))
 
     def _drain(self, stream) -> None:
         """Read everything the submission prints, keeping the first bytes: printing megabytes costs it
@@ -154,7 +177,6 @@ class Submission:
 
     def close(self) -> None:
         self.stop()
-        shutil.rmtree(self.folder, ignore_errors=True)
 
     def stop(self, grace: float = 0) -> int | None:
         """End the process and everything it started (after `grace` seconds to end by itself); its exit
@@ -164,41 +186,73 @@ class Submission:
         self.process = None
         for connection in (self.outbound, self.inbound):
             connection.close()
-        if not grace:
-            _kill_group(self.pid)
-        status = Zygote.get().status(self.pid, grace or 5.0)
-        if status is None:  # still running after the grace period
-            _kill_group(self.pid)
-            status = Zygote.get().status(self.pid, 5.0)
-        return status
+        return self.sandbox.end(self.pid, grace)
 
 
-def _kill_group(pid: int) -> None:
+def read_reply(data: bytes, doing: str) -> tuple:
+    """A message of the submission's process, read as untrusted bytes: plain data in a tuple whose first
+    item names it, or SubmissionStopped (that question's zero, with the reason)."""
     try:
-        os.killpg(pid, 9)
-    except ProcessLookupError:
-        pass
+        message = torch.load(io.BytesIO(data), weights_only=True)
+    except Exception as error:
+        raise SubmissionStopped(f"your notebook sent {doing} something the grader cannot read "
+                                f"({type(error).__name__})") from None
+    if not (type(message) is tuple and message and type(message[0]) is str):
+        raise SubmissionStopped(f"your notebook sent {doing} something the grader cannot read (not a reply)")
+    return message
 
 
-class Zygote:
-    """This judge's zygote (sandbox.py): started on first use, again if it died."""
+class Sandbox:
+    """This judge's sandbox (sandbox.py): bwrap around a zygote, started on first use, again if it ended."""
 
-    _current: "Zygote | None" = None
+    _current: "Sandbox | None" = None
+    start_s = 300.0  # for the zygote's imports, on a loaded machine
 
-    def __init__(self):
+    def __init__(self, limits: Limits):
+        self.key = (limits.confined, limits.tmp, limits.read_only)
         ours, theirs = socket.socketpair()
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg",
-               **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {})}
-        self.process = subprocess.Popen([sys.executable, sandbox.__file__, str(theirs.fileno())], pass_fds=(theirs.fileno(),),
-                                        stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        self.workdir = None if limits.confined else tempfile.mkdtemp(prefix="gptlib-submission-")
+        argv = sandbox.command(theirs.fileno(), limits.confined, limits.tmp, self.workdir, list(limits.read_only))
+        errors = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(argv, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=errors,
+                                        stderr=errors, start_new_session=True,
+                                        env={**sandbox.environment(self.workdir or sandbox.SANDBOX_TMP),
+                                             "PATH": os.environ.get("PATH", "/usr/bin:/bin")})
         theirs.close()
         self.socket = ours
+        self.socket.settimeout(self.start_s)
+        try:
+            self.facts = json.loads(self.socket.recv(65536) or b"null")["ready"]
+        except (OSError, ValueError, TypeError) as error:
+            self.process.kill()
+            self.process.wait(timeout=30)
+            errors.seek(0)
+            why = errors.read().decode(errors="replace").strip()[-500:]
+            raise SubmissionStopped(f"the grader could not start its sandbox ({why or error}): tell your instructor") from None
+        finally:
+            errors.close()
+        self.socket.settimeout(None)
 
     @classmethod
-    def get(cls) -> "Zygote":
-        if cls._current is None or cls._current.process.poll() is not None:
-            cls._current = Zygote()
+    def get(cls, limits: Limits) -> "Sandbox":
+        current = cls._current
+        if current is None or current.process.poll() is not None or current.key != (limits.confined, limits.tmp,
+                                                                                      limits.read_only):
+            if current is not None:
+                current.close()
+            cls._current = Sandbox(limits)
         return cls._current
+
+    def close(self) -> None:
+        """Hang up: the zygote ends (its namespace with it); killed if it has not within 10 s."""
+        self.socket.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=30)
+        if self.workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _ask(self, request: dict, fds: list[int] = ()) -> dict:
         socket.send_fds(self.socket, [json.dumps(request).encode()], list(fds))
@@ -206,13 +260,17 @@ class Zygote:
 
     def fork(self, request: dict, fds: list[int]) -> int:
         try:
-            return self._ask(request, fds)["pid"]
+            return self._ask({"fork": request}, fds)["pid"]
         finally:
             for fd in fds:
                 os.close(fd)
 
-    def status(self, pid: int, seconds: float) -> int | None:
-        return self._ask({"status": pid, "seconds": seconds})["status"]
+    def alive(self, pid: int) -> bool:
+        return self._ask({"alive": pid})["alive"]
+
+    def end(self, pid: int, grace: float) -> int | None:
+        """Wait up to `grace` s for the submission's process to end, then kill everything of it; its status."""
+        return self._ask({"end": pid, "grace": grace})["status"]
 
 
 def _how_it_ended(code: int | None) -> str:
@@ -231,13 +289,15 @@ class RemoteFunction:
 
     def __call__(self, *args):
         reply = self.submission.ask("call", self.name, args, seconds=self.seconds, doing=f"in {self.__name__}(...)")
-        if reply[0] == "return":
+        if reply[0] == "return" and len(reply) == 2:
             return reply[1]
-        if reply[0] == "unsendable":
+        if reply[0] == "unsendable" and len(reply) == 2:
             raise TypeError(f"returned a {reply[1]}, which the grader cannot read back "
                             "(return numbers, strings, tensors or arrays)")
+        if not (reply[0] == "raise" and len(reply) == 4 and all(type(v) is str for v in reply[1:3])):
+            raise SubmissionStopped(f"your notebook sent an unexpected reply in {self.__name__}(...)")
         _, kind, message, stub = reply
-        if stub:  # raised from a file that is no library's, on a `raise` line: the checker reads "not attempted yet"
+        if stub is True:  # raised from a file that is no library's, on a `raise` line: the checker reads "not attempted yet"
             exec(compile("raise NotImplementedError(message)", "<submission>", "exec"), {"message": message})
         raise type(kind, (Exception,), {})(message)
 
@@ -250,15 +310,17 @@ def _answer_names(check: str) -> list[str]:
 
 def _looked_up(submission: Submission, name: str):
     reply = submission.ask("get", name, seconds=submission.limits.call_s, doing=f"while reading {name}")
-    if reply[0] == "function":
+    if reply[0] == "function" and len(reply) == 2 and type(reply[1]) is str:
         return RemoteFunction(submission, name, reply[1], submission.limits.call_s)
-    if reply[0] == "value":
+    if reply[0] == "value" and len(reply) == 2:
         return reply[1]
-    if reply[0] == "unsendable":
+    if reply[0] == "unsendable" and len(reply) == 2:
         raise SubmissionStopped(f"{name} is a {reply[1]}, which the grader cannot read back")
+    if reply != ("missing",):
+        raise SubmissionStopped(f"your notebook sent an unexpected reply while reading {name}")
     errors = "; ".join(submission.cell_errors[-2:])
     raise SubmissionStopped(f"{name} is not defined in your notebook" +
-                         (f" (a cell failed: {errors})" if errors else " (was the cell that defines it deleted or renamed?)"))
+                            (f" (a cell failed: {errors})" if errors else " (was the cell that defines it deleted or renamed?)"))
 
 
 HIDDEN_MESSAGES = {  # what a hidden case says when it was judged: the checker's words could carry its inputs (a student's
@@ -306,13 +368,17 @@ def run_case(submission: Submission, test: TestFile, case) -> CaseOutcome:
 
     try:
         result = case(run)
+        earned = case.points if result else 0
+        outcome = (result.status, result.message, () if case.hidden else tuple(result.details))
     except SubmissionStopped as gone:
         return CaseOutcome(test.name, case.hidden, case.points, 0, "error", _redacted(str(gone)) if case.hidden else str(gone))
-    earned = case.points if result else 0
+    except Exception as error:  # the checker itself could not use the answer
+        return CaseOutcome(test.name, case.hidden, case.points, 0, "error",
+                           f"the grader could not use your answer ({type(error).__name__})")
     if case.hidden:
-        message = _redacted(safe[-1]) if safe else HIDDEN_MESSAGES.get(result.status, result.message)
-        return CaseOutcome(test.name, True, case.points, earned, result.status, message)
-    return CaseOutcome(test.name, False, case.points, earned, result.status, result.message, tuple(result.details))
+        message = _redacted(safe[-1]) if safe else HIDDEN_MESSAGES.get(outcome[0], outcome[1])
+        return CaseOutcome(test.name, True, case.points, earned, outcome[0], message)
+    return CaseOutcome(test.name, False, case.points, earned, *outcome)
 
 
 def _redacted(reason: str) -> str:
@@ -320,16 +386,56 @@ def _redacted(reason: str) -> str:
     return re.sub(r"exit code -?\d+|ended by signal \d+", "an exit status not shown for a hidden case", reason)
 
 
-def grade_notebook(path: Path, tests: list[TestFile], limits: Limits, hide: list[str]) -> NotebookGrade:
+def read_notebook(path: Path) -> dict:
+    """A submitted notebook, opened as untrusted: a regular file (not a link, FIFO or device), at most
+    NOTEBOOK_BYTES, UTF-8 JSON; or NN_name.zip (grader.export()'s hand-in) holding NN_name.ipynb, read
+    from the archive (never extracted by path), unpacked at most NOTEBOOK_BYTES. Raises ValueError naming
+    what it is instead."""
+    data = _read_regular(path)
+    if path.suffix == ".zip":
+        member = f"{path.stem}.ipynb"
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                info = archive.getinfo(member)
+                if info.file_size > NOTEBOOK_BYTES:
+                    raise ValueError(f"{member} unpacks to more than {NOTEBOOK_BYTES // 2**20} MiB")
+                with archive.open(info) as file:
+                    data = file.read(NOTEBOOK_BYTES + 1)[:NOTEBOOK_BYTES]
+        except KeyError:
+            raise ValueError(f"the zip holds no {member}") from None
+        except zipfile.BadZipFile as error:
+            raise ValueError(f"not a readable zip: {error}") from None
+    return json.loads(data.decode("utf-8"))
+
+
+def _read_regular(path: Path) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        raise ValueError("a symbolic link: not followed" if error.errno == errno.ELOOP else error.strerror) from None
+    with os.fdopen(fd, "rb") as file:
+        kind = os.fstat(fd).st_mode
+        if not stat.S_ISREG(kind):
+            raise ValueError(f"not a regular file ({_KINDS.get(stat.S_IFMT(kind), 'special file')})")
+        data = file.read(NOTEBOOK_BYTES + 1)
+    if len(data) > NOTEBOOK_BYTES:
+        raise ValueError(f"larger than {NOTEBOOK_BYTES // 2**20} MiB")
+    return data
+
+
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+          stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder", stat.S_IFLNK: "a symbolic link"}
+
+
+def grade_notebook(path: Path, tests: list[TestFile], limits: Limits) -> NotebookGrade:
     grade = NotebookGrade(path.stem)
     try:
-        notebook = json.loads(path.read_text(encoding="utf-8"))
-        cells = cells_to_run(notebook)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        cells = cells_to_run(read_notebook(path))
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
         reason = f"not a readable notebook: {type(error).__name__}: {str(error)[:200]}"
         grade.outcomes = [CaseOutcome(t.name, c.hidden, c.points, 0, "error", reason) for t in tests for c in t.cases]
         return grade
-    submission = Submission(cells, limits, hide)
+    submission = Submission(cells, limits)
     try:
         for test in tests:
             for case in test.cases:

@@ -1,22 +1,39 @@
-"""The confined processes that run submissions' code.
+"""The sandbox that runs submissions' code: bubblewrap around a warm zygote.
 
-`python gptlib/course/sandbox.py FD` is a zygote (one per judge): it imports torch, IPython and
-gptlib once, never reads a test, and forks one process per submission on the judge's request
-(starting a submission then costs a fork, not seconds of imports). The forked process first
-confines itself, before it runs anything of the submission:
-- as root: a new network namespace (no interface but a down loopback: no network), a new mount
-  namespace in which an empty tmpfs is mounted over every hidden folder (the submissions, the
-  autograder with the hidden tests, the grades), every mount made read-only, a small tmpfs as its
-  working folder (the only place it can write), then every capability dropped (no mount or
-  umount, no way back); not as root it tries an unprivileged user + network namespace only, and
-  reports what it could not do. If a step fails as root (mount_setattr needs x86-64 Linux >= 5.12)
-  the submission is not run: the judge reports that it could not be confined;
-- limits (resource.setrlimit): address space, CPU seconds, the size of any file it writes, no
-  core files. Its stdout and stderr are a pipe the judge reads and cuts at the output limit.
+Each judge (judge.py) starts one sandbox with `command(...)`: Debian's bubblewrap (`bwrap`) in new
+user, PID, IPC, mount, network, UTS and cgroup namespaces (`--unshare-all --unshare-user`), with
+no capability (`--cap-drop ALL`), no new privileges, no nested user namespace (`--disable-userns`),
+its own session (`--new-session`) and ended with its judge (`--die-with-parent`). Its file system
+is built from nothing: read-only the shared libraries (/usr/lib), the virtualenv, the Python install
+and gptlib, whose reference answers (gptlib/exercises/answers/) an empty tmpfs covers; a private
+tmpfs of `tmp_bytes` at /submission (/tmp links to it), its only writable place, its working folder
+and home; its own /proc (its own processes only) and a minimal /dev; the root and /dev read-only.
+Nothing else of the host exists in it: no /etc, no home, no other student, no test, no grade. As an
+ordinary user bwrap runs as that user; as root it first drops to `nobody` (setpriv: no groups, no
+capabilities, no new privileges), after an outer bwrap (root, a mount namespace only) has put the
+paths above where nobody can reach them: so the submission is never uid 0 on the host, and reads no root-only file.
+
+Inside, `python gptlib/course/sandbox.py FD /submission` is the namespace's first process (PID 1): a zygote
+that imports torch, IPython and gptlib once, never reads a test, and forks one process per
+submission on the judge's request (starting a submission costs a fork, not seconds of imports).
+Before each fork it kills every other process of its namespace (kill(-1): whatever the last
+submission left running, daemons included) and empties /submission, so no two submissions ever run in
+the same namespaces at once and none inherits another's files. It makes itself non-dumpable
+(prctl) so that a submission, running as the same user, cannot attach to it or read its memory;
+and as PID 1 it ignores every signal it has no handler for. Each forked process starts its own
+session and sets its limits (resource.setrlimit): address space, CPU seconds, processes (a fork
+bomb stops there: it runs as a user that is not root in its namespace, so the limit binds), the
+size of any file it writes, no core files. Its stdout and stderr are a pipe the judge reads and
+cuts at the output limit.
+
 Then it runs the cells the judge sends (in an IPython shell, so magics and display() work), and
 answers the judge's requests through the pipe: what a name is, and calls of the submission's
 functions with the arguments the judge's checker chose. Everything it sends back is plain data
-(numbers, strings, tensors, lists), read by the judge with torch.load(weights_only=True).
+(numbers, strings, tensors, lists), read by the judge as untrusted bytes.
+
+`command(..., confined=False)` starts the zygote without bwrap (the judge asks for it only when the
+instructor passed --unconfined-...): then a submission is limited by rlimits only and runs as the
+grading user.
 """
 
 from __future__ import annotations
@@ -29,105 +46,162 @@ import numbers
 import os
 import pickle
 import resource
+import shutil
 import signal
 import socket
+import subprocess
 import sys
 import time
 import traceback
 from multiprocessing.connection import Connection
+from pathlib import Path
 
-CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
-MS_REC, MS_PRIVATE = 16384, 1 << 18
-SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 1  # x86-64 Linux >= 5.12
-PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 24, 38
-
-
-class _MountAttr(ctypes.Structure):
-    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
-                ("userns_fd", ctypes.c_uint64)]
+NOBODY = 65534  # the overflow uid and gid: the user a submission runs as, inside and (graded by root) outside
+SYSTEM = ("/usr/lib", "/usr/lib64", "/etc/ld.so.cache")  # the shared libraries Python, torch and numpy load
+SANDBOX_TMP = "/submission"  # the sandbox's writable folder; /tmp links to it (unless a bound path is in /tmp)
+PR_SET_DUMPABLE = 4
 
 
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+def python_paths() -> list[str]:
+    """What a submission's interpreter needs besides the system's libraries: the virtualenv, the Python
+    install it was made from, and the gptlib being graded with (real paths, links resolved)."""
+    gptlib = Path(__file__).resolve().parents[1]
+    paths = [os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix), str(gptlib)]
+    return list(dict.fromkeys(paths))
 
 
-_LIBC = ctypes.CDLL(None, use_errno=True)
+def hidden_paths() -> list[str]:
+    """Folders of the paths above that a submission must not read, each covered by an empty read-only
+    tmpfs: gptlib's reference answers (gptlib/exercises/answers/, which the class never gets)."""
+    answers = Path(__file__).resolve().parents[1] / "exercises" / "answers"
+    return [str(answers)] if answers.is_dir() else []
 
 
-def _libc_call(name: str, *args) -> None:
-    if getattr(_LIBC, name)(*args) != 0:
-        raise OSError(ctypes.get_errno(), f"{name}: {os.strerror(ctypes.get_errno())}")
+def _interpreter() -> str:
+    return os.path.join(os.path.realpath(sys.prefix), "bin", "python")
 
 
-def _read_only_root() -> None:
-    """Every mount of this namespace read-only (the submission cannot change gptlib, the venv, anything)."""
-    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
-    _libc_call("syscall", SYS_MOUNT_SETATTR, AT_FDCWD, b"/", AT_RECURSIVE, ctypes.byref(attr), ctypes.sizeof(attr))
+def environment(tmp: str) -> dict[str, str]:
+    """The zygote's whole environment (a submission's too), `tmp` its writable folder."""
+    gptlib_parent = str(Path(__file__).resolve().parents[2])
+    return {"HOME": tmp, "TMPDIR": tmp, "PYTHONPATH": gptlib_parent, "PYTHONUTF8": "1", "PYTHONDONTWRITEBYTECODE": "1",
+            "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "MPLCONFIGDIR": f"{tmp}/.matplotlib",
+            "IPYTHONDIR": f"{tmp}/.ipython", "PATH": os.path.join(os.path.realpath(sys.prefix), "bin")}
 
 
-def _drop_capabilities() -> None:
-    """Stay uid 0 (the interpreter may live in root's home) but with no capability: no mount, no
-    umount, no reading another user's files, no way back (no_new_privs)."""
-    last = int(open("/proc/sys/kernel/cap_last_cap").read())
-    for cap in range(last + 1):
-        _libc_call("prctl", PR_CAPBSET_DROP, cap, 0, 0, 0)
-    _libc_call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    empty = (ctypes.c_uint32 * 6)()
-    _libc_call("capset", ctypes.byref(_CapHeader(0x20080522, 0)), empty)
+def _bwrap(paths: list[str], sources: dict[str, str], tmp_bytes: int) -> list[str]:
+    """The bwrap that makes the namespaces; `sources`: where each path is found (the outer view's stand-in)."""
+    if any(Path(p).is_relative_to(SANDBOX_TMP) for p in paths):
+        raise ValueError(f"{SANDBOX_TMP} is the sandbox's writable folder: Python or gptlib cannot live there")
+    in_tmp = any(Path(p).is_relative_to("/tmp") for p in paths)  # then /tmp holds them, read-only
+    view = ["--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+            *([] if in_tmp else ["--symlink", SANDBOX_TMP, "/tmp"])]
+    for path in [*SYSTEM, *paths]:
+        view += ["--ro-bind-try" if path in SYSTEM else "--ro-bind", sources.get(path, path), path]
+    for path in hidden_paths():
+        view += ["--tmpfs", path, "--remount-ro", path]
+    return ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--uid", str(NOBODY), "--gid", str(NOBODY),
+            "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--as-pid-1", *view,
+            "--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--perms", "1777", "--tmpfs", SANDBOX_TMP,
+            "--remount-ro", "/", "--remount-ro", "/dev", "--chdir", SANDBOX_TMP, "--clearenv",
+            *[a for k, v in environment(SANDBOX_TMP).items() for a in ("--setenv", k, v)], "--"]
 
 
-def confine(hide: list[str], memory: int, cpu_s: int, output: int) -> dict:
-    """Isolate and limit this process; returns what was achieved, for the grader's record."""
-    done = {"network": False, "hidden": False, "read_only": False, "capabilities_dropped": False}
-    if os.geteuid() == 0:
-        _libc_call("unshare", CLONE_NEWNET | CLONE_NEWNS)
-        done["network"] = True
-        _libc_call("mount", None, b"/", None, MS_REC | MS_PRIVATE, None)
-        for path in hide:
-            _libc_call("mount", b"tmpfs", os.fsencode(path), b"tmpfs", 0, b"size=64k,mode=000")
-        done["hidden"] = True
-        folder = os.getcwd()
-        _read_only_root()
-        _libc_call("mount", b"tmpfs", os.fsencode(folder), b"tmpfs", 0, f"size={max(output, 16 * 2**20)},mode=0700".encode())
-        os.chdir(folder)  # the fresh, writable tmpfs: the only place it can write
-        done["read_only"] = True
-        _drop_capabilities()
-        done["capabilities_dropped"] = True
-    else:
-        try:
-            _libc_call("unshare", CLONE_NEWUSER | CLONE_NEWNET)
-            done["network"] = True
-        except OSError:
-            pass
+def _as_nobody(paths: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Graded by root: an outer bwrap (root, a new mount namespace only) puts each path at /run/gptlib-N,
+    where nobody can reach it (the Python install may live in root's 0700 home), then setpriv drops to
+    nobody for good before the inner bwrap starts."""
+    sources = {path: f"/run/gptlib-{i}" for i, path in enumerate(paths)}
+    outer = ["bwrap", "--dev-bind", "/", "/", "--tmpfs", "/run", "--die-with-parent"]
+    for path, source in sources.items():
+        outer += ["--ro-bind", path, source]
+    drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--no-new-privs",
+            "--inh-caps=-all", "--bounding-set=-all"]
+    return [*outer, "--", *drop], sources
+
+
+def command(server_fd: int, confined: bool, tmp_bytes: int, workdir: str, read_only: list[str] = ()) -> list[str]:
+    """The command line that starts a judge's zygote, listening on `server_fd`; `read_only`: more host
+    paths the submissions may read (tests use it)."""
+    if not confined:
+        return [_interpreter(), __file__, str(server_fd), workdir]
+    return [*_confining(tmp_bytes, read_only), _interpreter(), __file__, str(server_fd), SANDBOX_TMP]
+
+
+def _confining(tmp_bytes: int, read_only: list[str] = ()) -> list[str]:
+    """The command line before the program: bwrap, and as root first the outer bwrap and setpriv."""
+    paths = [*python_paths(), *read_only]
+    prefix, sources = _as_nobody(paths) if os.geteuid() == 0 else ([], {})
+    return [*prefix, *_bwrap(paths, sources, tmp_bytes)]
+
+
+def confinement_problem(timeout: float = 60.0) -> str | None:
+    """Why this machine cannot confine a submission (None: it can): bwrap missing, or unable to make its
+    namespaces here (user namespaces disabled, no setpriv, ...)."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed: `make system-packages` or `apt-get install bubblewrap`"
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        return "setpriv (util-linux) is not installed: grading as root needs it to drop to nobody"
+    probe = [*_confining(2**20), _interpreter(), "-c", "import os; assert os.getuid() != 0"]
+    try:
+        done = subprocess.run(probe, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"bwrap did not start a Python within {timeout:g} s"
+    if done.returncode != 0:
+        return f"bwrap could not make a sandbox here: {done.stderr.decode(errors='replace').strip()[-300:]}"
+    return None
+
+
+def _limit(memory: int, cpu_s: int, output: int, processes: int) -> None:
     for limit, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_CPU, cpu_s), (resource.RLIMIT_FSIZE, output),
-                         (resource.RLIMIT_CORE, 0)):
+                         (resource.RLIMIT_CORE, 0), (resource.RLIMIT_NPROC, processes)):
         resource.setrlimit(limit, (value, value))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past the output limit a write fails instead of killing
-    return done
 
 
-def _plain(value):
-    """value as what torch.load(weights_only=True) reads: numpy arrays become tensors, numpy numbers Python ones."""
+def confinement() -> dict:
+    """What this process is, measured from inside: its uid, capabilities, no_new_privs, whether the
+    zygote is its namespace's PID 1, and its limits (for the grader's record)."""
+    status = dict(line.split(":\t", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":\t" in line)
+    return {"uid": os.getuid(), "capabilities": status.get("CapEff", "?").strip(),
+            "no_new_privs": status.get("NoNewPrivs", "?").strip() == "1", "pid_namespace": os.getppid() == 1,
+            "processes": resource.getrlimit(resource.RLIMIT_NPROC)[0]}
+
+
+def _plain(value, depth: int = 0):
+    """value as plain data the judge reads: each builtin as its exact type, read through the builtin's
+    own methods so that an override cannot lie (an int subclass or IntEnum becomes its int, a
+    namedtuple its tuple), numpy arrays as tensors, numpy numbers as Python ones, other numbers
+    (Fraction, Decimal) as the built-in one the checkers read; anything else raises."""
     import numpy as np
     import torch
 
-    if isinstance(value, np.ndarray):
-        return torch.from_numpy(value.copy())
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, numbers.Number) and type(value) not in (bool, int, float, complex):
-        return _number(value)
-    if isinstance(value, (list, tuple)):
-        return (list if isinstance(value, list) else tuple)(_plain(v) for v in value)  # a namedtuple as its tuple
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (bool, int, float, complex, str, type(None), torch.Tensor)):
-        return value.detach() if isinstance(value, torch.Tensor) else value
-    raise TypeError(type(value).__name__)
+    kind = type(value)  # not value.__class__, which an object may fake
+    if depth > 32:
+        raise TypeError("nested more than 32 deep")
+    if value is None or kind is bool:
+        return value
+    for base in (int, float, complex, str):
+        if issubclass(kind, base):
+            return getattr(base, f"__{base.__name__}__")(value)
+    if issubclass(kind, (tuple, list)):
+        base = tuple if issubclass(kind, tuple) else list
+        return base(_plain(v, depth + 1) for v in base.__iter__(value))
+    if issubclass(kind, dict):
+        return {_plain(k, depth + 1): _plain(v, depth + 1) for k, v in dict.items(value)}
+    if issubclass(kind, torch.Tensor):
+        return torch.Tensor.detach(value).as_subclass(torch.Tensor).clone()
+    if issubclass(kind, np.ndarray):
+        return torch.from_numpy(np.array(value, copy=True))
+    if issubclass(kind, np.generic):
+        return _plain(value.item(), depth + 1)
+    if isinstance(value, numbers.Number):  # a Fraction, a Decimal: as the built-in number it equals
+        return _plain(_number(value), depth + 1)
+    raise TypeError(kind.__name__)
 
 
 def _number(value: numbers.Number):
-    """A number of another type (Fraction, Decimal, an int or float subclass) as the built-in one the
+    """A number of no built-in type (Fraction, Decimal) as the built-in one the
     checkers read it as: a whole value as int (exactly), else float or complex."""
     if isinstance(value, numbers.Integral):
         return int(value)
@@ -166,11 +240,19 @@ def _reply_value(connection: Connection, kind: str, value) -> None:
     try:
         _send(connection, kind, _plain(value))
     except Exception:  # not plain data, or torch.save could not write it
-        _send(connection, "unsendable", type(value).__name__)
+        _send(connection, "unsendable", type(value).__name__[:60])
+
+
+def _message(error: BaseException) -> str:
+    """str(error), cut; an exception whose str() itself fails or lies is named by its type only."""
+    try:
+        return str.__str__(str(error))[:400]
+    except Exception:
+        return "(its message could not be read)"
 
 
 def _error_text(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"[:400]
+    return f"{type(error).__name__[:60]}: {_message(error)}"
 
 
 def _run_cells(shell, connection: Connection, cells: list[tuple[int, str]]) -> None:
@@ -179,6 +261,20 @@ def _run_cells(shell, connection: Connection, cells: list[tuple[int, str]]) -> N
         result = shell.run_cell(source, store_history=False)
         error = result.error_before_exec or result.error_in_exec
         _send(connection, "cell_done", index, None if error is None else _error_text(error))
+
+
+def _function_name(function, default: str) -> str:
+    try:
+        return str.__str__(getattr(function, "__name__", default))[:60]
+    except Exception:
+        return default
+
+
+def _stub(raised_by_a_stub, error: NotImplementedError) -> bool:
+    try:
+        return bool(raised_by_a_stub(error))
+    except Exception:
+        return False
 
 
 def _serve(shell, inbound: Connection, connection: Connection) -> None:
@@ -192,7 +288,7 @@ def _serve(shell, inbound: Connection, connection: Connection) -> None:
             if name not in namespace:
                 _send(connection, "missing")
             elif callable(namespace[name]):
-                _send(connection, "function", str(getattr(namespace[name], "__name__", name))[:60])
+                _send(connection, "function", _function_name(namespace[name], name))
             else:
                 _reply_value(connection, "value", namespace[name])
         elif request[0] == "call":
@@ -200,20 +296,15 @@ def _serve(shell, inbound: Connection, connection: Connection) -> None:
             try:
                 value = namespace[name](*args)
             except NotImplementedError as error:
-                _send(connection, "raise", type(error).__name__, str(error)[:400], raised_by_a_stub(error))
+                _send(connection, "raise", type(error).__name__[:60], _message(error), _stub(raised_by_a_stub, error))
             except Exception as error:
-                _send(connection, "raise", type(error).__name__, str(error)[:400], False)
+                _send(connection, "raise", type(error).__name__[:60], _message(error), False)
             else:
                 _reply_value(connection, "return", value)
 
 
-def run_submission(inbound: Connection, outbound: Connection, hide: list[str], memory: int, cpu_s: int, output: int) -> None:
-    """Confine this (forked) process, run the cells the judge sends, then answer its requests until it hangs up."""
-    try:
-        confined = confine(hide, memory, cpu_s, output)
-    except OSError as error:  # never run a submission less confined than asked
-        _send(outbound, "ready", {"failed": str(error)})
-        return
+def run_submission(inbound: Connection, outbound: Connection, output: int) -> None:
+    """Run the cells the judge sends, then answer its requests until it hangs up."""
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
@@ -222,7 +313,7 @@ def run_submission(inbound: Connection, outbound: Connection, hide: list[str], m
     shell = InteractiveShell.instance(config=config)
     printed = [0]
     sys.stdout, sys.stderr = (CappedOutput(stream, output, printed) for stream in (sys.stdout, sys.stderr))
-    _send(outbound, "ready", confined)
+    _send(outbound, "ready", confinement())
     _run_cells(shell, outbound, pickle.loads(inbound.recv_bytes()))
     _send(outbound, "ran")
     try:
@@ -231,8 +322,8 @@ def run_submission(inbound: Connection, outbound: Connection, hide: list[str], m
         pass
 
 
-def _fork_submission(request: dict, fds: list[int], server: socket.socket) -> int:
-    """Fork one submission's process from the warm zygote; returns its pid (its own process group)."""
+def _fork_submission(request: dict, fds: list[int], server: socket.socket, workdir: str) -> int:
+    """Fork one submission's process from the warm zygote; returns its pid (its own session)."""
     pid = os.fork()
     if pid:
         for fd in fds:
@@ -242,14 +333,15 @@ def _fork_submission(request: dict, fds: list[int], server: socket.socket) -> in
     try:
         server.close()
         os.setsid()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         inbound, outbound, printed = fds
         os.dup2(printed, 1)
         os.dup2(printed, 2)
         sys.stdout, sys.stderr = (io.TextIOWrapper(os.fdopen(fd, "wb", 0), write_through=True) for fd in (1, 2))
-        os.chdir(request["folder"])
+        os.chdir(workdir)
         os.environ.update(request["env"])
-        run_submission(Connection(inbound), Connection(outbound), request["hide"], request["memory"], request["cpu_s"],
-                       request["output"])
+        _limit(request["memory"], request["cpu_s"], request["output"], request["processes"])
+        run_submission(Connection(inbound), Connection(outbound), request["output"])
         code = 0
     except BaseException:
         traceback.print_exc()
@@ -257,10 +349,37 @@ def _fork_submission(request: dict, fds: list[int], server: socket.socket) -> in
         os._exit(code)
 
 
-def zygote(server_fd: int) -> None:
+def _clean(workdir: str, pid: int | None, ended: dict[int, int]) -> None:
+    """Kill whatever the last submission left running and empty the working folder. As its namespace's
+    PID 1, kill(-1) reaches every other process there (daemons and their children included)."""
+    try:
+        if os.getpid() == 1:
+            os.kill(-1, signal.SIGKILL)
+        elif pid is not None:
+            os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    while True:  # reap: the killed, and the orphans the namespace gave its PID 1
+        try:
+            done, status = os.waitpid(-1, 0 if os.getpid() == 1 else os.WNOHANG)
+        except ChildProcessError:
+            break
+        if not done:
+            break
+        ended[done] = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    os.chmod(workdir, 0o700)  # the submission owned it too: it may have locked folders (mode 000)
+    for folder, subfolders, _ in os.walk(workdir):
+        for name in subfolders:
+            os.chmod(os.path.join(folder, name), 0o700, follow_symlinks=False)
+    for entry in os.scandir(workdir):
+        shutil.rmtree(entry.path) if entry.is_dir(follow_symlinks=False) else os.unlink(entry.path)
+
+
+def zygote(server_fd: int, workdir: str) -> None:
     """Import torch, IPython and gptlib once, then fork a submission's process for each request of the
-    judge: starting one costs a fork, not an interpreter and torch's import. Requests come on a Unix
-    socket with the submission's three pipe ends; it answers the pid, or the exit status of a pid."""
+    judge. Requests come on a Unix socket: {"fork": ...} with the submission's three pipe ends (it
+    answers the pid), {"alive": pid}, {"end": pid, "grace": s} (it waits up to grace seconds for that
+    process, then kills everything but itself, and answers its exit status)."""
     import numpy  # noqa: F401  (imported here so that every forked submission finds them loaded)
     import torch
     from IPython.core import interactiveshell  # noqa: F401
@@ -268,8 +387,12 @@ def zygote(server_fd: int) -> None:
     import gptlib.exercises  # noqa: F401
 
     torch.set_num_threads(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as PID 1, a signal without a handler cannot reach it
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0)")
     server = socket.socket(fileno=server_fd)
     ended: dict[int, int] = {}
+    server.sendall(json.dumps({"ready": confinement()}).encode())
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(server, 65536, 3)
@@ -278,28 +401,36 @@ def zygote(server_fd: int) -> None:
         if not message:
             return  # the judge closed its end
         request = json.loads(message)
-        if "folder" in request:
-            reply = {"pid": _fork_submission(request, fds, server)}
+        if "fork" in request:
+            _clean(workdir, None, ended)
+            reply = {"pid": _fork_submission(request["fork"], fds, server, workdir)}
+        elif "alive" in request:
+            _wait(request["alive"], ended, 0)
+            reply = {"alive": request["alive"] not in ended}
         else:
-            reply = {"status": _wait(request["status"], ended, request["seconds"])}
+            _wait(request["end"], ended, request["grace"])
+            _clean(workdir, request["end"], ended)
+            reply = {"status": ended.pop(request["end"], None)}
         server.sendall(json.dumps(reply).encode())
 
 
-def _wait(pid: int, ended: dict[int, int], seconds: float = 5.0) -> int | None:
-    """The exit status of a forked submission (negative: the signal), waiting for it up to `seconds`."""
+def _wait(pid: int, ended: dict[int, int], seconds: float) -> None:
+    """Reap the processes that ended into `ended` (pid: status, negative for a signal), waiting up to
+    `seconds` for `pid` to be one of them."""
     deadline = time.monotonic() + seconds
-    while pid not in ended and time.monotonic() < deadline:
+    while True:
         try:
             done, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            break
+            return
         if done:
             ended[done] = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        elif pid in ended or time.monotonic() >= deadline:
+            return
         else:
             time.sleep(0.01)
-    return ended.pop(pid, None)
 
 
 if __name__ == "__main__":
     del sys.path[0]  # run as a file: its own folder is not a place to import from
-    zygote(int(sys.argv[1]))
+    zygote(int(sys.argv[1]), sys.argv[2])

@@ -7,8 +7,10 @@ correct() answers with gptlib's reference solutions, typical() with one typical 
 the hostile submissions (for notebook 05 only, whose checkers are fast) crash, loop, delete their
 cells, flood the output, import what is missing, ask for 8 GiB, snoop on the grader, forge the checker,
 answer from a table of the public test's points, type the course configuration's numbers (constant),
-raise the hidden configuration as their error (leaky), or answer right in other types (typed).
-What each deserves is not written here: the tests ask gptlib's checker in this process (expected_result) and compare.
+raise the hidden configuration as their error (leaky), answer right in other types (typed), look for
+other processes, signal their parents, leave a daemon that kills whatever it can, fork without end,
+look for gptlib's answers, or answer with values that lie (confined()). What each deserves is not
+written here: the tests ask gptlib's checker in this process (expected_result) and compare.
 """
 
 from __future__ import annotations
@@ -172,7 +174,85 @@ def hostile(correct_05: str, hidden_test: str, other_student: str, port: int, me
                   "def tied_count(c):\n    return np.int64(solutions.tied_count(c))"),
     }
     return {"stub": None, "noimport": "import a_module_nobody_has\n" + correct_05,
-            **{student: correct_05 + "\n" + code for student, code in added.items()}}
+            **{student: correct_05 + "\n" + code for student, code in {**added, **confined()}.items()}}
+
+
+def confined() -> dict[str, str]:
+    """Code added to notebook 05's correct answers by the submissions that test the sandbox. Each
+    count(c) is right only if every attempt failed (the first four): the process snoop sees no
+    process but its zygote (PID 1) and its own, and cannot read the zygote's memory or environment;
+    the signaller's signals to its parent, to PID 1 and to every process it may signal change nothing;
+    the fork bomb stops before 64 processes; the writer can write in /tmp only. The daemon (double
+    fork, setsid) kills every process it can, every 20 ms, for ever: it ends its own notebook (zero),
+    and the students graded after it in the same sandbox must not notice. The peeker finds gptlib's
+    reference answers neither importable nor readable (an empty folder where they live). The liars answer with an
+    IntEnum holding the right counts (read as those ints: full points) and an int subclass whose
+    == always holds but whose value is wrong (read as its value: zero)."""
+    procsnoop = (
+        "import os\n"
+        "def _alone():\n"
+        "    seen = {int(p) for p in os.listdir('/proc') if p.isdigit()}\n"
+        "    if seen - {1, os.getpid()}:\n        return False\n"
+        "    for path in ('/proc/1/mem', '/proc/1/environ', '/etc/shadow', '/etc/passwd'):\n"
+        "        try:\n            open(path, 'rb').read(1)\n            return False\n"
+        "        except OSError:\n            pass\n"
+        "    return os.getuid() != 0\n"
+        "ALONE = _alone()\n"
+        "def count(c, _count=count):\n    return _count(c) if ALONE else -1")
+    signaller = (
+        "import os, signal\n"
+        "for pid, sig in ((os.getppid(), signal.SIGKILL), (1, signal.SIGKILL), (1, signal.SIGTERM), (1, signal.SIGINT),\n"
+        "                 (-1, signal.SIGKILL)):\n"
+        "    try:\n        os.kill(pid, sig)\n    except OSError:\n        pass")
+    bomb = (
+        "import os, time\n"
+        "FORKED = 0\n"
+        "try:\n"
+        "    for _ in range(100_000):\n"
+        "        if os.fork() == 0:\n            time.sleep(3600)\n            os._exit(0)\n"
+        "        FORKED += 1\n"
+        "except OSError:\n    pass\n"
+        "def count(c, _count=count):\n    return _count(c) if FORKED < 64 else -1")
+    writer = (
+        "import os\n"
+        "import gptlib\n"
+        "def _writes(path):\n"
+        "    try:\n        open(path, 'w').close()\n        return True\n    except OSError:\n        return False\n"
+        "HOME_ONLY = [_writes(p) for p in ('/tmp/mine', '/outside', '/usr/lib/mine', '/dev/mine',\n"
+        "             os.path.join(os.path.dirname(gptlib.__file__), 'mine'))] == [True, False, False, False, False]\n"
+        "def count(c, _count=count):\n    return _count(c) if HOME_ONLY else -1")
+    daemon = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        while True:\n"
+        "            try:\n                os.kill(-1, 9)\n            except OSError:\n                pass\n"
+        "            time.sleep(0.02)\n"
+        "    os._exit(0)\n"
+        "time.sleep(1)")
+    peeker = (
+        "import importlib, os\n"
+        "import gptlib\n"
+        "def _hidden():\n"
+        "    folder = os.path.join(os.path.dirname(gptlib.__file__), 'exercises', 'answers')\n"
+        "    for name in ('gptlib.exercises.answers.solutions', 'gptlib.exercises.answers.concepts'):\n"
+        "        try:\n            importlib.import_module(name)\n            return False\n"
+        "        except ImportError:\n            pass\n"
+        "    try:\n        return os.listdir(folder) == []\n    except OSError:\n        return True\n"
+        "HIDDEN = _hidden()\n"
+        "def count(c, _count=count):\n    return _count(c) if HIDDEN else -1")
+    liar_enum = (
+        "import enum\n"
+        "def count(c, _count=count):\n    return enum.IntEnum('Count', {'n': _count(c)}).n\n"
+        "def tied_count(c, _tied=tied_count):\n    return enum.IntEnum('Count', {'n': _tied(c)}).n")
+    liar_eq = (
+        "class Liar(int):\n"
+        "    def __eq__(self, other):\n        return True\n"
+        "    __hash__ = int.__hash__\n"
+        "def count(c, _count=count):\n    return Liar(_count(c) + 1)")
+    return {"procsnoop": procsnoop, "signaller": signaller, "bomb": bomb, "writer": writer, "daemon": daemon,
+            "peeker": peeker, "intenum": liar_enum, "liar": liar_eq}
 
 
 def submission(released: dict, code: str | None, drop_answers: bool = False) -> dict:

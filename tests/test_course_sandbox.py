@@ -1,0 +1,235 @@
+"""The sandbox a submission runs in (gptlib/course/sandbox.py), tried from inside by hostile cells.
+
+Each test runs cells in a submission's process (judge.Submission, forked in this test process's
+sandbox) that try something a student should not be able to do, and reads back what they saw.
+The last test grades a small class as an ordinary user (uid 54321, under LC_ALL=C), through the
+command line, as an instructor without root would.
+"""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from gptlib.course import assign, sandbox
+from gptlib.course.__main__ import UNCONFINED, main
+from gptlib.course.judge import Limits, Sandbox, Submission
+from gptlib.course.questions import questions
+from tests.support import course_class
+from tests.support.notebook_files import NOTEBOOKS
+
+pytestmark = pytest.mark.slow  # starts processes: `pytest -m slow` (not in `pytest -m unit`)
+
+ROOT = Path(__file__).resolve().parents[1]
+ORDINARY = 54321  # a uid no account has: the ordinary user of the last test
+
+
+@pytest.fixture(scope="module")
+def shared():
+    """A folder the submissions may read (Limits.read_only): a file anyone may read, and one only its
+    owner may (root's, when the tests run as root)."""
+    (ROOT / "build").mkdir(exist_ok=True)  # not under /tmp, where the sandbox has its own
+    folder = Path(tempfile.mkdtemp(prefix="sandbox-test-", dir=ROOT / "build"))
+    os.chmod(folder, 0o755)
+    (folder / "public.txt").write_text("anyone")
+    (folder / "secret.txt").write_text("root only")
+    os.chmod(folder / "public.txt", 0o644)
+    os.chmod(folder / "secret.txt", 0o600)
+    yield folder
+    shutil.rmtree(folder)
+
+
+@pytest.fixture(scope="module")
+def limits(shared):
+    problem = sandbox.confinement_problem()
+    assert problem is None, f"this machine cannot confine submissions ({problem}): `make system-packages`"
+    yield Limits(cells_s=60, call_s=10, tmp=8 * 2**20, read_only=(str(shared),))
+    if Sandbox._current is not None:
+        Sandbox._current.close()
+        Sandbox._current = None
+
+
+def seen(limits: Limits, code: str, *names: str) -> list:
+    """Run `code` as a submission's only cell, then read the values it left in `names`."""
+    submission = Submission([(0, code)], limits)
+    try:
+        replies = [submission.ask("get", name, seconds=limits.call_s, doing="reading") for name in names]
+        assert not submission.cell_errors, submission.cell_errors
+        assert all(reply[0] == "value" for reply in replies), replies
+        return [reply[1] for reply in replies]
+    finally:
+        submission.close()
+
+
+def _status(pid) -> dict[str, str]:
+    text = Path(f"/proc/{pid}/status").read_text()
+    return {key: value.strip() for key, value in (line.split(":", 1) for line in text.splitlines())}
+
+
+def _descendants(pid: int) -> list[int]:
+    children = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    return children + [d for c in children for d in _descendants(c)]
+
+
+def test_a_submission_runs_as_nobody_with_no_capability_and_no_way_back(limits):
+    code = ("import os, time\nuid = os.getuid()\nstatus = open('/proc/self/status').read()\n"
+            "if os.fork() == 0:\n    time.sleep(3600)")  # a child, seen from the host below
+    submission = Submission([(0, code)], limits)
+    try:
+        uid, status = (submission.ask("get", name, seconds=10, doing="reading")[1] for name in ("uid", "status"))
+        fields = dict(line.split(":\t") for line in status.splitlines() if ":\t" in line)
+        assert uid == sandbox.NOBODY
+        assert {key: fields[key].strip() for key in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs")} == {
+            "CapInh": "0" * 16, "CapPrm": "0" * 16, "CapEff": "0" * 16, "CapBnd": "0" * 16, "CapAmb": "0" * 16,
+            "NoNewPrivs": "1"}
+        # From the host: the inner bwrap, its zygote, the submission and its child run as nobody (graded by
+        # root) or as the grading user, never uid 0; only the outer bwrap that waits for them is root's.
+        started = Sandbox.get(limits).process.pid
+        inside = _descendants(started) if os.geteuid() == 0 else [started, *_descendants(started)]
+        expected = sandbox.NOBODY if os.geteuid() == 0 else os.geteuid()
+        uids = {p: _status(p)["Uid"].split() for p in inside}
+        assert len(uids) >= 4 and all(u == [str(expected)] * 4 for u in uids.values()), uids
+        assert all(_status(p)["CapEff"] == "0" * 16 for p in inside)
+    finally:
+        submission.close()
+
+
+def test_a_submission_sees_no_process_and_no_file_of_the_host(limits, shared):
+    """Its /proc holds its zygote (PID 1) and itself; its / holds the libraries, Python, gptlib, the
+    shared test folder, its writable folder (/tmp links to it), /proc and /dev; no /etc/shadow, no
+    home, no host /proc."""
+    code = ("import os\npids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\nme = os.getpid()\n"
+            "top = sorted(os.listdir('/'))\netc = sorted(os.listdir('/etc'))\n"
+            "def attempt(path):\n    try:\n        return open(path).read()\n    except OSError as error:\n"
+            "        return type(error).__name__\n"
+            f"reads = [attempt(p) for p in ('/etc/shadow', '/etc/passwd', '/proc/1/environ', "
+            f"{str(shared / 'public.txt')!r}, {str(shared / 'secret.txt')!r})]")
+    pids, me, top, etc, reads = seen(limits, code, "pids", "me", "top", "etc", "reads")
+    assert pids == sorted({1, me})
+    assert set(top) <= {"usr", "lib", "lib64", "etc", "tmp", "proc", "dev", sandbox.SANDBOX_TMP[1:]} | {
+        Path(p).parts[1] for p in [*sandbox.python_paths(), str(shared)]}
+    assert etc == ["ld.so.cache"]
+    assert reads[:3] == ["FileNotFoundError", "FileNotFoundError", "PermissionError"]
+    assert reads[3] == "anyone"
+    if os.geteuid() == 0:
+        assert reads[4] == "PermissionError"  # root's 0600 file, in a folder the submission can read
+    else:
+        pytest.skip("a file only root reads needs the tests to run as root (the sandbox runs as the grading user)")
+
+
+def test_a_submission_cannot_signal_its_parent_nor_stop_the_next_one(limits):
+    """Signals to its parent (the zygote, PID 1), to PID 1 and to every process it may signal change
+    nothing: the grader goes on, and the next submission starts from the same zygote."""
+    code = ("import os, signal\nparent = os.getppid()\nrefused = []\n"
+            "for pid, sig in ((parent, 9), (1, 9), (1, 15), (1, 2), (-1, 9)):\n"
+            "    try:\n        os.kill(pid, sig)\n    except OSError as error:\n        refused.append(error.errno)")
+    zygote = Sandbox.get(limits).process.pid
+    assert seen(limits, code, "parent") == [1]
+    assert Sandbox.get(limits).process.pid == zygote and Sandbox._current.process.poll() is None
+    assert seen(limits, "alive = True", "alive") == [True]
+
+
+def test_nothing_a_submission_starts_outlives_it(limits):
+    """A daemon (double fork, setsid) that sleeps for an hour is gone when the next submission starts."""
+    code = ("import os, time\nreader, writer = os.pipe()\n"
+            "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+            "        os.write(writer, str(os.getpid()).encode())\n        time.sleep(3600)\n    os._exit(0)\n"
+            "daemon = int(os.read(reader, 20))\nalive = os.path.exists(f'/proc/{daemon}')")
+    daemon, alive = seen(limits, code, "daemon", "alive")
+    assert alive
+    pids, me = seen(limits, "import os\npids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n"
+                            "me = os.getpid()", "pids", "me")
+    assert daemon not in pids and pids == sorted({1, me})
+
+
+def test_a_fork_bomb_stops_at_the_process_limit(limits):
+    code = ("import os, time\nforked, error = 0, None\n"
+            "try:\n    for _ in range(100_000):\n        if os.fork() == 0:\n            time.sleep(3600)\n"
+            "            os._exit(0)\n        forked += 1\nexcept OSError as e:\n    error = e.errno")
+    forked, error = seen(limits, code, "forked", "error")
+    assert error == 11  # EAGAIN: RLIMIT_NPROC, counted for the sandbox's user in its own namespace
+    assert limits.processes - 8 <= forked < limits.processes  # the zygote and the submission count too
+    assert seen(limits, "import os\nn = sum(p.isdigit() for p in os.listdir('/proc'))", "n") == [2]
+
+
+def test_only_tmp_is_writable_and_it_is_bounded(limits):
+    code = ("import os\nimport gptlib\n"
+            "def writes(path):\n    try:\n        open(path, 'w').close()\n        return True\n"
+            "    except OSError:\n        return False\n"
+            "where = [writes(p) for p in ('/tmp/a', '/b', '/usr/lib/c', '/dev/d', '/proc/e', "
+            "os.path.join(os.path.dirname(gptlib.__file__), 'f'))]\n"
+            "written = 0\ntry:\n    for i in range(1000):\n        with open(f'/tmp/{i}', 'wb') as file:\n"
+            "            file.write(b'x' * 2**20)\n        written += 2**20\nexcept OSError:\n    pass")
+    where, written = seen(limits, code, "where", "written")
+    assert where == [True, False, False, False, False, False]
+    assert written <= limits.tmp
+    left = "import os\nleft = [f for f in os.listdir('/tmp') if not f.startswith('.')]"  # IPython makes /tmp/.ipython
+    assert seen(limits, left, "left") == [[]]  # the next one starts with an empty /tmp
+
+
+def test_grade_refuses_to_run_unconfined_unless_told(tmp_path, monkeypatch, capsys):
+    (tmp_path / "build" / "autograder").mkdir(parents=True)
+    (tmp_path / "submissions").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it
+    argv = ["grade", str(tmp_path / "submissions"), "--out", str(tmp_path / "build"), "--no-progress"]
+    with pytest.raises(SystemExit):
+        main(argv)
+    assert "cannot confine submissions: bubblewrap (bwrap) is not installed" in capsys.readouterr().err
+    assert main([*argv, UNCONFINED]) == 0
+
+
+def _reachable(path: str) -> list[str]:
+    """Arguments of a bwrap run as root that let any user reach `path` (the Python install may be in
+    root's 0700 home): a tmpfs over the first folder above it others cannot enter, folders down to it."""
+    parts = Path(path).parts
+    for depth in range(2, len(parts)):
+        closed = Path(*parts[:depth])
+        if not os.stat(closed).st_mode & 0o001:
+            below = [str(Path(*parts[:d])) for d in range(depth + 1, len(parts))]
+            return ["--tmpfs", str(closed), *[a for d in below for a in ("--perms", "0755", "--dir", d)],
+                    "--ro-bind", path, path]
+    return []
+
+
+def test_an_ordinary_user_grades_a_class_under_any_locale(tmp_path_factory):
+    """`python -m gptlib.course grade` as uid 54321 (no account, no capability) with LC_ALL=C: the
+    sandbox confines each submission (the process snoop and the fork bomb score full points only
+    so), and a student's folder name that is not UTF-8 reaches the CSV as text."""
+    name = "05_gpt_and_parameter_count"
+    root = Path(tempfile.mkdtemp(prefix="gptlib-ordinary-"))
+    try:
+        build, subs = root / "build", root / "submissions"
+        assign.build([p for p in NOTEBOOKS if p.stem == name], build)
+        released = json.loads((build / "student" / name / f"{name}.ipynb").read_text())
+        asked = questions(json.loads(next(p for p in NOTEBOOKS if p.stem == name).read_text()))
+        correct = course_class.code(name, asked, wrong=False)
+        hostile = course_class.confined()
+        students = {os.fsdecode(b"stud\xe9nt"): correct, "procsnoop": correct + "\n" + hostile["procsnoop"],
+                    "bomb": correct + "\n" + hostile["bomb"]}
+        for student, code in students.items():
+            (subs / student).mkdir(parents=True)
+            (subs / student / f"{name}.ipynb").write_text(json.dumps(course_class.submission(released, code)))
+        command = [sys.executable, "-m", "gptlib.course", "grade", str(subs), "--out", str(build), "--workers", "1",
+                   "--no-progress", "--cells-s", "90", "--call-s", "10"]
+        env = {"PATH": os.environ["PATH"], "LC_ALL": "C", "HOME": str(root), "PYTHONPATH": str(ROOT),
+               "PYTHONDONTWRITEBYTECODE": "1"}
+        if os.geteuid() == 0:
+            subprocess.run(["chown", "-R", f"{ORDINARY}:{ORDINARY}", str(root)], check=True, timeout=60)
+            view = [a for p in sandbox.python_paths() for a in _reachable(p)]
+            command = ["bwrap", "--dev-bind", "/", "/", *view, "--die-with-parent", "--", "setpriv",
+                       f"--reuid={ORDINARY}", f"--regid={ORDINARY}", "--clear-groups", "--no-new-privs",
+                       "--inh-caps=-all", "--bounding-set=-all", *command]
+        done = subprocess.run(command, env=env, capture_output=True, timeout=600, cwd=root)
+        assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
+        with open(build / "grades" / "grades.csv", encoding="utf-8") as file:
+            rows = {row["student"]: row for row in csv.DictReader(file)}
+        assert set(rows) == {"stud\\xe9nt", "procsnoop", "bomb"}
+        assert all(float(row[f"{name}:score"]) > 0 and float(row["overall_percent"]) == 100 for row in rows.values()), rows
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
