@@ -19,6 +19,7 @@ variant this CPU can run, three at a time. The variants left out on this CPU, an
 
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -107,10 +108,10 @@ LEVEL = this_cpu()
 CHOSEN = chosen(LEVEL, everything=os.environ.get("GPTLIB_PORTABILITY") == "all")
 
 
-def nbval_under(env: dict[str, str], notebooks: str = "notebooks") -> tuple[int, str]:
+def nbval_under(env: dict[str, str], notebooks: tuple[str, ...] = ("notebooks",)) -> tuple[int, str]:
     """(exit code, output) of nbval over `notebooks` in a pytest process with `env` added, niced;
     that process is killed after VARIANT_TIMEOUT_S (its kernels, ipykernel's, end with their parent)."""
-    command = [sys.executable, "-m", "pytest", "-q", "-rfE", "--no-header", "-p", "no:xdist", notebooks]
+    command = [sys.executable, "-m", "pytest", "-q", "-rfE", "--no-header", "-p", "no:xdist", *notebooks]
     process = subprocess.Popen(command, cwd=ROOT, env=os.environ | env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
     os.setpriority(os.PRIO_PROCESS, process.pid, 10)  # the kernels it starts inherit it
@@ -123,11 +124,27 @@ def nbval_under(env: dict[str, str], notebooks: str = "notebooks") -> tuple[int,
     return process.returncode, output
 
 
+STARTUP_DEATH = "RuntimeError: Kernel died before replying to kernel_info"
+
+
+def checked_under(env: dict[str, str]) -> tuple[int, str]:
+    """nbval_under(env), with the notebooks whose kernel died before its first reply run once more: that is a
+    kernel that failed to start, not an output that differs (seen once in a fresh-clone run with many kernels
+    starting at once; its cause was not found). Any other failure stands as it is."""
+    code, output = nbval_under(env)
+    failures = re.findall(r"^(?:FAILED|ERROR) (\S+?\.ipynb)::.*? - (.*)$", output, re.M)
+    if code != 0 and failures and all(STARTUP_DEATH in why for _, why in failures):
+        again = tuple(sorted({path for path, _ in failures}))
+        code, rerun = nbval_under(env, again)
+        output += f"\n--- {', '.join(again)} again, after a kernel died starting:\n{rerun}"
+    return code, output
+
+
 @pytest.mark.portability
 @pytest.mark.timeout(VARIANT_TIMEOUT_S * len(CHOSEN) // 3 + 120)
 def test_notebooks_match_their_outputs_under_other_cpus():
     with ThreadPoolExecutor(max_workers=3) as pool:  # three nbval processes at a time
-        results = dict(zip(CHOSEN, pool.map(nbval_under, [VARIANTS[name] for name in CHOSEN])))
+        results = dict(zip(CHOSEN, pool.map(checked_under, [VARIANTS[name] for name in CHOSEN])))
     failed = {name: output for name, (code, output) in results.items() if code != 0}
     assert not failed, "\n\n".join(
         f"variant '{name}' ({' '.join(f'{k}={v}' for k, v in VARIANTS[name].items())}; torch reports "
