@@ -40,9 +40,9 @@ def _metrics(model, prompts: PatchingPrompts, layer: int, head: int) -> dict[str
     patched = stream_writes(model, prompts.corrupted, replace={label: clean[label]})
     noised = stream_writes(model, prompts.clean, replace={label: corrupted[label]})
     index = clean.labels.index(label)
-    swapped = logit_pieces(model, corrupted).total + (logit_pieces(model, clean).direct[index]
-                                                      - logit_pieces(model, corrupted).direct[index])
-    return {"clean": m(logits_from_writes(model, clean)), "corrupted": m(logits_from_writes(model, corrupted)),
+    clean_pieces, corrupted_pieces = logit_pieces(model, clean), logit_pieces(model, corrupted)
+    swapped = corrupted_pieces.total + clean_pieces.direct[index] - corrupted_pieces.direct[index]
+    return {"clean": m(clean_pieces.total), "corrupted": m(corrupted_pieces.total),
             "patched": m(logits_from_writes(model, patched)), "noised": m(logits_from_writes(model, noised)),
             "direct only": m(swapped)}
 
