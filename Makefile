@@ -23,6 +23,9 @@ $(VENV)/.ready-%: pyproject.toml tools/ensure_env.py
 
 .PRECIOUS: $(VENV)/.ready-%
 
+# course and test also install the course kit, a package of its own (course/pyproject.toml: gptlib_course)
+$(VENV)/.ready-course $(READY): course/pyproject.toml
+
 env: $(LEARNER)
 
 lab: $(LEARNER)  ## install the learner's set (the notebooks extra) where missing, then open notebooks/ in JupyterLab on 127.0.0.1
@@ -54,10 +57,10 @@ COURSE ?= build/course
 SUBMISSIONS ?= submissions
 
 assignments: $(VENV)/.ready-course  ## build $(COURSE)/student (release) and $(COURSE)/autograder (hidden tests) from notebooks/
-	$(BIN)/python -m gptlib.course assign --out $(COURSE)
+	$(BIN)/python -m gptlib_course assign --out $(COURSE)
 
 grade: $(VENV)/.ready-course system-packages  ## grade $(SUBMISSIONS)/<student>/<NN_name>.ipynb in parallel, each in a bubblewrap sandbox: $(COURSE)/grades/grades.csv and feedback/<student>.html
-	$(BIN)/python -m gptlib.course grade $(SUBMISSIONS) --out $(COURSE)
+	$(BIN)/python -m gptlib_course grade $(SUBMISSIONS) --out $(COURSE)
 
 $(HUB_PROXY):
 	npm install --no-audit --no-fund --prefix build/hub configurable-http-proxy@4

@@ -5,7 +5,7 @@
 
 Half the class answers with gptlib's reference solutions, half with the typical mistakes of
 tests/support/course_class.py; every notebook of every student goes through the full sandbox
-and judge (gptlib/course), each submission in bubblewrap (--unconfined: without it, to measure what
+and judge (gptlib_course), each submission in bubblewrap (--unconfined: without it, to measure what
 the confinement costs). Prints the CPU, the load average before and after, the rate, the peak
 resident memory of the largest process grading started (a judge, a sandbox's zygote, a submission),
 and the CPU time all of them used per notebook: on a machine shared with other work the rate falls
@@ -25,10 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from gptlib.course import assign
-from gptlib.course.grade import grade_class, load_tests, throughput
-from gptlib.course.judge import Limits
-from gptlib.course.questions import questions
+from gptlib_course import assign
+from gptlib_course.grade import grade_class, load_tests, throughput
+from gptlib_course.judge import Limits
+from gptlib_course.questions import questions
 from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
 

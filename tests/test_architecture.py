@@ -1,5 +1,6 @@
-"""ARCHITECTURE.md: the layer rule holds for every import in gptlib, read from the source; every name
-the symbol index cites is importable, every notebook it cites exists."""
+"""ARCHITECTURE.md: the layer rule holds for every import in gptlib, read from the source, and the
+grading kit (gptlib_course) sits above gptlib; every name the symbol index cites is importable, every
+notebook it cites exists."""
 
 import ast
 import importlib
@@ -27,11 +28,11 @@ def layer(module: str) -> str:
     return top if top in ("model", "viz") else "analysis"
 
 
-def package_sources() -> dict[str, str]:
-    """{module name: its source} for every .py file of gptlib ('gptlib.viz' for gptlib/viz/__init__.py)."""
+def package_sources(package: Path = ROOT / "gptlib") -> dict[str, str]:
+    """{module name: its source} for every .py file of a package ('gptlib.viz' for gptlib/viz/__init__.py)."""
     sources = {}
-    for path in sorted((ROOT / "gptlib").rglob("*.py")):
-        parts = path.relative_to(ROOT).with_suffix("").parts
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package.parent).with_suffix("").parts
         sources[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path.read_text()
     return sources
 
@@ -55,6 +56,7 @@ def imports(module: str, source: str, modules) -> set[str]:
 
 
 SOURCES = package_sources()
+KIT_SOURCES = package_sources(ROOT / "course" / "gptlib_course")  # the instructor's course kit, its own package
 
 
 def back_edges(sources: dict[str, str]) -> list[str]:
@@ -71,6 +73,35 @@ def back_edges(sources: dict[str, str]) -> list[str]:
 
 def test_no_module_imports_a_layer_to_its_right():
     assert back_edges(SOURCES) == []
+
+
+def kit_edges(sources: dict[str, str], kit: dict[str, str]) -> list[str]:
+    """Imports that break the course kit's place above gptlib: a gptlib module importing gptlib_course
+    (a student's environment has gptlib alone), or the kit importing a gptlib module that does not exist."""
+    broken = []
+    for module, source in sources.items():
+        broken += [f"{module} imports {target}" for target in sorted(imports(module, source, sources))
+                   if target.split(".")[0] == "gptlib_course"]
+    for module, source in kit.items():
+        targets = sorted(imports(module, source, sources | kit))
+        broken += [f"{module} imports {target}, not a module of gptlib" for target in targets
+                   if target.split(".")[0] == "gptlib" and target not in sources]
+    return sorted(broken)
+
+
+def test_the_course_kit_imports_gptlib_and_gptlib_never_imports_it():
+    assert "gptlib_course.judge" in KIT_SOURCES and "gptlib.course.grader" in SOURCES  # the two halves, found
+    assert "gptlib.course.cases" in imports("gptlib_course.judge", KIT_SOURCES["gptlib_course.judge"], SOURCES | KIT_SOURCES)
+    assert kit_edges(SOURCES, KIT_SOURCES) == []
+
+
+def test_the_kit_check_catches_gptlib_importing_the_kit_and_the_kit_importing_what_is_not_there():
+    scratch = SOURCES | {"gptlib.course.grader": SOURCES["gptlib.course.grader"] + "\nfrom gptlib_course import judge\n"}
+    kit = KIT_SOURCES | {"gptlib_course.scratch": "from gptlib.course import cases\nfrom gptlib.course.assign import build\n"}
+    assert kit_edges(scratch, kit) == [
+        "gptlib.course.grader imports gptlib_course",
+        "gptlib_course.scratch imports gptlib.course.assign, not a module of gptlib",
+    ]
 
 
 def test_the_layer_check_resolves_every_form_of_import_and_catches_back_edges():

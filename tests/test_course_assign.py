@@ -1,4 +1,4 @@
-"""gptlib.course assign: the assignments come from the notebooks' own checker calls, in step with them.
+"""gptlib_course assign: the assignments come from the notebooks' own checker calls, in step with them.
 
 In process, no sandbox: the questions found, the student notebook, public and hidden test files,
 grader.check on the reference solutions, and whether each hidden variant moves the checker's points.
@@ -15,9 +15,10 @@ import nbformat
 import pytest
 
 from gptlib import exercises
-from gptlib.course import assign, cases
+from gptlib.course import cases
 from gptlib.course.grader import Notebook
-from gptlib.course.questions import ROLE_KEY, cells_to_run, questions
+from gptlib_course import assign
+from gptlib_course.questions import ROLE_KEY, cells_to_run, questions
 from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
 

@@ -1,4 +1,4 @@
-"""The gradebook (gptlib/course/gradebook.py) on stored results written here: points per case, weights,
+"""The gradebook (course/gptlib_course/gradebook.py) on stored results written here: points per case, weights,
 the late policy, the exports' columns, and text a spreadsheet or a browser cannot misread. No grading runs
 (tests/test_course_grading.py grades a class and checks the same files it writes)."""
 
@@ -9,8 +9,8 @@ import unicodedata
 
 import pytest
 
-from gptlib.course import gradebook
-from gptlib.course.grade import feedback_page
+from gptlib_course import gradebook
+from gptlib_course.grade import feedback_page
 
 DEADLINE = dt.datetime(2026, 12, 9, 23, 59, tzinfo=dt.timezone.utc)
 BOOK_TEXT = f"""

@@ -1,4 +1,4 @@
-"""gptlib.course grade on a synthetic class: builds the assignments, grades the set in parallel,
+"""gptlib_course grade on a synthetic class: builds the assignments, grades the set in parallel,
 and checks the CSV and the feedback against what each submission deserves, which is what gptlib's
 checker says for the same code in this process (tests/support/course_class.py).
 
@@ -23,15 +23,16 @@ import sys
 import threading
 import time
 import unicodedata
+from pathlib import Path
 
 import pytest
 
 from gptlib import exercises
-from gptlib.course import assign, gradebook, sandbox
-from gptlib.course.grade import grade_class, load_tests
 from gptlib.course.grader import Notebook
-from gptlib.course.judge import ERROR_TEXT, HIDDEN_MESSAGES, Limits, Submission, _answer_names
-from gptlib.course.questions import cells_to_run, questions
+from gptlib_course import assign, gradebook, sandbox
+from gptlib_course.grade import grade_class, load_tests
+from gptlib_course.judge import ERROR_TEXT, HIDDEN_MESSAGES, Limits, Submission, _answer_names
+from gptlib_course.questions import cells_to_run, questions
 from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
 
@@ -40,6 +41,8 @@ pytestmark = pytest.mark.slow  # starts processes or trains: `pytest -m slow` (n
 GRADED = ("01_multi_head_attention", "04_layernorm_geometry", "05_gpt_and_parameter_count")
 NB05 = "05_gpt_and_parameter_count"
 LIMITS = Limits(cells_s=90, call_s=5)  # a loop costs call_s per case; the checkers of 01, 04, 05 call for milliseconds
+ROOT = Path(__file__).resolve().parents[1]
+KIT_ENV = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'course'}"}  # `python -m gptlib_course`: this tree's
 
 
 def _read(path):
@@ -373,7 +376,8 @@ def test_the_sandbox_holds_against_each_attempt(graded, student):
 
 def test_the_sandbox_covers_the_folder_a_class_never_gets():
     """What the peeker found empty is gptlib's answers folder itself (assign leaves it out of the release)."""
-    assert str(assign.ANSWERS.resolve()) in sandbox.hidden_paths() and any(assign.ANSWERS.iterdir())
+    hidden = sandbox.hidden_paths(sandbox.python_paths())
+    assert str(assign.ANSWERS.resolve()) in hidden and any(assign.ANSWERS.iterdir())
 
 
 def test_a_daemon_dies_with_its_notebook(graded):
@@ -475,9 +479,9 @@ def test_ctrl_c_keeps_the_grades_written_and_a_rerun_resumes(graded, tmp_path):
     subs = _two_students(graded, tmp_path, "zzz")
     shutil.copytree(graded["build"] / "autograder", tmp_path / "build" / "autograder")
     kept = tmp_path / "build" / "grades" / "graded"
-    command = [sys.executable, "-m", "gptlib.course", "grade", str(subs), "--out", str(tmp_path / "build"),
+    command = [sys.executable, "-m", "gptlib_course", "grade", str(subs), "--out", str(tmp_path / "build"),
                "--workers", "1", "--cells-s", "900"]
-    grading = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    grading = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=KIT_ENV)
     try:
         deadline = time.monotonic() + 300  # 4 notebooks not submitted, then correct's 05
         while len(list(kept.glob("*.json"))) < 2 * len(GRADED) - 1 and time.monotonic() < deadline:
@@ -490,7 +494,7 @@ def test_ctrl_c_keeps_the_grades_written_and_a_rerun_resumes(graded, tmp_path):
     assert "interrupted" in grading.stderr.read()
     assert len(written) == 2 * len(GRADED) - 1
     assert {p: p.stat().st_mtime_ns for p in kept.glob("*.json")} == written
-    done = subprocess.run([*command[:-1], "5"], capture_output=True, text=True, timeout=600)
+    done = subprocess.run([*command[:-1], "5"], capture_output=True, text=True, timeout=600, env=KIT_ENV)
     assert done.returncode == 0, done.stderr
     assert {p: p.stat().st_mtime_ns for p in written} == written and len(list(kept.glob("*.json"))) == 2 * len(GRADED)
     with open(tmp_path / "build" / "grades" / "grades.csv", encoding="utf-8") as file:

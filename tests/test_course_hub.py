@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from gptlib.course import assign
+from gptlib_course import assign
 from tests.support.notebook_files import NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,9 +19,9 @@ import pytest
 import torch
 
 import gptlib
-from gptlib.course import assign
-from gptlib.course.questions import questions
 from gptlib.exercises.answers import concepts, solutions
+from gptlib_course import assign
+from gptlib_course.questions import questions
 from tests.support.notebook_files import NOTEBOOKS
 
 pytestmark = pytest.mark.slow  # a kernel per notebook

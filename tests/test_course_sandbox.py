@@ -1,4 +1,4 @@
-"""The sandbox a submission runs in (gptlib/course/sandbox.py), tried from inside by hostile cells.
+"""The sandbox a submission runs in (course/gptlib_course/sandbox.py), tried from inside by hostile cells.
 
 Each test runs cells in a submission's process (judge.Submission, forked in this test process's
 sandbox) that try something a student should not be able to do, and reads back what they saw.
@@ -7,6 +7,7 @@ command line, as an instructor without root would.
 """
 
 import csv
+import dataclasses
 import json
 import os
 import shutil
@@ -17,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from gptlib.course import assign, sandbox
-from gptlib.course.__main__ import UNCONFINED, main
-from gptlib.course.judge import Limits, Sandbox, Submission
-from gptlib.course.questions import questions
+from gptlib_course import assign, sandbox
+from gptlib_course.__main__ import UNCONFINED, main
+from gptlib_course.judge import Limits, Sandbox, Submission
+from gptlib_course.questions import questions
 from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
 
@@ -102,8 +103,8 @@ def test_a_submission_runs_as_nobody_with_no_capability_and_no_way_back(limits):
 
 def test_a_submission_sees_no_process_and_no_file_of_the_host(limits, shared):
     """Its /proc holds its zygote (PID 1) and itself; its / holds the libraries, Python, gptlib, the
-    shared test folder, its writable folder (/tmp links to it), /proc and /dev; no /etc/shadow, no
-    home, no host /proc."""
+    zygote's program, the shared test folder, its writable folder (/tmp links to it), /proc and /dev;
+    no /etc/shadow, no home, no host /proc."""
     code = ("import os\npids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\nme = os.getpid()\n"
             "top = sorted(os.listdir('/'))\netc = sorted(os.listdir('/etc'))\n"
             "def attempt(path):\n    try:\n        return open(path).read()\n    except OSError as error:\n"
@@ -112,7 +113,7 @@ def test_a_submission_sees_no_process_and_no_file_of_the_host(limits, shared):
             f"{str(shared / 'public.txt')!r}, {str(shared / 'secret.txt')!r})]")
     pids, me, top, etc, reads = seen(limits, code, "pids", "me", "top", "etc", "reads")
     assert pids == sorted({1, me})
-    assert set(top) <= {"usr", "lib", "lib64", "etc", "tmp", "proc", "dev", sandbox.SANDBOX_TMP[1:]} | {
+    assert set(top) <= {"usr", "lib", "lib64", "etc", "tmp", "proc", "dev", sandbox.SANDBOX_TMP[1:], sandbox.ZYGOTE[1:]} | {
         Path(p).parts[1] for p in [*sandbox.python_paths(), str(shared)]}
     assert etc == ["ld.so.cache"]
     assert reads[:3] == ["FileNotFoundError", "FileNotFoundError", "PermissionError"]
@@ -173,6 +174,33 @@ def test_only_tmp_is_writable_and_it_is_bounded(limits):
     assert seen(limits, left, "left") == [[]]  # the next one starts with an empty /tmp
 
 
+KIT = Path(sandbox.PROGRAM).parent  # gptlib_course, the grading kit: the judge's code, the hidden tests' reader
+LOOK_FOR_THE_KIT = (  # a hostile cell: the kit's modules imported, even from its folder put on sys.path, and its files
+    "import importlib, os, sys\n"
+    f"sys.path.insert(0, {str(KIT.parent)!r})\n"
+    "def attempt(name):\n    try:\n        importlib.import_module(name)\n        return 'imported'\n"
+    "    except ImportError as error:\n        return type(error).__name__\n"
+    "imports = [attempt(name) for name in ('gptlib_course.judge', 'gptlib_course.assign', 'gptlib_course.sandbox')]\n"
+    f"kit = sorted(os.listdir({str(KIT)!r})) if os.path.isdir({str(KIT)!r}) else None\n"
+    f"beside = sorted(os.listdir({str(KIT.parent)!r})) if os.path.isdir({str(KIT.parent)!r}) else None")
+
+
+def test_a_submission_finds_nothing_of_the_grading_kit(limits):
+    """gptlib_course is not in the sandbox: none of its modules imports, its folder is not there (the
+    zygote's program alone is, at /zygote.py)."""
+    assert seen(limits, LOOK_FOR_THE_KIT, "imports", "kit", "beside") == [["ModuleNotFoundError"] * 3, None, None]
+
+
+def test_where_a_bound_folder_holds_the_grading_kit_its_folder_is_empty(limits):
+    """Installed into the virtualenv (pip install ./course, not editable), the kit lies in a folder the
+    sandbox binds: there an empty tmpfs covers it. Here course/, bound as such a folder, stands in for
+    site-packages: what is beside the kit is seen, the kit's folder is empty and nothing of it imports."""
+    beside_the_kit = dataclasses.replace(limits, read_only=(*limits.read_only, str(KIT.parent)))
+    imports, kit, beside = seen(beside_the_kit, LOOK_FOR_THE_KIT, "imports", "kit", "beside")
+    assert kit == [] and KIT.name in beside and "pyproject.toml" in beside
+    assert imports == ["ModuleNotFoundError"] * 3
+
+
 def test_grade_refuses_to_run_unconfined_unless_told(tmp_path, monkeypatch, capsys):
     (tmp_path / "build" / "autograder").mkdir(parents=True)
     (tmp_path / "submissions").mkdir()
@@ -198,7 +226,7 @@ def _reachable(path: str) -> list[str]:
 
 
 def test_an_ordinary_user_grades_a_class_under_any_locale(tmp_path_factory):
-    """`python -m gptlib.course grade` as uid 54321 (no account, no capability) with LC_ALL=C: the
+    """`python -m gptlib_course grade` as uid 54321 (no account, no capability) with LC_ALL=C: the
     sandbox confines each submission (the process snoop and the fork bomb score full points only
     so), and a student's folder name that is not UTF-8 reaches the CSV as text."""
     name = "05_gpt_and_parameter_count"
@@ -215,9 +243,9 @@ def test_an_ordinary_user_grades_a_class_under_any_locale(tmp_path_factory):
         for student, code in students.items():
             (subs / student).mkdir(parents=True)
             (subs / student / f"{name}.ipynb").write_text(json.dumps(course_class.submission(released, code)))
-        command = [sys.executable, "-m", "gptlib.course", "grade", str(subs), "--out", str(build), "--workers", "1",
+        command = [sys.executable, "-m", "gptlib_course", "grade", str(subs), "--out", str(build), "--workers", "1",
                    "--no-progress", "--cells-s", "90", "--call-s", "10"]
-        env = {"PATH": os.environ["PATH"], "LC_ALL": "C", "HOME": str(root), "PYTHONPATH": str(ROOT),
+        env = {"PATH": os.environ["PATH"], "LC_ALL": "C", "HOME": str(root), "PYTHONPATH": f"{ROOT}:{ROOT / 'course'}",
                "PYTHONDONTWRITEBYTECODE": "1"}
         if os.geteuid() == 0:
             subprocess.run(["chown", "-R", f"{ORDINARY}:{ORDINARY}", str(root)], check=True, timeout=60)

@@ -32,3 +32,10 @@ def test_the_installer_needs_the_python_pyproject_requires():
 
 def test_the_installer_offers_every_extra_but_the_benchmarks():
     assert set(ensure_env.EXTRAS) == set(PROJECT["optional-dependencies"]) - {"bench"}
+
+
+def test_the_course_kit_is_installed_for_the_course_and_test_extras_only():
+    kit = ["-e", str(ROOT / "course")]
+    assert ensure_env.editables(["course"]) == ["-e", f"{ROOT}[course]", *kit]
+    assert ensure_env.editables(["notebooks", "test"]) == ["-e", f"{ROOT}[notebooks,test]", *kit]
+    assert all(ensure_env.editables([extra]) == ["-e", f"{ROOT}[{extra}]"] for extra in ("notebooks", "app", "book"))

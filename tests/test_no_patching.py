@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = ("gptlib", "tests", "benchmarks", "tools", "book")
+FOLDERS = ("gptlib", "course", "tests", "benchmarks", "tools", "book")
 
 
 def sources() -> dict[str, str]:
@@ -21,9 +21,9 @@ def sources() -> dict[str, str]:
     return {str(path.relative_to(ROOT)): path.read_text() for path in paths if "vendor" not in path.parts}
 
 
-# The project's own top-level modules: its folders, and files imported by name from beside them
-# (tests/browser's `servers`, ...).
-OWN = {*FOLDERS, *(Path(path).stem for path in sources())}
+# The project's own top-level modules: its folders, the course kit's package (course/gptlib_course), and
+# files imported by name from beside them (tests/browser's `servers`, ...).
+OWN = {*FOLDERS, "gptlib_course", *(Path(path).stem for path in sources())}
 
 
 def foreign_names(tree: ast.Module) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """Packaging promises: a light import, every imported package declared for the audience that uses it,
-one list of dependencies (pyproject.toml), a requires-python that holds, and the notebooks copied out
-by `python -m gptlib` without losing a learner's work."""
+one list of dependencies (pyproject.toml; the course kit's in course/pyproject.toml), a requires-python
+that holds, and the notebooks copied out by `python -m gptlib` without losing a learner's work."""
 
 import ast
 import importlib.metadata
@@ -14,10 +14,13 @@ import pytest
 import yaml
 
 from gptlib import __main__ as command
+from tools import ensure_env
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 EXTRAS = PROJECT["optional-dependencies"]
+KIT = tomllib.loads((ROOT / "course" / "pyproject.toml").read_text())  # the instructor's course kit: gptlib_course
+PACKAGES = (ROOT / "gptlib", ROOT / "course" / "gptlib_course")
 
 
 def normalized(name: str) -> str:
@@ -39,12 +42,13 @@ def requirement_names(requirements: list[str]) -> set[str]:
 
 def declared_for(module: str) -> set[str]:
     """What an environment has when `module` runs: the dependencies, plus the notebooks extra for the
-    figures and explorers (gptlib.viz), the course extra for the course kit (gptlib.course)."""
+    figures and explorers (gptlib.viz) and the student's half of the course kit (gptlib.course, in a
+    released notebook's kernel), and the course kit's own list for the kit (gptlib_course)."""
     names = requirement_names(PROJECT["dependencies"])
-    if module.startswith("gptlib.viz"):
+    if module.startswith("gptlib_course"):  # it requires gptlib-lecture5 (the test below checks)
+        return names | requirement_names(KIT["project"]["dependencies"])
+    if module.startswith(("gptlib.viz", "gptlib.course")):
         names |= requirement_names(EXTRAS["notebooks"])
-    if module.startswith("gptlib.course"):
-        names |= requirement_names(EXTRAS["course"])
     return names
 
 
@@ -56,16 +60,17 @@ def third_party_imports(source: str) -> set[str]:
             found.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
             found.add(node.module.split(".")[0])
-    return {name for name in found if name not in sys.stdlib_module_names and name not in ("__main__", "gptlib")}
+    return {name for name in found if name not in sys.stdlib_module_names and name not in ("__main__", "gptlib", "gptlib_course")}
 
 
 def undeclared_imports() -> list[str]:
-    """'module imports X (distribution D), not declared for it' for every gptlib module; the import name
-    is mapped to its distribution by the installed packages' own metadata (PIL -> Pillow)."""
+    """'module imports X (distribution D), not declared for it' for every module of gptlib and the course
+    kit; the import name is mapped to its distribution by the installed packages' own metadata (PIL -> Pillow)."""
     distributions = importlib.metadata.packages_distributions()
     problems = []
-    for path in sorted((ROOT / "gptlib").rglob("*.py")):
-        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    paths = [path for package in PACKAGES for path in sorted(package.rglob("*.py"))]
+    for path in paths:
+        module = ".".join(path.relative_to(next(p for p in PACKAGES if path.is_relative_to(p)).parent).with_suffix("").parts)
         for name in sorted(third_party_imports(path.read_text())):
             dists = {normalized(d) for d in distributions.get(name, [])}
             if not dists & declared_for(module):
@@ -78,16 +83,28 @@ def test_every_package_gptlib_imports_is_declared_for_the_audience_that_runs_it(
     assert undeclared_imports() == []
 
 
+def test_the_course_kit_is_a_package_of_its_own_on_top_of_the_learners_set():
+    """course/pyproject.toml: gptlib_course alone, needing gptlib with the notebooks extra (the zygote runs
+    IPython) and JupyterHub; the root's wheel packages gptlib alone (tests/test_wheel.py reads it)."""
+    kit = KIT["project"]
+    assert KIT["tool"]["setuptools"]["packages"] == ["gptlib_course"]
+    assert "gptlib-lecture5[notebooks]" in kit["dependencies"] and "jupyterhub" in requirement_names(kit["dependencies"])
+    assert kit["requires-python"] == PROJECT["requires-python"]
+    assert not any("jupyterhub" in requirement_names(requirements) for requirements in EXTRAS.values())  # in one place
+
+
 def test_the_import_scan_finds_what_it_must():
     source = "import os\nimport PIL.Image\ndef f():\n    from matplotlib import figure\nfrom . import x\n"
     assert third_party_imports(source) == {"PIL", "matplotlib"}
     assert "pillow" in declared_for("gptlib.viz.display") and "pillow" not in declared_for("gptlib.model")
-    assert "jupyterhub" in declared_for("gptlib.course.grader") and "voila" not in declared_for("gptlib.course.grader")
+    assert "jupyterhub" in declared_for("gptlib_course.judge") and "jupyterhub" not in declared_for("gptlib.course.grader")
+    assert "ipython" in declared_for("gptlib.course.grader") and "voila" not in declared_for("gptlib_course.judge")
 
 
 def test_make_test_installs_every_audience():
     audiences = set().union(*(requirement_names(EXTRAS[extra]) for extra in ("notebooks", "app", "book", "course")))
     assert requirement_names(EXTRAS["test"]) >= audiences
+    assert ensure_env.editables(["test"])[-2:] == ["-e", str(ROOT / "course")]  # and the course kit, with its own list
 
 
 def test_the_learner_set_leaves_out_the_other_audiences_tools():
@@ -98,7 +115,7 @@ def test_the_learner_set_leaves_out_the_other_audiences_tools():
 def test_requires_python_holds_for_every_python_file():
     minimum = tuple(map(int, re.fullmatch(r">=(\d+)\.(\d+)", PROJECT["requires-python"]).groups()))
     assert sys.version_info[:2] >= minimum
-    files = [p for folder in ("gptlib", "tests", "tools", "benchmarks") for p in (ROOT / folder).rglob("*.py")]
+    files = [p for folder in ("gptlib", "course", "tests", "tools", "benchmarks") for p in (ROOT / folder).rglob("*.py")]
     for path in files:  # the grammar of the minimum version (tomllib, which tests use, is 3.11's)
         ast.parse(path.read_text(), str(path), feature_version=minimum)
 

@@ -10,7 +10,9 @@ every step is a Python call or a process started without a shell. Steps, each sk
    find-links if there is one, else PyTorch's CPU wheel index, else (macOS, Windows, whose
    PyPI wheels are CPU-only) PyPI; on Linux without either it stops and says why;
 3. install gptlib editable with the extras asked for (pip adds only what is missing): notebooks
-   is the learner's set; app, book, course and test each add their audience's on top of it;
+   is the learner's set; app, book, course and test each add their audience's on top of it; course
+   and test also install the instructor's course kit (course/: gptlib_course, with JupyterHub)
+   editable, in the same pip call;
 4. remove rfc3987-syntax again (SLOW_AND_UNUSED says why).
 With --system-packages it only installs, where missing and possible (root and apt-get), the Debian
 packages the tests need besides Python's: Chromium (browser tests), bubblewrap (the course kit's
@@ -33,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MINIMUM_PYTHON = (3, 11)  # pyproject.toml's requires-python (tests/test_ensure_env.py keeps them equal)
 EXTRAS = ("notebooks", "app", "book", "course", "test")
+WITH_COURSE_KIT = ("course", "test")  # the extras that also install course/ (a package of its own: gptlib_course)
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 VENV_SCHEMES = {"posix": "posix_venv", "nt": "nt_venv"}  # sysconfig's layouts of a virtual environment
 SYSTEM_PACKAGES = {"chromium": "chromium", "bwrap": "bubblewrap", "npm": "npm"}  # command -> Debian package
@@ -104,6 +107,13 @@ def ensure_system_packages() -> None:
         subprocess.run(cmd, env=env, check=True)
 
 
+def editables(extras: list[str]) -> list[str]:
+    """pip's arguments for the project's own packages: gptlib with `extras`, and the course kit where an
+    extra needs it (its requirement gptlib-lecture5[notebooks] is met by the gptlib beside it)."""
+    kit = ["-e", str(ROOT / "course")] if set(extras) & set(WITH_COURSE_KIT) else []
+    return ["-e", f"{ROOT}[{','.join(extras)}]", *kit]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--venv", type=Path, default=ROOT / ".venv")
@@ -119,7 +129,7 @@ def main() -> None:
         parser.error(f"--extras: unknown {', '.join(unknown)}; choose from {', '.join(EXTRAS)}")
     python = ensure_venv(args.venv)
     ensure_cpu_torch(python)
-    if not run(str(python), "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[{','.join(extras)}]"):
+    if not run(str(python), "-m", "pip", "install", "--quiet", *editables(extras)):
         sys.exit("pip could not install gptlib's dependencies (see above)")
     if subprocess.run([str(python), "-m", "pip", "show", "-q", SLOW_AND_UNUSED], capture_output=True).returncode == 0:
         run(str(python), "-m", "pip", "uninstall", "--quiet", "--yes", SLOW_AND_UNUSED)

@@ -1,4 +1,4 @@
-"""python -m gptlib.course assign | grade: see gptlib/course/__init__.py and docs/teaching.md."""
+"""python -m gptlib_course assign | grade: see gptlib_course/__init__.py and docs/teaching.md."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ UNCONFINED = "--unconfined-i-accept-students-can-read-each-other"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gptlib.course")
+    parser = argparse.ArgumentParser(prog="python -m gptlib_course")
     commands = parser.add_subparsers(dest="command", required=True)
     build = commands.add_parser("assign", help="build student notebooks, public and hidden tests from the exercise notebooks")
     build.add_argument("notebooks", nargs="*", type=Path, help="default: notebooks/[0-9]*.ipynb")
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(built)} assignments in {args.out}: {', '.join(built)}")
         return 0
     if not (args.out / "autograder").is_dir():
-        parser.error(f"{args.out / 'autograder'} does not exist: run `python -m gptlib.course assign --out {args.out}` first")
+        parser.error(f"{args.out / 'autograder'} does not exist: run `python -m gptlib_course assign --out {args.out}` first")
     if not args.submissions.is_dir():
         parser.error(f"{args.submissions} is not a folder of <student>/<NN_name>.ipynb")
     confined = not getattr(args, UNCONFINED[2:].replace("-", "_"))

@@ -1,5 +1,5 @@
 """Build the assignments: for every notebook that asks questions, the student's folder and the
-autograder's folder (`python -m gptlib.course assign`, `make assignments`).
+autograder's folder (`python -m gptlib_course assign`, `make assignments`).
 
     OUT/student/NN_name/NN_name.ipynb      the notebook as released (questions.student_notebook)
     OUT/student/NN_name/tests/NAME.py      public cases only: what grader.check runs
@@ -38,9 +38,10 @@ import torch
 
 import gptlib
 from gptlib import exercises
+from gptlib.course import cases
 from gptlib.exercises import sealed
 
-from . import cases, gradebook
+from . import gradebook
 from .questions import Question, code_cells, questions, student_notebook
 
 ANSWERS = Path(exercises.__file__).parent / "answers"  # what a class never gets (exercises/answers/__init__.py)

@@ -1,4 +1,4 @@
-"""Grade a class: SUBMISSIONS/<student>/<NN_name>.ipynb against OUT/autograder (`python -m gptlib.course grade`).
+"""Grade a class: SUBMISSIONS/<student>/<NN_name>.ipynb against OUT/autograder (`python -m gptlib_course grade`).
 
 Each (student, notebook) is one job for a pool of judge processes, one per core; each judge runs
 its submissions in a sandbox of its own (judge.py, sandbox.py), so a crash, a loop, a flood of
@@ -35,7 +35,9 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from . import cases, gradebook
+from gptlib.course import cases
+
+from . import gradebook
 from .judge import CaseOutcome, Limits, NotebookGrade, Sandbox, grade_notebook
 from .sandbox import confinement_problem
 

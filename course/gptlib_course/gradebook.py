@@ -109,7 +109,7 @@ def load(path: Path) -> Book:
 def default_text(assignments: dict[str, dict[str, dict[str, float]]]) -> str:
     """The gradebook file `assign` writes: every question's cases at the points of its test files, weight 1,
     no deadline, the default late policy (each to edit)."""
-    lines = ["# The class's gradebook: edit it, then run `python -m gptlib.course grade` (or `grade --student NAME`).",
+    lines = ["# The class's gradebook: edit it, then run `python -m gptlib_course grade` (or `grade --student NAME`).",
              "# Grades are recomputed from this file and the stored outcomes: no regrading needed after an edit.",
              "# A question's points: its public case's, then its hidden case's (each case earns its own).",
              "# docs/teaching.md, section Gradebook.", "", "[late]",

@@ -36,10 +36,11 @@ from pathlib import Path
 
 import torch
 
+from gptlib.course.cases import TestFile
+from gptlib.course.variants import shifted_seeds
+
 from . import sandbox
-from .cases import TestFile
 from .questions import cells_to_run
-from .variants import shifted_seeds
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ user, PID, IPC, mount, network, UTS and cgroup namespaces (`--unshare-all --unsh
 no capability (`--cap-drop ALL`), no new privileges, no nested user namespace (`--disable-userns`),
 its own session (`--new-session`) and ended with its judge (`--die-with-parent`). Its file system
 is built from nothing: read-only the shared libraries (/usr/lib), the virtualenv, the Python install
-and gptlib, whose reference answers (gptlib/exercises/answers/) an empty tmpfs covers; a private
+and gptlib, whose reference answers (gptlib/exercises/answers/) an empty tmpfs covers, and this file
+(the zygote's program, at /zygote.py): no other file of gptlib_course, the grading kit, is there (an
+empty tmpfs covers it too where it is installed inside the virtualenv); a private
 tmpfs of `tmp_bytes` at /submission (/tmp links to it), its only writable place, its working folder
 and home; its own /proc (its own processes only) and a minimal /dev; the root and /dev read-only.
 Nothing else of the host exists in it: no /etc, no home, no other student, no test, no grade. As an
@@ -13,7 +15,7 @@ ordinary user bwrap runs as that user; as root it first drops to `nobody` (setpr
 capabilities, no new privileges), after an outer bwrap (root, a mount namespace only) has put the
 paths above where nobody can reach them: so the submission is never uid 0 on the host, and reads no root-only file.
 
-Inside, `python gptlib/course/sandbox.py FD /submission` is the namespace's first process (PID 1): a zygote
+Inside, `python /zygote.py FD /submission` (this file) is the namespace's first process (PID 1): a zygote
 that imports torch, IPython and gptlib once, never reads a test, and forks one process per
 submission on the judge's request (starting a submission costs a fork, not seconds of imports).
 Before each fork it kills every other process of its namespace (kill(-1): whatever the last
@@ -59,22 +61,32 @@ from pathlib import Path
 NOBODY = 65534  # the overflow uid and gid: the user a submission runs as, inside and (graded by root) outside
 SYSTEM = ("/usr/lib", "/usr/lib64", "/etc/ld.so.cache")  # the shared libraries Python, torch and numpy load
 SANDBOX_TMP = "/submission"  # the sandbox's writable folder; /tmp links to it (unless a bound path is in /tmp)
+PROGRAM = os.path.realpath(__file__)  # the zygote's program: this file, the only one of gptlib_course a sandbox holds
+ZYGOTE = "/zygote.py"  # where the sandbox holds it
 PR_SET_DUMPABLE = 4
+
+
+def _gptlib() -> Path:
+    """The gptlib being graded with: the judge's own."""
+    import gptlib
+
+    return Path(gptlib.__file__).resolve().parent
 
 
 def python_paths() -> list[str]:
     """What a submission's interpreter needs besides the system's libraries: the virtualenv, the Python
     install it was made from, and the gptlib being graded with (real paths, links resolved)."""
-    gptlib = Path(__file__).resolve().parents[1]
-    paths = [os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix), str(gptlib)]
+    paths = [os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix), str(_gptlib())]
     return list(dict.fromkeys(paths))
 
 
-def hidden_paths() -> list[str]:
-    """Folders of the paths above that a submission must not read, each covered by an empty read-only
-    tmpfs: gptlib's reference answers (gptlib/exercises/answers/, which the class never gets)."""
-    answers = Path(__file__).resolve().parents[1] / "exercises" / "answers"
-    return [str(answers)] if answers.is_dir() else []
+def hidden_paths(bound: list[str]) -> list[str]:
+    """Folders of the `bound` paths that a submission must not read, each covered by an empty read-only
+    tmpfs: gptlib's reference answers (gptlib/exercises/answers/, which the class never gets), and the
+    grading kit (gptlib_course) where a bound folder holds it (installed into the virtualenv, not editable)."""
+    answers, kit = _gptlib() / "exercises" / "answers", Path(PROGRAM).parent
+    hidden = [answers] if answers.is_dir() else []
+    return [str(path) for path in [*hidden, kit] if any(path.is_relative_to(p) for p in bound)]
 
 
 def _interpreter() -> str:
@@ -83,7 +95,7 @@ def _interpreter() -> str:
 
 def environment(tmp: str) -> dict[str, str]:
     """The zygote's whole environment (a submission's too), `tmp` its writable folder."""
-    gptlib_parent = str(Path(__file__).resolve().parents[2])
+    gptlib_parent = str(_gptlib().parent)
     return {"HOME": tmp, "TMPDIR": tmp, "PYTHONPATH": gptlib_parent, "PYTHONUTF8": "1", "PYTHONDONTWRITEBYTECODE": "1",
             "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "MPLCONFIGDIR": f"{tmp}/.matplotlib",
             "IPYTHONDIR": f"{tmp}/.ipython", "PATH": os.path.join(os.path.realpath(sys.prefix), "bin")}
@@ -98,7 +110,8 @@ def _bwrap(paths: list[str], sources: dict[str, str], tmp_bytes: int) -> list[st
             *([] if in_tmp else ["--symlink", SANDBOX_TMP, "/tmp"])]
     for path in [*SYSTEM, *paths]:
         view += ["--ro-bind-try" if path in SYSTEM else "--ro-bind", sources.get(path, path), path]
-    for path in hidden_paths():
+    view += ["--ro-bind", sources.get(PROGRAM, PROGRAM), ZYGOTE]
+    for path in hidden_paths(paths):
         view += ["--tmpfs", path, "--remount-ro", path]
     return ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--uid", str(NOBODY), "--gid", str(NOBODY),
             "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--as-pid-1", *view,
@@ -124,14 +137,14 @@ def command(server_fd: int, confined: bool, tmp_bytes: int, workdir: str, read_o
     """The command line that starts a judge's zygote, listening on `server_fd`; `read_only`: more host
     paths the submissions may read (tests use it)."""
     if not confined:
-        return [_interpreter(), __file__, str(server_fd), workdir]
-    return [*_confining(tmp_bytes, read_only), _interpreter(), __file__, str(server_fd), SANDBOX_TMP]
+        return [_interpreter(), PROGRAM, str(server_fd), workdir]
+    return [*_confining(tmp_bytes, read_only), _interpreter(), ZYGOTE, str(server_fd), SANDBOX_TMP]
 
 
 def _confining(tmp_bytes: int, read_only: list[str] = ()) -> list[str]:
     """The command line before the program: bwrap, and as root first the outer bwrap and setpriv."""
     paths = [*python_paths(), *read_only]
-    prefix, sources = _as_nobody(paths) if os.geteuid() == 0 else ([], {})
+    prefix, sources = _as_nobody([*paths, PROGRAM]) if os.geteuid() == 0 else ([], {})
     return [*prefix, *_bwrap(paths, sources, tmp_bytes)]
 
 

@@ -1,20 +1,12 @@
-"""The course kit: the exercise notebooks as assignments a class can be graded on.
+"""The student's half of the course kit: what a released assignment imports in the student's kernel.
 
-    python -m gptlib.course assign   build/course from notebooks/: student notebooks, public and hidden tests
-    python -m gptlib.course grade    a folder of submissions -> a feedback page per student and the gradebook's
-                                     exports (grades.csv, canvas.csv, gradescope/); --student NAME regrades one
+    grader.py    `grader = Notebook("tests")`; grader.check("NAME"), check_all(), export()
+    cases.py     the test files' format (tests/NAME.py: cases with points and `hidden`), read by
+                 grader.check and by the instructor's judge
+    variants.py  hidden variants: a checker's random draws moved by a secret offset
 
-One source: the questions are the `exercises.check_*(...)` calls the notebooks already make
-(questions.py), and every test is that call, run by gptlib's own checker (cases.py): on the
-public points, and for the hidden variant with every random draw of the checker moved by a
-secret offset (variants.py). Grading (grade.py) runs each submission's code in its own confined
-process (sandbox.py) and the checkers in a trusted judge (judge.py) that only calls the
-submission's functions through a pipe: the submission never sees a test, a secret or another
-student's file, and cannot change how it is judged. Points, weights, deadlines and the late
-policy are in one file the instructor edits (gradebook.py). Docs: docs/teaching.md.
-
-This lives inside gptlib because the student's half (`grader.check`, cases.py) must be importable
-in every student's kernel, which has gptlib installed and nothing else of this repository;
-the hidden tests never ship with it: `assign` writes them only into the instructor's folder.
-Importing gptlib does not import this package.
+The instructor's half (assignments, the judge, the sandbox, the gradebook: `python -m gptlib_course`)
+is its own package, gptlib_course (course/ in the repository, installed by instructors); a student's
+environment has gptlib alone. Importing gptlib does not import this package, and nothing here
+imports gptlib_course.
 """

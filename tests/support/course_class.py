@@ -26,9 +26,10 @@ import torch
 from gptlib import exercises
 from gptlib.config import COURSE_CONFIG
 from gptlib.course import cases
-from gptlib.course.questions import ROLE_KEY
 from gptlib.course.variants import shifted_seeds
 from gptlib.exercises.answers import solutions as _solutions
+from gptlib_course import sandbox
+from gptlib_course.questions import ROLE_KEY
 
 # The reference solutions as a student would type them: their source, run in the notebook into a
 # namespace `solutions` (grading hides gptlib/exercises/answers/ from submissions: importing it fails there).
@@ -185,7 +186,8 @@ def confined() -> dict[str, str]:
     the fork bomb stops before 64 processes; the writer can write in /tmp only. The daemon (double
     fork, setsid) kills every process it can, every 20 ms, for ever: it ends its own notebook (zero),
     and the students graded after it in the same sandbox must not notice. The peeker finds gptlib's
-    reference answers neither importable nor readable (an empty folder where they live). The liars answer with an
+    reference answers neither importable nor readable (an empty folder where they live), nor any module
+    or file of the grading kit (gptlib_course: the judge's code), even with the kit's folder on sys.path. The liars answer with an
     IntEnum holding the right counts (read as those ints: full points) and an int subclass whose
     == always holds but whose value is wrong (read as its value: zero)."""
     procsnoop = (
@@ -232,7 +234,7 @@ def confined() -> dict[str, str]:
         "    os._exit(0)\n"
         "time.sleep(1)")
     peeker = (
-        "import importlib, os\n"
+        "import importlib, os, sys\n"
         "import gptlib\n"
         "def _hidden():\n"
         "    folder = os.path.join(os.path.dirname(gptlib.__file__), 'exercises', 'answers')\n"
@@ -240,7 +242,14 @@ def confined() -> dict[str, str]:
         "        try:\n            importlib.import_module(name)\n            return False\n"
         "        except ImportError:\n            pass\n"
         "    try:\n        return os.listdir(folder) == []\n    except OSError:\n        return True\n"
-        "HIDDEN = _hidden()\n"
+        f"KIT = {str(Path(sandbox.PROGRAM).parent)!r}\n"
+        "def _no_kit():\n"
+        "    sys.path.insert(0, os.path.dirname(KIT))\n"
+        "    for name in ('gptlib_course.judge', 'gptlib_course.assign', 'gptlib_course.sandbox'):\n"
+        "        try:\n            importlib.import_module(name)\n            return False\n"
+        "        except ImportError:\n            pass\n"
+        "    return not os.path.isdir(KIT) or os.listdir(KIT) == []\n"
+        "HIDDEN = _hidden() and _no_kit()\n"
         "def count(c, _count=count):\n    return _count(c) if HIDDEN else -1")
     liar_enum = (
         "import enum\n"
