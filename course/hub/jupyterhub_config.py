@@ -48,7 +48,8 @@ c.ConfigurableHTTPProxy.pid_file = str(DATA / "proxy.pid")
 c.ConfigurableHTTPProxy.command = [os.environ.get("GPTLIB_HUB_PROXY", str(ROOT / "build" / "hub" / "node_modules" / ".bin" /
                                                                          "configurable-http-proxy"))]
 
-# The single-user server: this Python's jupyterhub-singleuser (gptlib and JupyterLab installed beside it).
+# The single-user server: this Python's jupyterhub-singleuser (gptlib and JupyterLab installed beside it; on one
+# machine the hub's environment, so the course kit too: no answer or hidden test is in it, those stay in build/course).
 c.Spawner.cmd = [str(Path(sys.executable).parent / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.start_timeout = 120

@@ -11,7 +11,7 @@ record names no letter or number. Any other number reads "... is not it".
     exercises.concept_answer("7.1")       # the answer and why: self-study only
 
 Where the records come from: a class release ships the records of its notebook's questions
-(OUT/student/NN_name/tests/concepts.json, written by `python -m gptlib.course assign`, a fresh salt
+(OUT/student/NN_name/tests/concepts.json, written by `python -m gptlib_course assign`, a fresh salt
 per build; `grader = Notebook("tests")` loads them); a self-study install seals the questions of
 exercises/answers/concepts.py on first use. There is one way of checking: the self-study check
 reads the same records. (Trying every letter in the kernel finds a choice's answer, as guessing
