@@ -3,7 +3,8 @@ the notebooks extra into a fresh virtual environment, copy the notebooks out wit
 notebooks DIR`, and let nbval run one there, its kernel that environment's Python.
 
 torch comes from a local CPU wheel (pip's configured find-links): without one this test would download
-hundreds of MB, so it skips (in CI it fails).
+hundreds of MB, so it skips (in CI it fails). A second, small test reads the wheel's file list: gptlib
+alone, none of the instructor's course kit (course/, gptlib_course).
 """
 
 import os
@@ -11,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -62,3 +64,28 @@ def test_a_fresh_environment_gets_a_working_companion_from_the_wheel_alone(tmp_p
     out = run([python, "-m", "pytest", "--nbval", "--nbval-current-env", "--nbval-sanitize-with", "nbval_sanitize.cfg",
                "--nbval-cell-timeout=300", "-p", "no:cacheprovider", "-q", NOTEBOOK], tmp_path / "mine", 900)
     assert " passed" in out and "failed" not in out
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_gptlib_and_none_of_the_course_kit(tmp_path):
+    """Built (no dependency, no isolated build environment: seconds) from the release's files and course/ beside
+    them, as in the repository: the wheel's Python modules are gptlib's; of the course kit only the student's half,
+    gptlib/course (grader, the test files' format, hidden variants' seeds), with no judge, sandbox or assignment builder."""
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in (*RELEASED, "course"):
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy(ROOT / name, source / name)
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w", tmp_path / "dist", source],
+        tmp_path, 300)
+    (wheel,) = (tmp_path / "dist").glob("gptlib_lecture5-*.whl")
+    modules = [name for name in zipfile.ZipFile(wheel).namelist() if name.endswith(".py")]
+    assert {name.split("/")[0] for name in modules} == {"gptlib"}
+    assert "gptlib/exercises/sealed.py" in modules  # what a released notebook's kernel needs
+    assert sorted(n.split("/")[-1] for n in modules if n.startswith("gptlib/course/")) == [
+        "__init__.py", "cases.py", "grader.py", "variants.py"]
+    kit = {path.name for path in (ROOT / "course" / "gptlib_course").glob("*.py")} - {"__init__.py", "__main__.py"}
+    assert {"judge.py", "sandbox.py", "assign.py", "gradebook.py"} <= kit
+    assert not [name for name in modules if name.split("/")[-1] in kit]
