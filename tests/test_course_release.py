@@ -1,6 +1,7 @@
 """What a class gets holds no answer: the released notebooks are run as a student would, on gptlib
-as the student image installs it (without gptlib/exercises/answers/), and their text, outputs, the
-kernel's functions and the importable package are searched for every graded answer.
+as the student image installs it (without gptlib/exercises/answers/, and without the course kit,
+gptlib_course, which they must not need), and their text, outputs, the kernel's functions and the
+importable package are searched for every graded answer.
 
 Graded answers searched for: the reference solutions' source (in the notebook and gptlib.exercises:
 the analysis layer computes some graded quantities by design, cost.crossover_T for one); the value of every graded
@@ -77,7 +78,8 @@ def test_a_released_notebook_run_as_a_student_holds_no_graded_answer(path, stude
     right = {i: concepts.SEALED[i].answer if isinstance(concepts.SEALED[i], concepts.Choice)
              else concepts.SEALED[i].answer() for i in ids}
     released = nbformat.read(folder / path.name, as_version=4)
-    first = nbformat.v4.new_code_cell(
+    first = nbformat.v4.new_code_cell(  # None in sys.modules: importing the course kit fails, as in the student's image
+        f"import sys\nsys.modules['gptlib_course'] = None\n"
         f"import gptlib\nassert gptlib.__file__.startswith({str(student_package)!r}), gptlib.__file__")
     probe = nbformat.v4.new_code_cell(textwrap.dedent(f"""
         import types, torch, io, contextlib
@@ -115,6 +117,9 @@ def test_a_released_notebook_run_as_a_student_holds_no_graded_answer(path, stude
     assert not errors, errors
     printed = "".join(o.get("text", "") for o in released.cells[-1].outputs if o["output_type"] == "stream")
     assert printed.strip() == f"False {dict.fromkeys(ids, True)}"  # not importable; the sealed checks still pass
+    needed_the_kit = [o for c in released.cells for o in c.get("outputs", []) if o["output_type"] == "error"
+                      and "gptlib_course" in json.dumps(o)]
+    assert not needed_the_kit, needed_the_kit
 
     released.cells = released.cells[1:-1]  # the notebook as the student has it, with its outputs
     executed = json.dumps(nbformat.writes(released))
