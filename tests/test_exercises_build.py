@@ -11,7 +11,7 @@ from torch import nn
 from gptlib import GPT, GPTConfig
 from gptlib import model as gptlib_model
 from gptlib.exercises import build
-from gptlib.exercises import build_solutions as S
+from gptlib.exercises.answers import build as S
 from gptlib.exercises.build.attention import concatenated
 from gptlib.exercises.build.head import heads
 from gptlib.exercises.build.initialization import INIT_SIZES
