@@ -15,7 +15,8 @@ import nbformat
 import pytest
 
 from gptlib import exercises
-from gptlib.course import assign, cases
+from gptlib.course import assign, cases, gradebook
+from gptlib.course.grade import load_tests
 from gptlib.course.grader import Notebook
 from gptlib.course.questions import ROLE_KEY, cells_to_run, questions
 from tests.support import course_class
@@ -23,12 +24,14 @@ from tests.support.notebook_files import NOTEBOOKS
 
 
 def _checker_calls(notebook: dict) -> list[str]:
-    """Every `exercises.check_*(` call written at the top level of the notebook's code cells, not
-    commented out (read independently, by text). A call indented inside the learner's own flow (notebook
-    09 checks the learner's GPT only once it builds) is practice, not a question the kit can grade."""
+    """Every `exercises.check_*(` and `build.check_*(` call written at the top level of the notebook's code
+    cells, not commented out (read independently, by text), as `check_*` or `build.check_*`. A call indented
+    inside the learner's own flow (notebook 09 checks the learner's GPT only once it builds) is practice, not
+    a question the kit can grade."""
     lines = [line for cell in notebook["cells"] if cell["cell_type"] == "code"
              for line in "".join(cell["source"]).splitlines() if not line.startswith(("#", " ", "\t"))]
-    return [call for line in lines for call in re.findall(r"exercises\.(check_\w+)\(", line)]
+    return [call.removeprefix("exercises.") for line in lines
+            for call in re.findall(r"\b((?:exercises\.(?:build\.)?|build\.)check_\w+)\(", line)]
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +135,9 @@ def test_hidden_variant_catches_an_answer_that_replays_the_public_points(built):
 MUST_MOVE = {"01_multi_head_attention": ["head_circuits", "rank_bounds", "factor_pair_dimension"],
              "04_layernorm_geometry": ["layer_norm", "weight_decay"],
              "05_gpt_and_parameter_count": ["parameter_count", "parameter_table", "tied_count"],
-             "07_computational_cost": ["training_flops", "attention_takeover"]}
+             "07_computational_cost": ["training_flops", "attention_takeover"],
+             "09_build_your_own_gpt": ["layer_norm_module", "attention_head", "multi_head_attention", "mlp", "block",
+                                       "gpt", "init"]}
 
 
 @pytest.mark.parametrize("notebook, question", [(n, q) for n, qs in MUST_MOVE.items() for q in qs])
@@ -143,6 +148,19 @@ def test_hidden_variant_draws_other_points_and_the_reference_passes_there(built,
     assert course_class.hidden_variant_moves(built[0], correct, notebook, question)
     test = cases.load(built[0] / "autograder" / notebook / "tests" / f"{question}.py")
     assert course_class.expected_result(correct[notebook], test.check, course_class.hidden_offset(test))
+
+
+def test_notebook_09_is_an_assignment_graded_per_step(built):
+    """The build track's seven steps (their answers are classes, built and run in the submission's process)
+    are graded questions: a public and a hidden case each, in the gradebook at their points."""
+    out, names = built
+    notebook = "09_build_your_own_gpt"
+    assert notebook in names
+    tests = load_tests(str(out / "autograder" / notebook))
+    assert [t.name for t in tests] == MUST_MOVE[notebook]
+    assert all(sorted((c.hidden, c.points) for c in t.cases) == [(False, 1), (True, 1)] for t in tests)
+    assert gradebook.load(out / "gradebook.ini").assignments[notebook].points == {
+        t.name: {"public": 1, "hidden": 1} for t in tests}
 
 
 def test_every_function_question_is_listed_above(built):

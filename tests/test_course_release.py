@@ -21,7 +21,8 @@ import torch
 import gptlib
 from gptlib.course import assign
 from gptlib.course.questions import questions
-from gptlib.exercises.answers import concepts, solutions
+from gptlib.exercises import hints
+from gptlib.exercises.answers import build, concepts, solutions
 from tests.support.notebook_files import NOTEBOOKS
 
 pytestmark = pytest.mark.slow  # a kernel per notebook
@@ -39,8 +40,9 @@ def _why_texts(ids) -> list[str]:
 
 
 def _solution_sources() -> list[str]:
-    return [textwrap.dedent(inspect.getsource(f)).split('"""')[-1].strip() for part in solutions.SOLUTIONS.values()
-            for f in part]  # each body after its docstring
+    return [textwrap.dedent(inspect.getsource(f)).split('"""')[-1].strip()
+            for part in [*solutions.SOLUTIONS.values(), *build.SOLUTIONS.values()]
+            for f in part]  # each body after its docstring (notebook 09's classes: after their last docstring)
 
 
 def _same(a, b) -> bool:
@@ -100,7 +102,7 @@ def test_a_released_notebook_run_as_a_student_holds_no_graded_answer(path, stude
             importable = False
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
-            for n in range(1, 9):
+            for n in [*range(1, 9), *{list(hints.BUILD_HINTS)!r}]:
                 exercises.show_solution(n)
         revealed = printed.getvalue() + "".join(exercises.concept_answer(i) for i in {ids!r})
         verdicts = {{i: bool(exercises.check_concept(i, a)) for i, a in {right!r}.items()}}
