@@ -122,10 +122,10 @@ class ModuleServer:
         for handle in handles:
             _, slots, synced = self.modules[handle]
             for slot, parameter in enumerate(slots):
-                value = _plain_tensor(parameter)
+                value = torch.Tensor.detach(parameter).as_subclass(torch.Tensor)  # a view: copied only if it changed
                 if not (value.shape == synced[slot].shape and value.dtype == synced[slot].dtype
                         and torch.equal(value, synced[slot])):
-                    found.setdefault(handle, {})[slot] = synced[slot] = value
+                    found.setdefault(handle, {})[slot] = synced[slot] = value.clone()
         return found
 
 
