@@ -163,6 +163,19 @@ def test_notebook_09_is_an_assignment_graded_per_step(built):
         t.name: {"public": 1, "hidden": 1} for t in tests}
 
 
+def test_grader_check_runs_notebook_09_in_the_students_kernel(built):
+    """The student's half needs no mirror: grader.check_all() runs the build checkers on the classes themselves."""
+    out, _ = built
+    report = Notebook(out / "student" / "09_build_your_own_gpt" / "tests", _namespace(course_class.CORRECT_09)).check_all()
+    assert report and repr(report).splitlines()[-1].startswith("public tests: 7 of 7 points")
+
+
+def _namespace(code: str) -> dict:
+    namespace = {}
+    exec(code, namespace)
+    return namespace
+
+
 def test_every_function_question_is_listed_above(built):
     listed = {(n, q) for n, qs in MUST_MOVE.items() for q in qs}
     slow = {("03_residual_stream_and_prenorm", "post_norm_jacobian"), ("06_causality", "dependency_map")}  # seeded: they move
