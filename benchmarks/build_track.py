@@ -1,4 +1,4 @@
-"""The build track's claim, measured: a GPT written plainly in torch (gptlib.exercises.build_solutions:
+"""The build track's claim, measured: a GPT written plainly in torch (gptlib.exercises.answers.build:
 explicit attention matrices, LayerNorm as a formula, one module per head) trained on tiny Shakespeare
 with the build track's settings reaches held-out loss below 2.0 nats/char within 3 minutes, and its
 curve tracks gptlib's own GPT trained with the same settings, batches and seed.
@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from gptlib import COURSE_CONFIG, GPT
-from gptlib.exercises import build_solutions
+from gptlib.exercises.answers import build as build_solutions
 from gptlib.own_training import BUILD_SETTINGS, MEASURED_RUNS, TARGET_LOSS, TARGET_SECONDS, train_on_shakespeare
 from gptlib.train import keep_freed_memory
 

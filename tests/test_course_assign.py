@@ -17,19 +17,22 @@ import pytest
 from gptlib import exercises
 from gptlib.course import cases
 from gptlib.course.grader import Notebook
-from gptlib_course import assign
+from gptlib_course import assign, gradebook
+from gptlib_course.grade import load_tests
 from gptlib_course.questions import ROLE_KEY, cells_to_run, questions
 from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
 
 
 def _checker_calls(notebook: dict) -> list[str]:
-    """Every `exercises.check_*(` call written at the top level of the notebook's code cells, not
-    commented out (read independently, by text). A call indented inside the learner's own flow (notebook
-    09 checks the learner's GPT only once it builds) is practice, not a question the kit can grade."""
+    """Every `exercises.check_*(` and `build.check_*(` call written at the top level of the notebook's code
+    cells, not commented out (read independently, by text), as `check_*` or `build.check_*`. A call indented
+    inside the learner's own flow (notebook 09 checks the learner's GPT only once it builds) is practice, not
+    a question the kit can grade."""
     lines = [line for cell in notebook["cells"] if cell["cell_type"] == "code"
              for line in "".join(cell["source"]).splitlines() if not line.startswith(("#", " ", "\t"))]
-    return [call for line in lines for call in re.findall(r"exercises\.(check_\w+)\(", line)]
+    return [call.removeprefix("exercises.") for line in lines
+            for call in re.findall(r"\b((?:exercises\.(?:build\.)?|build\.)check_\w+)\(", line)]
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +136,9 @@ def test_hidden_variant_catches_an_answer_that_replays_the_public_points(built):
 MUST_MOVE = {"01_multi_head_attention": ["head_circuits", "rank_bounds", "factor_pair_dimension"],
              "04_layernorm_geometry": ["layer_norm", "weight_decay"],
              "05_gpt_and_parameter_count": ["parameter_count", "parameter_table", "tied_count"],
-             "07_computational_cost": ["training_flops", "attention_takeover"]}
+             "07_computational_cost": ["training_flops", "attention_takeover"],
+             "09_build_your_own_gpt": ["layer_norm_module", "attention_head", "multi_head_attention", "mlp", "block",
+                                       "gpt", "init"]}
 
 
 @pytest.mark.parametrize("notebook, question", [(n, q) for n, qs in MUST_MOVE.items() for q in qs])
@@ -144,6 +149,32 @@ def test_hidden_variant_draws_other_points_and_the_reference_passes_there(built,
     assert course_class.hidden_variant_moves(built[0], correct, notebook, question)
     test = cases.load(built[0] / "autograder" / notebook / "tests" / f"{question}.py")
     assert course_class.expected_result(correct[notebook], test.check, course_class.hidden_offset(test))
+
+
+def test_notebook_09_is_an_assignment_graded_per_step(built):
+    """The build track's seven steps (their answers are classes, built and run in the submission's process)
+    are graded questions: a public and a hidden case each, in the gradebook at their points."""
+    out, names = built
+    notebook = "09_build_your_own_gpt"
+    assert notebook in names
+    tests = load_tests(str(out / "autograder" / notebook))
+    assert [t.name for t in tests] == MUST_MOVE[notebook]
+    assert all(sorted((c.hidden, c.points) for c in t.cases) == [(False, 1), (True, 1)] for t in tests)
+    assert gradebook.load(out / "gradebook.ini").assignments[notebook].points == {
+        t.name: {"public": 1, "hidden": 1} for t in tests}
+
+
+def test_grader_check_runs_notebook_09_in_the_students_kernel(built):
+    """The student's half needs no mirror: grader.check_all() runs the build checkers on the classes themselves."""
+    out, _ = built
+    report = Notebook(out / "student" / "09_build_your_own_gpt" / "tests", _namespace(course_class.CORRECT_09)).check_all()
+    assert report and repr(report).splitlines()[-1].startswith("public tests: 7 of 7 points")
+
+
+def _namespace(code: str) -> dict:
+    namespace = {}
+    exec(code, namespace)
+    return namespace
 
 
 def test_every_function_question_is_listed_above(built):

@@ -2,8 +2,9 @@
 and checks the CSV and the feedback against what each submission deserves, which is what gptlib's
 checker says for the same code in this process (tests/support/course_class.py).
 
-Notebooks 01, 04 and 05 here (their checkers take about a second); benchmarks/course_grading.py
-grades all six and measures the throughput.
+Notebooks 01, 04 and 05 here (their checkers take about a second), and notebook 09's build track, whose
+classes stay in the submission's process while the checkers judge their mirrors (remote_module.py), with
+its hostile modules; benchmarks/course_grading.py grades all of them and measures the throughput.
 """
 
 import csv
@@ -31,7 +32,7 @@ from gptlib import exercises
 from gptlib.course.grader import Notebook
 from gptlib_course import assign, gradebook, sandbox
 from gptlib_course.grade import grade_class, load_tests
-from gptlib_course.judge import ERROR_TEXT, HIDDEN_MESSAGES, Limits, Submission, _answer_names
+from gptlib_course.judge import ERROR_TEXT, HIDDEN_MESSAGES, Limits, Submission, _answer_names, _redacted
 from gptlib_course.questions import cells_to_run, questions
 from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
@@ -139,7 +140,11 @@ def _offset(case) -> int:
 def test_feedback_is_what_the_checker_says(graded, student):
     """Every case of every question: the verdict, message and (public) details are the checker's own
     for that code; the correct class earns every point, the typical mistakes none."""
-    for name in GRADED:
+    _assert_feedback_is_the_checkers(graded, student, GRADED)
+
+
+def _assert_feedback_is_the_checkers(graded, student, names):
+    for name in names:
         tests = load_tests(str(graded["build"] / "autograder" / name))
         outcomes = iter(_outcomes(graded, student, name))
         for test in tests:
@@ -227,9 +232,9 @@ def test_regrading_one_student_keeps_every_other_grade_and_applies_the_late_poli
     assert set(rows) == {gradebook.cell(s) for s in graded["grades"]} and float(rows["constant"][f"{NB05}:kept"]) == kept
 
 
-def _by_question(graded, student):
+def _by_question(graded, student, notebook=NB05):
     found = {}
-    for o in _outcomes(graded, student, NB05):
+    for o in _outcomes(graded, student, notebook):
         found.setdefault(o.question, []).append(o)
     return found
 
@@ -501,3 +506,66 @@ def test_ctrl_c_keeps_the_grades_written_and_a_rerun_resumes(graded, tmp_path):
         totals = {row["student"]: float(row[f"{NB05}:score"]) for row in csv.DictReader(file)}
     full = sum(o.points for o in _notebook(graded["grades"]["correct"], NB05).outcomes)
     assert totals == {"correct": full, "zzz": 0}
+
+
+NB09 = "09_build_your_own_gpt"
+BROKEN_STEP = {  # the hostile module of each student of notebook 09, the step it spoils and the reason's words
+    "raises": ("mlp", "raised ValueError: no MLP today"),
+    "loops": ("layer_norm_module", f"took longer than {LIMITS.call_s:g} s in your module's forward"),
+    "reshaped": ("attention_head", "your module returned shape"),
+    "untensored": ("mlp", "your module returned str"),
+    "huge": ("layer_norm_module", f"Tensor of more than {sandbox.REPLY_BYTES // 2**20} MiB"),
+    "killer": ("multi_head_attention", "your notebook's process ended in MultiHeadAttention(...) (killed)"),
+    "unreadable": ("mlp", "parameters of dtype torch.complex64, which the grader does not read"),
+}
+
+
+@pytest.fixture(scope="module")
+def graded_09(tmp_path_factory):
+    """Notebook 09 graded for a class: the reference classes, one typical mistake per step, and the hostile modules."""
+    root = tmp_path_factory.mktemp("class09")
+    build, subs = root / "build", root / "submissions"
+    assign.build([p for p in NOTEBOOKS if p.stem == NB09], build)
+    released = _read(build / "student" / NB09 / f"{NB09}.ipynb")
+    asked = questions(_read(next(p for p in NOTEBOOKS if p.stem == NB09)))
+    codes = {"correct": course_class.code(NB09, asked, wrong=False), "typical": course_class.code(NB09, asked, wrong=True),
+             **{student: course_class.CORRECT_09 + "\n" + code for student, code in course_class.hostile_modules().items()},
+             "copier": "from gptlib.exercises.answers.build import *  # the reference classes, hidden from grading"}
+    for student, code in codes.items():
+        _write(subs / student / f"{NB09}.ipynb", course_class.submission(released, code))
+    grades = grade_class(subs, build / "autograder", build / "grades", workers=2, limits=LIMITS)
+    return {"build": build, "grades": grades, "codes": {student: {NB09: code} for student, code in codes.items()}}
+
+
+@pytest.mark.parametrize("student", ["correct", "typical"])
+def test_notebook_09_feedback_is_what_the_checker_says(graded_09, student):
+    """Each build step graded on its own: the reference classes earn every point (14), each planted mistake
+    zeroes its step with the checker's own message; the classes never left the submission's process."""
+    _assert_feedback_is_the_checkers(graded_09, student, [NB09])
+    earned = sum(o.earned for o in _outcomes(graded_09, student, NB09))
+    assert earned == (14 if student == "correct" else 0)
+
+
+@pytest.mark.parametrize("student", BROKEN_STEP)
+def test_a_hostile_module_costs_only_its_own_step_with_the_reason(graded_09, student):
+    step, reason = BROKEN_STEP[student]
+    found = _by_question(graded_09, student, NB09)
+    public, hidden = sorted(found[step], key=lambda o: o.hidden)
+    assert public.earned == hidden.earned == 0 and public.status in ("error", "failed") and reason in public.message
+    assert hidden.message in (*HIDDEN_MESSAGES.values(), _redacted(reason)) or reason in hidden.message
+    assert not re.search(r"d ?= ?\d|\(2, \d", hidden.message)  # no size of the hidden case
+    assert all(o.earned == o.points for q, outcomes in found.items() if q != step for o in outcomes), found
+
+
+def test_the_reference_classes_cannot_be_imported_at_grading(graded_09):
+    for outcomes in _by_question(graded_09, "copier", NB09).values():
+        assert all(o.earned == 0 and "is not defined in your notebook" in o.message and "ModuleNotFoundError" in o.message
+                   for o in outcomes)
+
+
+def test_a_module_that_lies_about_its_parameters_scores_zero_with_the_reason(graded_09):
+    """The liar rewrites its process's description of every module (a parameter declared of shape (3,)): the
+    judge refuses each, every step scores zero with the reason, and nothing of the lie is used."""
+    for outcomes in _by_question(graded_09, "liar", NB09).values():
+        assert all(o.earned == 0 and "cannot read" in o.message and "shape and dtype the module declared" in o.message
+                   for o in outcomes)

@@ -20,7 +20,8 @@ import pytest
 import torch
 
 import gptlib
-from gptlib.exercises.answers import concepts, solutions
+from gptlib.exercises import hints
+from gptlib.exercises.answers import build, concepts, solutions
 from gptlib_course import assign
 from gptlib_course.questions import questions
 from tests.support.notebook_files import NOTEBOOKS
@@ -40,8 +41,9 @@ def _why_texts(ids) -> list[str]:
 
 
 def _solution_sources() -> list[str]:
-    return [textwrap.dedent(inspect.getsource(f)).split('"""')[-1].strip() for part in solutions.SOLUTIONS.values()
-            for f in part]  # each body after its docstring
+    return [textwrap.dedent(inspect.getsource(f)).split('"""')[-1].strip()
+            for part in [*solutions.SOLUTIONS.values(), *build.SOLUTIONS.values()]
+            for f in part]  # each body after its docstring (notebook 09's classes: after their last docstring)
 
 
 def _same(a, b) -> bool:
@@ -102,7 +104,7 @@ def test_a_released_notebook_run_as_a_student_holds_no_graded_answer(path, stude
             importable = False
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
-            for n in range(1, 9):
+            for n in [*range(1, 9), *{list(hints.BUILD_HINTS)!r}]:
                 exercises.show_solution(n)
         revealed = printed.getvalue() + "".join(exercises.concept_answer(i) for i in {ids!r})
         verdicts = {{i: bool(exercises.check_concept(i, a)) for i, a in {right!r}.items()}}

@@ -103,7 +103,7 @@ def test_a_submission_runs_as_nobody_with_no_capability_and_no_way_back(limits):
 
 def test_a_submission_sees_no_process_and_no_file_of_the_host(limits, shared):
     """Its /proc holds its zygote (PID 1) and itself; its / holds the libraries, Python, gptlib, the
-    zygote's program, the shared test folder, its writable folder (/tmp links to it), /proc and /dev;
+    zygote's program and the mirror's module, the shared test folder, its writable folder (/tmp links to it), /proc and /dev;
     no /etc/shadow, no home, no host /proc."""
     code = ("import os\npids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\nme = os.getpid()\n"
             "top = sorted(os.listdir('/'))\netc = sorted(os.listdir('/etc'))\n"
@@ -113,7 +113,8 @@ def test_a_submission_sees_no_process_and_no_file_of_the_host(limits, shared):
             f"{str(shared / 'public.txt')!r}, {str(shared / 'secret.txt')!r})]")
     pids, me, top, etc, reads = seen(limits, code, "pids", "me", "top", "etc", "reads")
     assert pids == sorted({1, me})
-    assert set(top) <= {"usr", "lib", "lib64", "etc", "tmp", "proc", "dev", sandbox.SANDBOX_TMP[1:], sandbox.ZYGOTE[1:]} | {
+    kit = {sandbox.ZYGOTE[1:], sandbox.MIRROR_AT[1:]}
+    assert set(top) <= {"usr", "lib", "lib64", "etc", "tmp", "proc", "dev", sandbox.SANDBOX_TMP[1:], *kit} | {
         Path(p).parts[1] for p in [*sandbox.python_paths(), str(shared)]}
     assert etc == ["ld.so.cache"]
     assert reads[:3] == ["FileNotFoundError", "FileNotFoundError", "PermissionError"]

@@ -11,13 +11,13 @@ from torch import nn
 from gptlib import GPT, GPTConfig
 from gptlib import model as gptlib_model
 from gptlib.exercises import build
-from gptlib.exercises import build_solutions as S
+from gptlib.exercises.answers import build as S
 from gptlib.exercises.build.attention import concatenated
 from gptlib.exercises.build.head import heads
 from gptlib.exercises.build.initialization import INIT_SIZES
 from gptlib.exercises.build.judging import TOL, judge, same
 from gptlib.exercises.build.mlp import tanh_gap
-from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, Wrong
+from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, Wrong, hidden_variant
 from tests.support import learner_gpts as layouts
 from tests.support.scratch_gpt import ScratchGPT
 
@@ -45,7 +45,7 @@ def head_with(scale=None, hide=1, softmax_dim=-1):
     class Head(S.AttentionHead):
         def forward(self, X):
             q, k, v = X @ self.W_Q, X @ self.W_K, X @ self.W_V
-            S_ = q @ k.transpose(-2, -1) / (scale or math.sqrt(q.shape[-1]))
+            S_ = q @ k.transpose(-2, -1) / (math.sqrt(X.shape[-1]) if scale == "d" else scale or math.sqrt(q.shape[-1]))
             T = X.shape[1]
             A = S_.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(hide), float("-inf")).softmax(softmax_dim)
             return A @ v
@@ -140,7 +140,7 @@ WRONG = [
     (build.check_attention_head, (head_with(hide=0),), "hides the diagonal"),
     (build.check_attention_head, (head_with(hide=2),), "off by one"),
     (build.check_attention_head, (head_with(scale=1.0),), "scaling of the scores is missing"),
-    (build.check_attention_head, (head_with(scale=4.0),), "divided by sqrt(d), the model width"),
+    (build.check_attention_head, (head_with(scale="d"),), "divided by sqrt(d), the model width"),
     (build.check_attention_head, (head_with(softmax_dim=-2),), "softmax runs over the wrong axis"),
     (build.check_multi_head_attention, (attention_joining(lambda C: C.permute(0, 2, 3, 1).flatten(2)),), "wrong order"),
     (build.check_multi_head_attention, (attention_joining(lambda C: C.reshape(C.shape[0], C.shape[2], -1)),),
@@ -166,6 +166,63 @@ WRONG = [
 def test_typical_wrong_versions_fail_with_their_mistake_named(check, args, mistake):
     result = check(*args)
     assert result.status == FAILED and mistake in result.message, result
+
+
+def _built_with(check, args, offset: int) -> list[tuple]:
+    """The sizes each class of `args` is built with by `check` inside hidden_variant(offset), and the first weight
+    the checker gives the module it built (its seeded random weights)."""
+    seen = []
+
+    def recording(cls):
+        def build(*sizes):
+            module = cls(*sizes)
+            seen.append(sizes)
+            return module
+
+        build.__name__ = cls.__name__
+        return build
+
+    recorded = [recording(a) if isinstance(a, type) else a for a in args]
+    with hidden_variant(offset):
+        assert check(*recorded).passed
+    return seen
+
+
+@pytest.mark.parametrize("check, args", CORRECT, ids=[c.__name__ for c, _ in CORRECT])
+@pytest.mark.parametrize("offset", [1, 977, 2**31 - 1])
+def test_a_hidden_variant_builds_at_other_sizes_and_the_reference_passes_it(check, args, offset):
+    """Inside a hidden variant each checker builds the class at other sizes (drawn from the offset, of the same
+    kind: every shape still tells its role), and the reference solution passes there."""
+    public, hidden = _built_with(check, args, 0), _built_with(check, args, offset)
+    assert len(public) == len(hidden) == 1 and len(public[0]) == len(hidden[0])
+    assert public[0] != hidden[0]
+
+
+@pytest.mark.parametrize("offset", [1, 977])
+@pytest.mark.parametrize("check, args, mistake", [w for w in WRONG if not isinstance(w[1][0], nn.Module)],
+                         ids=[m for _, a, m in WRONG if not isinstance(a[0], nn.Module)])
+def test_a_hidden_variant_still_names_the_mistake(check, args, mistake, offset):
+    with hidden_variant(offset):
+        result = check(*args)
+    assert result.status == FAILED and mistake in result.message, result
+
+
+def test_a_hidden_variant_draws_other_weights_and_inputs():
+    """The seeds move too: a module given at fixed sizes sees other weights and another input in a hidden variant."""
+    seen = {}
+
+    class Recording(S.LayerNorm):
+        def forward(self, u):
+            seen.setdefault(self.offset, (u.clone(), self.gamma.detach().clone()))
+            return super().forward(u)
+
+    for offset in (0, 5):
+        module = Recording(16)
+        module.offset = offset
+        with hidden_variant(offset):
+            assert build.check_layer_norm_module(module).passed
+    (X_0, gamma_0), (X_5, gamma_5) = seen[0], seen[5]
+    assert X_0.shape == X_5.shape and not torch.equal(X_0, X_5) and not torch.equal(gamma_0, gamma_5)
 
 
 def test_judge_names_every_mistake_that_reproduces_the_output_not_only_the_first():

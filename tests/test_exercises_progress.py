@@ -3,8 +3,9 @@
 import pytest
 
 from gptlib import exercises
-from gptlib.exercises import build_solutions, hints, result
+from gptlib.exercises import hints, result
 from gptlib.exercises import progress_table as progress
+from gptlib.exercises.answers import build as build_solutions
 from tests.support.notebook_files import NOTEBOOKS, cells
 
 

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from gptlib import GPT, GPTConfig
-from gptlib.exercises import build_solutions
+from gptlib.exercises.answers import build as build_solutions
 from gptlib.own_training import AsGPT, TrainingRun, load_measured_runs, sample_text, train_on_shakespeare
 from gptlib.train import TrainSettings
 

@@ -9,11 +9,12 @@ autograder's folder (`python -m gptlib_course assign`, `make assignments`).
     OUT/student/NN_name/tests/questions.json  every question, in order (grader.check_all)
     OUT/gradebook.ini                      points per case, weights, deadlines, late policy (gradebook.py)
 
-Every question is worth 1 point on its public case; a question whose answer is a function gets a
-hidden variant worth 1 more point (variants.py, a secret seed offset drawn here). A question
-whose answer is an object or a class (`check_own_model(MyGPT(), ...)`, a build-track component)
-is practice: public, 0 points, since the judge only takes plain data and function calls out of
-a submission's process.
+Every question is worth 1 point on its public case; a question whose answer is a function or a class
+gets a hidden variant worth 1 more point (variants.py, a secret seed offset drawn here). A build-track
+class (notebook 09) stays in the submission's process: the judge's checker works on a mirror of the
+module it builds (remote_module.py). A question whose argument is an expression
+(`check_own_model(MyGPT(), ...)`) is practice: public, 0 points, since the judge evaluates no
+expression of the student's.
 
 What a class gets holds no answer: no reference solution (gptlib/exercises/answers/ is not in the
 student image, and grading hides it), no concept answer (concept questions are checked from sealed

@@ -5,7 +5,9 @@ never a link, FIFO or device), starts the submission in a process forked in this
 (sandbox.py: bwrap around a warm zygote), sends it the cells to run (questions.cells_to_run),
 then runs every case of every test file with `run(check, seed_offset)`: the check's names are
 looked up in the submission, a function becomes a `RemoteFunction` that forwards each call the
-checker makes through the pipe, a value comes back as plain data, and every reply is read as
+checker makes through the pipe, a module such a call returns (a build-track class of notebook 09,
+called with the checker's sizes) a mirror whose forward runs there (remote_module.py), a value comes
+back as plain data, and every reply is read as
 untrusted bytes (read_reply): what the judge cannot read is that case's zero with the reason, never
 an exception in the judge. So the checker, its
 references and the hidden seed offsets stay in this process; the submission cannot read them or
@@ -39,7 +41,7 @@ import torch
 from gptlib.course.cases import TestFile
 from gptlib.course.variants import shifted_seeds
 
-from . import sandbox
+from . import remote_module, sandbox
 from .questions import cells_to_run
 
 
@@ -95,6 +97,13 @@ class Submission:
         self.cell_errors: list[str] = []
         self.confinement: dict = {}
         self.output = b""  # the first bytes the submission printed (the rest is read and dropped)
+        self.modules: remote_module.Link | None = None  # the mirrors of this process's modules (a new Link per process)
+        self.stops: list[str] = []  # why the submission was stopped, each time: the grader's own reasons
+
+    def stopped(self, reason: str) -> SubmissionStopped:
+        """SubmissionStopped(reason), its reason noted in self.stops (a hidden case may show it: it names no input)."""
+        self.stops.append(reason)
+        return SubmissionStopped(reason)
 
     def _receive(self, seconds: float, doing: str):
         """The next message, within `seconds`. A process that ended while something it started holds its
@@ -121,7 +130,7 @@ class Submission:
             self._start()
         except SubmissionStopped as gone:
             self.broken = str(gone)
-            raise
+            raise self.stopped(str(gone)) from None
 
     def _start(self) -> None:
         child_reads, judge_writes = os.pipe()
@@ -133,6 +142,7 @@ class Submission:
         self.sandbox = Sandbox.get(limits)
         self.pid = self.sandbox.fork(request, [child_reads, child_writes, printed_write])
         self.process = True
+        self.modules = remote_module.Link(self._forward)
         self.outbound, self.inbound = Connection(judge_writes), Connection(judge_reads)
         threading.Thread(target=self._drain, args=(os.fdopen(printed_read, "rb"),), daemon=True).start()
         ready = self._receive(self.limits.cells_s, "while starting")
@@ -166,8 +176,14 @@ class Submission:
     def ask(self, *request, seconds: float, doing: str):
         if self.process is None:
             self.start()
-        self._send(request, doing)
-        return self._receive(seconds, doing)
+        try:
+            self._send(request, doing)
+            return self._receive(seconds, doing)
+        except SubmissionStopped as gone:
+            raise self.stopped(str(gone)) from None
+
+    def _forward(self, link: remote_module.Link, kind: str, target, args: tuple):
+        return remote_call(self, link, kind, target, args, self.limits.call_s, "in your module's forward")
 
     def _send(self, message, doing: str) -> None:
         try:
@@ -289,18 +305,39 @@ class RemoteFunction:
         self.submission, self.name, self.__name__, self.seconds = submission, name, display_name, seconds
 
     def __call__(self, *args):
-        reply = self.submission.ask("call", self.name, args, seconds=self.seconds, doing=f"in {self.__name__}(...)")
-        if reply[0] == "return" and len(reply) == 2:
-            return reply[1]
-        if reply[0] == "unsendable" and len(reply) == 2:
-            raise TypeError(f"returned a {reply[1]}, which the grader cannot read back "
-                            "(return numbers, strings, tensors or arrays)")
-        if not (reply[0] == "raise" and len(reply) == 4 and all(type(v) is str for v in reply[1:3])):
-            raise SubmissionStopped(f"your notebook sent an unexpected reply in {self.__name__}(...)")
-        _, kind, message, stub = reply
-        if stub is True:  # raised from a file that is no library's, on a `raise` line: the checker reads "not attempted yet"
-            exec(compile("raise NotImplementedError(message)", "<submission>", "exec"), {"message": message})
-        raise type(kind, (Exception,), {})(message)
+        if self.submission.process is None:  # stopped by an earlier call: the cells run again first
+            self.submission.start()
+        return remote_call(self.submission, self.submission.modules, "call", self.name, args, self.seconds,
+                           f"in {self.__name__}(...)")
+
+
+def remote_call(submission: Submission, link: remote_module.Link, kind: str, target, args: tuple, seconds: float,
+                doing: str):
+    """A call of the submission's function (kind "call", target its name) or of a module's forward ("forward",
+    target (handle, node)) through `link`, the process's remote_module.Link: its value (an nn.Module as a mirror),
+    or the submission's own exception raised here (a stub's NotImplementedError as one)."""
+    if link is None or link is not submission.modules or submission.process is None:
+        raise submission.stopped("the process that built your module has ended (an earlier call stopped it)")
+    try:
+        request, handles = link.request(kind, target, args)
+    except ProcessLookupError as error:
+        raise submission.stopped(str(error)) from None
+    reply = submission.ask(*request, seconds=seconds, doing=doing)
+    try:
+        reply = link.received(reply, handles)
+    except ValueError as error:
+        raise submission.stopped(f"your notebook sent {doing} something the grader cannot read ({error})") from None
+    if reply[0] == "return" and len(reply) == 2:
+        return reply[1]
+    if reply[0] == "unsendable" and len(reply) == 2:
+        raise TypeError(f"returned a {reply[1]}, which the grader cannot read back "
+                        "(return numbers, strings, tensors or arrays)")
+    if not (reply[0] == "raise" and len(reply) == 4 and all(type(v) is str for v in reply[1:3])):
+        raise submission.stopped(f"your notebook sent an unexpected reply {doing}")
+    _, kind, message, stub = reply
+    if stub is True:  # raised from a file that is no library's, on a `raise` line: the checker reads "not attempted yet"
+        exec(compile("raise NotImplementedError(message)", "<submission>", "exec"), {"message": message})
+    raise type(kind, (Exception,), {})(message)
 
 
 def _answer_names(check: str) -> list[str]:
@@ -342,18 +379,7 @@ def run_case(submission: Submission, test: TestFile, case) -> CaseOutcome:
     from gptlib.exercises.result import FAILED, Result
 
     safe = []  # messages of the grader's own, which say nothing of the hidden inputs
-
-    def guarded(remote: RemoteFunction):
-        """remote, noting the grader's own reason when a call stops the submission (the checker reports it as an error)."""
-        def call(*args):
-            try:
-                return remote(*args)
-            except SubmissionStopped as gone:
-                safe.append(str(gone))
-                raise
-
-        call.__name__ = remote.__name__
-        return call
+    stops = len(submission.stops)  # the submission stopped by this case's calls: submission.stops[stops:]
 
     def run(check: str, seed_offset: int = 0, functions: tuple[str, ...] = ()):
         answers = {name: _looked_up(submission, name) for name in _answer_names(check)}
@@ -362,8 +388,7 @@ def run_case(submission: Submission, test: TestFile, case) -> CaseOutcome:
             safe.append(f"{values[0]} is a value, not a function: the hidden case asks at other points than the "
                         f"public one, so write {values[0]} as a function of its arguments.")
             return Result(test.name, FAILED, safe[-1])
-        namespace = {"exercises": exercises,
-                     **{name: guarded(a) if isinstance(a, RemoteFunction) else a for name, a in answers.items()}}
+        namespace = {"exercises": exercises, **answers}
         with shifted_seeds(seed_offset):
             return eval(check, namespace)
 
@@ -376,6 +401,7 @@ def run_case(submission: Submission, test: TestFile, case) -> CaseOutcome:
     except Exception as error:  # the checker itself could not use the answer
         return CaseOutcome(test.name, case.hidden, case.points, 0, "error",
                            f"the grader could not use your answer ({type(error).__name__})")
+    safe += submission.stops[stops:]
     if case.hidden:
         message = _redacted(safe[-1]) if safe else HIDDEN_MESSAGES.get(outcome[0], outcome[1])
         return CaseOutcome(test.name, True, case.points, earned, outcome[0], message)

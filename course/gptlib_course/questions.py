@@ -1,7 +1,8 @@
 """The questions of an exercise notebook, read from the checker calls it already makes, and the
 student's version of that notebook.
 
-A question is one top-level statement `exercises.check_NAME(args)` in a code cell. Its name is
+A question is one top-level statement `exercises.check_NAME(args)` (or the build track's
+`build.check_NAME(args)`, read as `exercises.build.check_NAME(args)`) in a code cell. Its name is
 NAME plus its constant string arguments ("parameter_count", "concept_7_1"); its check is the
 call's own source; its answers are the names the call reads from the learner's namespace. A
 literal None among the arguments is the answer slot of a value question (check_concept("7.1",
@@ -37,18 +38,25 @@ class Question:
     name: str  # "parameter_count"
     check: str  # "exercises.check_parameter_count(count)": the notebook's own call
     answers: tuple[str, ...]  # the learner's names the call reads
-    functions: bool  # some answer is a function the notebook defines: a hidden variant makes sense
-    gradable: bool  # every argument is a name or a constant, and none a class: the judge can take it out of the sandbox
+    functions: bool  # some answer is a function or class the notebook defines: a hidden variant makes sense
+    gradable: bool  # every argument is a name or a constant: the judge can take it out of the sandbox (a class's
+    # modules stay there, mirrored: remote_module.py)
 
 
 def _checker_calls(tree: ast.Module) -> list[ast.Expr]:
-    """The top-level statements `exercises.check_*(...)` of a cell."""
-    return [
-        node for node in tree.body
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
-        and isinstance(node.value.func, ast.Attribute) and isinstance(node.value.func.value, ast.Name)
-        and node.value.func.value.id == "exercises" and node.value.func.attr.startswith("check_")
-    ]
+    """The top-level statements `exercises.check_*(...)`, `build.check_*(...)` and `exercises.build.check_*(...)`
+    of a cell; each call's function is made `exercises.[build.]check_*` (the name the tests run it by)."""
+    found = []
+    for node in tree.body:
+        call = node.value if isinstance(node, ast.Expr) else None
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr.startswith("check_")):
+            continue
+        owner = ast.unparse(call.func.value)
+        if owner in ("build", "exercises.build"):
+            call.func.value = ast.Attribute(ast.Name("exercises"), "build")
+        if owner in ("exercises", "build", "exercises.build"):
+            found.append(node)
+    return found
 
 
 def _parse(source: str) -> ast.Module | None:
@@ -103,8 +111,8 @@ def _split_cell(source: str, functions: set[str], classes: set[str]) -> tuple[st
                 slot_line = f"{slot} = None" + (f"  {tail}" if tail.startswith("#") else "")
         arguments = [*call.args, *(k.value for k in call.keywords)]
         answers = tuple(dict.fromkeys(a.id for a in arguments if isinstance(a, ast.Name)))
-        gradable = all(isinstance(a, (ast.Name, ast.Constant)) for a in arguments) and not set(answers) & classes
-        question = Question(name, ast.unparse(call), answers, bool(set(answers) & functions), gradable)
+        gradable = all(isinstance(a, (ast.Name, ast.Constant)) for a in arguments)
+        question = Question(name, ast.unparse(call), answers, bool(set(answers) & (functions | classes)), gradable)
         found.append((question, slot_line))
     for node in reversed(calls):
         del lines[node.lineno - 1:node.end_lineno]
@@ -130,7 +138,7 @@ def _without_answer_pointer(comment: str) -> str:
 
 
 def _without_solution_lines(source: str) -> str:
-    """A hint cell without its show_solution lines (a class release has no reference solutions)."""
+    """A hint cell, or a Markdown cell, without its show_solution lines (a class release has no reference solutions)."""
     return "\n".join(line for line in source.split("\n") if "show_solution(" not in line)
 
 
@@ -152,7 +160,8 @@ WITHHELD_CELL = "*A worked answer to a graded question (`{names}`) is not part o
 def student_notebook(notebook: dict, hints: bool = True, worked: bool = True,
                      withheld: dict[int, list[str]] | None = None) -> dict:
     """The notebook as released: checker calls replaced by grader.check cells, every cell tagged.
-    The hint cells keep their hints and lose their show_solution lines; hints=False drops them;
+    The hint cells keep their hints and lose their show_solution lines (a Markdown line naming it goes too);
+    hints=False drops them;
     worked=False ends the notebook after its last question (the sections that work the exercises out
     are not released). withheld: {index of a cell: the functions in it that answer a graded question}:
     each such cell becomes a Markdown line saying so (assign.worked_answers finds them)."""
@@ -168,6 +177,8 @@ def student_notebook(notebook: dict, hints: bool = True, worked: bool = True,
             continue
         if cell["cell_type"] != "code":
             cell.setdefault("metadata", {})[ROLE_KEY] = {"role": "given"}
+            if cell["cell_type"] == "markdown":
+                cell["source"] = _without_solution_lines("".join(cell["source"]))
             cells.append(cell)
             continue
         source = "".join(cell["source"])

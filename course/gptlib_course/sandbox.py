@@ -5,8 +5,9 @@ user, PID, IPC, mount, network, UTS and cgroup namespaces (`--unshare-all --unsh
 no capability (`--cap-drop ALL`), no new privileges, no nested user namespace (`--disable-userns`),
 its own session (`--new-session`) and ended with its judge (`--die-with-parent`). Its file system
 is built from nothing: read-only the shared libraries (/usr/lib), the virtualenv, the Python install
-and gptlib, whose reference answers (gptlib/exercises/answers/) an empty tmpfs covers, and this file
-(the zygote's program, at /zygote.py): no other file of gptlib_course, the grading kit, is there (an
+and gptlib, whose reference answers (gptlib/exercises/answers/) an empty tmpfs covers, this file
+(the zygote's program, at /zygote.py) and remote_module.py (at /remote_module.py, the submission's half
+of a module's mirror): no other file of gptlib_course, the grading kit, is there (an
 empty tmpfs covers it too where it is installed inside the virtualenv); a private
 tmpfs of `tmp_bytes` at /submission (/tmp links to it), its only writable place, its working folder
 and home; its own /proc (its own processes only) and a minimal /dev; the root and /dev read-only.
@@ -31,7 +32,10 @@ cuts at the output limit.
 Then it runs the cells the judge sends (in an IPython shell, so magics and display() work), and
 answers the judge's requests through the pipe: what a name is, and calls of the submission's
 functions with the arguments the judge's checker chose. Everything it sends back is plain data
-(numbers, strings, tensors, lists), read by the judge as untrusted bytes.
+(numbers, strings, tensors, lists), read by the judge as untrusted bytes, at most REPLY_BYTES a reply.
+A call that returns an nn.Module (a class of notebook 09's build track, called with the checker's
+sizes) keeps it here and describes it; the judge's checker works on a mirror of it, whose forward
+runs here (remote_module.py: its protocol).
 
 `command(..., confined=False)` starts the zygote without bwrap (the judge asks for it only when the
 instructor passed --unconfined-...): then a submission is limited by rlimits only and runs as the
@@ -41,6 +45,8 @@ grading user.
 from __future__ import annotations
 
 import ctypes
+import functools
+import importlib.util
 import io
 import json
 import math
@@ -60,9 +66,12 @@ from pathlib import Path
 
 NOBODY = 65534  # the overflow uid and gid: the user a submission runs as, inside and (graded by root) outside
 SYSTEM = ("/usr/lib", "/usr/lib64", "/etc/ld.so.cache")  # the shared libraries Python, torch and numpy load
+REPLY_BYTES = 32 * 2**20  # a larger reply is refused here, named (the judge reads none over 64 MiB)
 SANDBOX_TMP = "/submission"  # the sandbox's writable folder; /tmp links to it (unless a bound path is in /tmp)
-PROGRAM = os.path.realpath(__file__)  # the zygote's program: this file, the only one of gptlib_course a sandbox holds
+PROGRAM = os.path.realpath(__file__)  # the zygote's program: this file, one of the two of gptlib_course a sandbox holds
 ZYGOTE = "/zygote.py"  # where the sandbox holds it
+MIRROR = str(Path(PROGRAM).with_name("remote_module.py"))  # the other: the submission's half of a module's mirror
+MIRROR_AT = "/remote_module.py"  # where the sandbox holds it: beside the zygote, which loads it by path
 PR_SET_DUMPABLE = 4
 
 
@@ -110,7 +119,7 @@ def _bwrap(paths: list[str], sources: dict[str, str], tmp_bytes: int) -> list[st
             *([] if in_tmp else ["--symlink", SANDBOX_TMP, "/tmp"])]
     for path in [*SYSTEM, *paths]:
         view += ["--ro-bind-try" if path in SYSTEM else "--ro-bind", sources.get(path, path), path]
-    view += ["--ro-bind", sources.get(PROGRAM, PROGRAM), ZYGOTE]
+    view += ["--ro-bind", sources.get(PROGRAM, PROGRAM), ZYGOTE, "--ro-bind", sources.get(MIRROR, MIRROR), MIRROR_AT]
     for path in hidden_paths(paths):
         view += ["--tmpfs", path, "--remount-ro", path]
     return ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--uid", str(NOBODY), "--gid", str(NOBODY),
@@ -144,7 +153,7 @@ def command(server_fd: int, confined: bool, tmp_bytes: int, workdir: str, read_o
 def _confining(tmp_bytes: int, read_only: list[str] = ()) -> list[str]:
     """The command line before the program: bwrap, and as root first the outer bwrap and setpriv."""
     paths = [*python_paths(), *read_only]
-    prefix, sources = _as_nobody([*paths, PROGRAM]) if os.geteuid() == 0 else ([], {})
+    prefix, sources = _as_nobody([*paths, PROGRAM, MIRROR]) if os.geteuid() == 0 else ([], {})
     return [*prefix, *_bwrap(paths, sources, tmp_bytes)]
 
 
@@ -249,11 +258,21 @@ def _send(connection: Connection, *message) -> None:
     connection.send_bytes(buffer.getvalue())
 
 
-def _reply_value(connection: Connection, kind: str, value) -> None:
+def _reply_value(connection: Connection, kind: str, value, *tail) -> None:
+    """(kind, value as plain data, *tail), or ("unsendable", what value is, *tail); tail: plain already."""
+    import torch
+
+    what = type(value).__name__[:60]
+    buffer = io.BytesIO()
     try:
-        _send(connection, kind, _plain(value))
-    except Exception:  # not plain data, or torch.save could not write it
-        _send(connection, "unsendable", type(value).__name__[:60])
+        torch.save((kind, _plain(value), *tail), buffer)
+    except Exception:  # not plain data, or torch.save could not write it (memory included)
+        _send(connection, "unsendable", what, *tail)
+        return
+    if buffer.tell() > REPLY_BYTES:
+        _send(connection, "unsendable", f"{what} of more than {REPLY_BYTES // 2**20} MiB", *tail)
+    else:
+        connection.send_bytes(buffer.getvalue())
 
 
 def _message(error: BaseException) -> str:
@@ -290,9 +309,55 @@ def _stub(raised_by_a_stub, error: NotImplementedError) -> bool:
         return False
 
 
-def _serve(shell, inbound: Connection, connection: Connection) -> None:
-    from gptlib.exercises.result import raised_by_a_stub  # the checkers' own rule for "not attempted yet"
+@functools.cache
+def remote_modules():
+    """remote_module.py, this file's neighbour (this file runs as a program, with no package to import from)."""
+    spec = importlib.util.spec_from_file_location("gptlib_remote_module", Path(__file__).with_name("remote_module.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
+
+def _call(connection: Connection, namespace: dict, modules, request: tuple) -> None:
+    """Run ("call", name, args, state) or ("forward", (handle, node), args, state) under the checker's global
+    state (remote_module.py); reply with its outcome and the changes to the parameters of the modules involved."""
+    import torch
+    from torch import nn
+
+    from gptlib.exercises.result import global_state_kept, raised_by_a_stub  # the checkers' own rules
+
+    kind, target, args, state = request
+    handles = [target[0]] if kind == "forward" else [arg[1] for arg in args if arg[0] == "module"]
+    try:
+        with global_state_kept():
+            torch.set_default_dtype(getattr(torch, state["dtype"]))
+            torch.set_grad_enabled(state["grad"])
+            torch.random.set_rng_state(state["rng"])
+            function = namespace[target] if kind == "call" else modules.node(*target)
+            value = function(*modules.arguments(args, state))
+    except NotImplementedError as error:
+        reply = ("raise", type(error).__name__[:60], _message(error), _stub(raised_by_a_stub, error))
+    except Exception as error:
+        reply = ("raise", type(error).__name__[:60], _message(error), False)
+    else:
+        reply = None
+    changes = modules.changes(handles)
+    if reply is not None:
+        _send(connection, *reply, changes)
+        return
+    if not isinstance(value, nn.Module):
+        _reply_value(connection, "return", value, changes)
+        return
+    try:
+        _, handle, tree = modules.described(value)
+    except Exception as error:  # too large, or parameters that are not read (another dtype)
+        _send(connection, "unsendable", f"{type(value).__name__[:60]} ({_message(error)[:200]})", changes)
+        return
+    _reply_value(connection, "module", (handle, tree), changes)
+
+
+def _serve(shell, inbound: Connection, connection: Connection) -> None:
+    modules = remote_modules().ModuleServer()
     namespace = shell.user_ns
     while True:
         request = pickle.loads(inbound.recv_bytes())
@@ -304,16 +369,8 @@ def _serve(shell, inbound: Connection, connection: Connection) -> None:
                 _send(connection, "function", _function_name(namespace[name], name))
             else:
                 _reply_value(connection, "value", namespace[name])
-        elif request[0] == "call":
-            _, name, args = request
-            try:
-                value = namespace[name](*args)
-            except NotImplementedError as error:
-                _send(connection, "raise", type(error).__name__[:60], _message(error), _stub(raised_by_a_stub, error))
-            except Exception as error:
-                _send(connection, "raise", type(error).__name__[:60], _message(error), False)
-            else:
-                _reply_value(connection, "return", value)
+        else:
+            _call(connection, namespace, modules, request)
 
 
 def run_submission(inbound: Connection, outbound: Connection, output: int) -> None:
@@ -398,6 +455,8 @@ def zygote(server_fd: int, workdir: str) -> None:
     from IPython.core import interactiveshell  # noqa: F401
 
     import gptlib.exercises  # noqa: F401
+
+    remote_modules()
 
     torch.set_num_threads(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # as PID 1, a signal without a handler cannot reach it

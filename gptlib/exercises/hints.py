@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import inspect
 
-from . import build_solutions
-
 HINTS = {
     1: (
         "Walk the specification of Section 5 from the token ids to the logits and write down every tensor "
@@ -146,7 +144,9 @@ def solution_source(n: int | str) -> str:
     """The source of Exercise n's reference solution(s), or of a build step's."""
     _check_exercise(n)
     if n in BUILD_HINTS:
-        return "\n\n".join(inspect.getsource(part) for part in build_solutions.SOLUTIONS[n])
+        from .answers import build  # ModuleNotFoundError in a class release
+
+        return "\n\n".join(inspect.getsource(part) for part in build.SOLUTIONS[n])
     from .answers import solutions  # ModuleNotFoundError in a class release
 
     parts = [inspect.getsource(fn) for fn in solutions.SOLUTIONS[n]]
@@ -157,7 +157,7 @@ def solution_source(n: int | str) -> str:
 
 def show_solution(n: int | str) -> None:
     """Print Exercise n's (or build step n's) reference solution(s), with the argument in each docstring."""
-    where = "answers/solutions.py" if n in HINTS else "build_solutions.py"
+    where = "answers/solutions.py" if n in HINTS else "answers/build.py"
     try:
         source = solution_source(n)
     except ModuleNotFoundError:

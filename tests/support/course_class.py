@@ -9,8 +9,11 @@ cells, flood the output, import what is missing, ask for 8 GiB, snoop on the gra
 answer from a table of the public test's points, type the course configuration's numbers (constant),
 raise the hidden configuration as their error (leaky), answer right in other types (typed), look for
 other processes, signal their parents, leave a daemon that kills whatever it can, fork without end,
-look for gptlib's answers, or answer with values that lie (confined()). What each deserves is not
-written here: the tests ask gptlib's checker in this process (expected_result) and compare.
+look for gptlib's answers, or answer with values that lie (confined()). Notebook 09's build track
+has its own hostile modules (hostile_modules()): a forward that raises, loops, returns another shape, no
+tensor or a huge one, a constructor that kills its process, a module whose parameters cannot be read.
+What each deserves is not written here: the tests ask gptlib's checker in this process
+(expected_result) and compare.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from gptlib import exercises
 from gptlib.config import COURSE_CONFIG
 from gptlib.course import cases
 from gptlib.course.variants import shifted_seeds
+from gptlib.exercises.answers import build as _build_solutions
 from gptlib.exercises.answers import solutions as _solutions
 from gptlib_course import sandbox
 from gptlib_course.questions import ROLE_KEY
@@ -35,6 +39,13 @@ from gptlib_course.questions import ROLE_KEY
 # namespace `solutions` (grading hides gptlib/exercises/answers/ from submissions: importing it fails there).
 SOLUTIONS = ("import types\nsolutions = types.ModuleType('solutions')\n"
              f"exec({Path(_solutions.__file__).read_text()!r}, solutions.__dict__)\n")
+
+
+# The build track's reference classes (notebook 09), typed the same way into a namespace `build_solutions`.
+BUILD_SOLUTIONS = ("import types\nbuild_solutions = types.ModuleType('build_solutions')\n"
+                   f"exec({Path(_build_solutions.__file__).read_text()!r}, build_solutions.__dict__)\n")
+BUILD = ("LayerNorm", "AttentionHead", "MultiHeadAttention", "MLP", "Block", "GPT", "init_weights")
+CORRECT_09 = BUILD_SOLUTIONS + "\n".join(f"{name} = build_solutions.{name}" for name in BUILD)
 
 
 def solved(*names: str) -> str:
@@ -85,6 +96,7 @@ def correct() -> dict[str, str]:
         "05_gpt_and_parameter_count": solved('count', 'rows as table', 'tied_count'),
         "06_causality": solved('dependency_map'),
         "07_computational_cost": solved('flops_per_token', 'takeover_T'),
+        "09_build_your_own_gpt": CORRECT_09,
     }
 
 
@@ -123,7 +135,96 @@ def typical() -> dict[str, str]:
             ""
             "def flops_per_token(config, T):\n    return solutions.flops_per_token(config, T) // 3\n"
             "def takeover_T(config):\n    return 6 * config.d"),
+        "09_build_your_own_gpt": BUILD_SOLUTIONS + TYPICAL_09,
     }
+
+
+TYPICAL_09 = """import torch
+S = build_solutions
+
+
+class LayerNorm(S.LayerNorm):  # the unbiased variance
+    def forward(self, u):
+        return self.gamma * (u - u.mean(-1, keepdim=True)) / torch.sqrt(u.var(-1, keepdim=True) + self.eps) + self.beta
+
+
+class AttentionHead(S.AttentionHead):  # no 1/sqrt(d_head)
+    def forward(self, X):
+        q, k, v = X @ self.W_Q, X @ self.W_K, X @ self.W_V
+        T = X.shape[1]
+        return (q @ k.transpose(-2, -1)).masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float('-inf')).softmax(-1) @ v
+
+
+class MultiHeadAttention(S.MultiHeadAttention):  # no b_O
+    def forward(self, X):
+        return torch.cat([head(X) for head in self.heads], dim=-1) @ self.W_O
+
+
+class MLP(S.MLP):  # ReLU
+    def forward(self, X):
+        return torch.relu(X @ self.W_1 + self.b_1) @ self.W_2 + self.b_2
+
+
+class Block(S.Block):  # post-norm
+    def forward(self, X):
+        Y = self.ln_1(X + self.attn(X))
+        return self.ln_2(Y + self.mlp(Y))
+
+
+class GPT(S.GPT):  # P not added
+    def forward(self, idx):
+        X = self.E[idx]
+        for block in self.blocks:
+            X = block(X)
+        return self.ln_f(X) @ self.W_U
+
+
+def init_weights(model):  # W_O and W_2 not scaled
+    S.init_weights(model)
+    with torch.no_grad():
+        for block in model.blocks:
+            block.attn.W_O.normal_(0.0, 0.02)
+            block.mlp.W_2.normal_(0.0, 0.02)
+    return model
+"""
+
+
+def hostile_modules() -> dict[str, str]:
+    """Code added to notebook 09's correct answers, each spoiling one step in a way a checker cannot use or the
+    grader must stop: the step scores 0 with a reason, every other step its points."""
+    return {
+        "raises": "class MLP(build_solutions.MLP):\n    def forward(self, X):\n        raise ValueError('no MLP today')",
+        "loops": "class LayerNorm(build_solutions.LayerNorm):\n    def forward(self, u):\n        while True:\n"
+                 "            pass",
+        "reshaped": "class AttentionHead(build_solutions.AttentionHead):\n    def forward(self, X):\n"
+                    "        return super().forward(X)[:, :-1]",
+        "untensored": "class MLP(build_solutions.MLP):\n    def forward(self, X):\n        return 'an MLP'",
+        "huge": "import torch\nclass LayerNorm(build_solutions.LayerNorm):\n    def forward(self, u):\n"
+                "        return torch.zeros(2**24)  # 64 MiB",
+        "killer": "import os, signal\nclass MultiHeadAttention(build_solutions.MultiHeadAttention):\n"
+                  "    def __init__(self, d, H):\n        os.kill(os.getpid(), signal.SIGKILL)",
+        "unreadable": "import torch\nfrom torch import nn\nclass MLP(build_solutions.MLP):\n"
+                      "    def named_parameters(self, *args, **kwargs):\n"
+                      "        yield 'W_1', nn.Parameter(torch.zeros(3, dtype=torch.complex64))\n",
+        "liar": LIAR,
+    }
+
+
+# A submission that rewrites its own process's description of every module (remote_module.ModuleServer, found
+# through the garbage collector): its first parameter declared of shape (3,), whatever its value holds.
+LIAR = """import gc, types
+_server = next(m for m in gc.get_objects() if isinstance(m, types.ModuleType) and m.__name__ == 'gptlib_remote_module')
+_described = _server.ModuleServer.described
+
+
+def _lying(self, module):
+    kind, handle, tree = _described(self, module)
+    tree['parameters'][0] = ('float32', (3,), True)
+    return kind, handle, tree
+
+
+_server.ModuleServer.described = _lying
+"""
 
 
 CORRECT_05 = solved('count', 'rows as table', 'tied_count')

@@ -1,5 +1,5 @@
-"""What a learner is asked to find: the reference solutions (solutions.py) and the concept
-questions with their answers (concepts.py).
+"""What a learner is asked to find: the reference solutions (solutions.py), the build track's reference
+classes (build.py, notebook 09) and the concept questions with their answers (concepts.py).
 
 Self-study installs keep this folder: `exercises.show_solution(n)` and `exercises.concept_answer(id)`
 read it. A class's student image does not have it (course/hub/Dockerfile deletes it after building

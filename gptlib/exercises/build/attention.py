@@ -10,7 +10,7 @@ from ...model import MultiHeadAttention as ReferenceAttention
 from ..result import Wrong, checker
 from . import roles
 from .head import attention_run, head_mistakes, heads
-from .judging import SIZES, B, T, built, extra_note, judge, loaded, random_weights
+from .judging import B, T, built, extra_note, judge, loaded, random_weights, sizes
 
 
 def concatenated(C: torch.Tensor, how: str = "heads") -> torch.Tensor:
@@ -68,7 +68,7 @@ def heads_of(module: nn.Module, H: int | None) -> int:
 def check_multi_head_attention(attention, d: int | None = None, H: int | None = None) -> tuple[str, list[str]]:
     """Definition 1.1: `attention` is your class (built as MultiHeadAttention(d, H)) or a module; X (B, T, d) -> (B, T, d)."""
     if not isinstance(attention, nn.Module):
-        d, H = d or SIZES["d"], H or SIZES["H"]
+        d, H = d or sizes()["d"], H or sizes()["H"]
     module = built(attention, d, H, what=f"d={d}, H={H}")
     H = heads_of(module, H)
     d = d or next((p.shape[0] for p in module.parameters() if p.dim() == 2 and p.shape[0] == p.shape[1]), 0)

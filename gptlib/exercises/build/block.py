@@ -11,7 +11,7 @@ from ...model import Block as ReferenceBlock
 from ..result import Wrong, checker
 from . import roles
 from .attention import heads_of, judge_attention
-from .judging import SIZES, B, T, built, extra_note, inputs, judge, loaded, output, random_weights
+from .judging import B, T, built, extra_note, inputs, judge, loaded, output, random_weights, sizes
 from .layer_norm import judge_layer_norm
 from .mlp import judge_mlp
 
@@ -145,7 +145,8 @@ def check_block(block, d: int | None = None, H: int | None = None, d_ff: int | N
         vectors = sorted({p.shape[0] for p in block.parameters() if p.dim() == 1})
         d, d_ff = d or vectors[0], d_ff or vectors[-1]
     else:
-        d, H, d_ff = d or SIZES["d"], H or SIZES["H"], d_ff or SIZES["d_ff"]
+        chosen = sizes()
+        d, H, d_ff = d or chosen["d"], H or chosen["H"], d_ff or chosen["d_ff"]
     module = built(block, d, H, d_ff, what=f"d={d}, H={H}, d_ff={d_ff}")
     with random_weights(module, seed=0):
         found = judge_block(module, d, H, d_ff)

@@ -8,11 +8,11 @@ from torch import nn
 
 from ...config import GPTConfig
 from ...model import GPT as ReferenceGPT
-from ..result import Wrong, checker
+from ..result import Wrong, checker, variant_seed
 from . import roles
 from .attention import heads_of
 from .block import block_parts, is_layer_norm, judge_block, load_block, named_parts
-from .judging import SIZES, B, T, built, extra_note, judge, loaded, output, random_weights, zero_extra
+from .judging import B, T, built, extra_note, judge, loaded, output, random_weights, sizes, zero_extra
 from .layer_norm import judge_layer_norm
 
 
@@ -72,7 +72,7 @@ def judge_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: i
     loaded(reference.ln_f, ln_f_reading.weights)
     tables = [{"E": E, "P": P} | ({} if W_U is None else {"W_U": W_U})
               for E in parts["E"] for P in parts["P"] for W_U in (parts["W_U"] or [None])]  # one unless a shape is square
-    idx = torch.randint(0, V, (B, min(T, T_max)), generator=torch.Generator().manual_seed(seed))
+    idx = torch.randint(0, V, (B, min(T, T_max)), generator=torch.Generator().manual_seed(variant_seed(seed)))
     got = output(module, idx, (*idx.shape, V), "idx")
     options = [[block, {**block, "ln_1": block["ln_2"], "ln_2": block["ln_1"]}] for block in blocks]
 
@@ -117,18 +117,18 @@ def check_gpt(gpt, V: int | None = None, T_max: int | None = None, d: int | None
               L: int | None = None, d_ff: int | None = None) -> tuple[str, list[str]]:
     """Section 5: `gpt` is your class (built as GPT(V, T_max, d, H, L, d_ff)) or a module (give its sizes);
     ids (B, T) -> logits (B, T, V). Each block and LN_f are checked alone, then the logits."""
-    sizes = {"V": V, "T_max": T_max, "d": d, "H": H, "L": L, "d_ff": d_ff}
+    given = {"V": V, "T_max": T_max, "d": d, "H": H, "L": L, "d_ff": d_ff}
     if isinstance(gpt, nn.Module):
-        missing = [k for k in ("V", "T_max", "d", "L") if sizes[k] is None]
+        missing = [k for k in ("V", "T_max", "d", "L") if given[k] is None]
         if missing:
             raise ValueError(f"give the sizes of a built model: {', '.join(m + '=...' for m in missing)}")
-        sizes["d_ff"] = d_ff or 4 * d
+        given["d_ff"] = d_ff or 4 * d
     else:
-        sizes = {k: v or SIZES[k] for k, v in sizes.items()}
+        given = {k: v or sizes()[k] for k, v in given.items()}
     order = ("V", "T_max", "d", "H", "L", "d_ff")
-    module = built(gpt, *(sizes[k] for k in order), what=", ".join(f"{k}={sizes[k]}" for k in order))
+    module = built(gpt, *(given[k] for k in order), what=", ".join(f"{k}={given[k]}" for k in order))
     with random_weights(module, seed=0):
-        parts = judge_gpt(module, **sizes)
+        parts = judge_gpt(module, **given)
     tied = " (W_U tied to E^T)" if parts["W_U"] is None else ""
     return (f"every block and LN_f pass alone, and the logits equal Section 5's Z = LN_f(X^(L)) W_U{tied} to within "
-            "the float32 tolerance."), [", ".join(f"{k} = {v}" for k, v in sizes.items()), *extra_note(parts["extra"])]
+            "the float32 tolerance."), [", ".join(f"{k} = {v}" for k, v in given.items()), *extra_note(parts["extra"])]

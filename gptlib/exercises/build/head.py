@@ -11,7 +11,7 @@ from torch import nn
 
 from ..result import Wrong, checker
 from . import roles
-from .judging import SIZES, B, T, built, extra_note, inputs, judge, output, random_weights, zero_extra
+from .judging import B, T, built, extra_note, inputs, judge, output, random_weights, sizes, zero_extra
 
 HIDDEN_DIAGONAL = "your mask also hides the diagonal (s >= t): position t must see itself, so mask only s > t (triu(diagonal=1))"
 
@@ -90,7 +90,8 @@ def judge_head(module: nn.Module, d: int, d_head: int, seed: int = 0) -> roles.R
 @checker("Build step 2: one attention head")
 def check_attention_head(head, d: int | None = None, d_head: int | None = None) -> tuple[str, list[str]]:
     """One causal head: `head` is your class (built as AttentionHead(d, d_head)) or a module; X (B, T, d) -> (B, T, d_head)."""
-    d, d_head = d or SIZES["d"], d_head or SIZES["d"] // SIZES["H"]
+    chosen = sizes()
+    d, d_head = d or chosen["d"], d_head or chosen["d"] // chosen["H"]
     module = built(head, d, d_head, what=f"d={d}, d_head={d_head}")
     with random_weights(module, seed=0):
         notes = extra_note(judge_head(module, d, d_head).extra)

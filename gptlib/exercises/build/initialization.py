@@ -9,7 +9,7 @@ import math
 import torch
 from torch import nn
 
-from ..result import Wrong, call, checker, close, name_mistake
+from ..result import Wrong, call, checker, close, name_mistake, variant_points, variant_seed
 from . import roles
 from .attention import heads_of
 from .block import block_parts
@@ -19,6 +19,22 @@ from .judging import built
 INIT_SIZES = {"V": 65, "T_max": 64, "d": 64, "H": 4, "L": 3, "d_ff": 256}  # enough entries for a std to 2%
 STD = 0.02
 STD_RTOL = 0.1  # a measured std within 10% of the expected one (its sampling error here is at most 2%)
+
+
+def init_sizes() -> dict[str, int]:
+    """INIT_SIZES; in a hidden variant (result.variant_points) other sizes with as many entries or more per group
+    (d >= 32, so that W_O alone still measures its std to about 2%), all different as judging.sizes says."""
+    return dict(variant_points(tuple(INIT_SIZES.items()), _other_init_sizes))
+
+
+def _other_init_sizes(rng) -> list[tuple[str, int]]:
+    while True:
+        H, d_head = rng.choice((2, 4)), rng.choice((16, 20, 24))
+        d = H * d_head
+        drawn = {"V": rng.randint(50, 90), "T_max": rng.randint(40, 70), "d": d, "H": H, "L": rng.choice((2, 3, 4)),
+                 "d_ff": 4 * d}
+        if len({*drawn.values(), d_head, 3 * d_head, 3 * d}) == len(drawn) + 3:
+            return list(drawn.items())
 
 
 def init_groups(module: nn.Module, sizes: dict) -> dict[str, list[torch.Tensor]]:
@@ -56,12 +72,13 @@ def pooled_std(tensors: list[torch.Tensor]) -> float:
 def check_init(init_weights, gpt) -> tuple[str, list[str]]:
     """Project aside 5.2: init_weights(model) initialises your GPT (class `gpt`, built at INIT_SIZES) in place:
     weight matrices, E and P ~ N(0, 0.02^2), W_O and W_2 ~ N(0, (0.02 / sqrt(2L))^2), gains 1, biases 0."""
-    torch.manual_seed(0)
-    module = built(gpt, *INIT_SIZES.values(), what=", ".join(f"{k}={v}" for k, v in INIT_SIZES.items()))
+    torch.manual_seed(variant_seed(0))
+    sizes = init_sizes()
+    module = built(gpt, *sizes.values(), what=", ".join(f"{k}={v}" for k, v in sizes.items()))
     returned = call(init_weights, module, what="model", in_place=True)
     module = returned if isinstance(returned, nn.Module) else module
-    L = INIT_SIZES["L"]
-    groups = init_groups(module, INIT_SIZES)
+    L = sizes["L"]
+    groups = init_groups(module, sizes)
     residual = pooled_std(groups["W_O, W_2"])
     others = pooled_std(groups["other matrices"])
     details = [f"L = {L}: expected std {STD} for E, P, W_Q, W_K, W_V, W_1, W_U and {STD / math.sqrt(2 * L):.4f} "

@@ -12,13 +12,29 @@ import math
 import torch
 from torch import nn
 
-from ..result import Wrong, call, close, name_mistake
+from ..result import Wrong, call, close, name_mistake, variant_points, variant_seed
 
 SIZES = {"V": 13, "T_max": 8, "d": 16, "H": 2, "L": 2, "d_ff": 64}  # all different, so shapes tell roles apart
 B, T = 2, 6  # the random input: T < T_max, so P's first T rows are the ones used
 
 TOL = 2e-5  # |learner - reference| <= TOL * (1 + max |reference|): float32 rounding, well below every mistake
 same = functools.partial(close, rtol=TOL, atol=TOL, of_largest=True)  # that rule, as result.close states it
+
+
+def sizes() -> dict[str, int]:
+    """SIZES; in a hidden variant (result.variant_points) other sizes of the same kind: d = H d_head, d_ff = 4 d,
+    T < T_max, and V, T_max, d, H, L, d_ff, d_head, 3 d_head, 3 d all different, so that shapes still tell roles apart."""
+    return dict(variant_points(tuple(SIZES.items()), _other_sizes))
+
+
+def _other_sizes(rng) -> list[tuple[str, int]]:
+    while True:
+        H, d_head = rng.choice((2, 4)), rng.choice((5, 6, 7, 9))
+        d = H * d_head
+        drawn = {"V": rng.randint(11, 40), "T_max": rng.randint(T + 1, 10), "d": d, "H": H, "L": rng.choice((2, 3)),
+                 "d_ff": 4 * d}
+        if len({*drawn.values(), d_head, 3 * d_head, 3 * d}) == len(drawn) + 3:
+            return list(drawn.items())
 
 
 def built(learner, *sizes: int, what: str) -> nn.Module:
@@ -34,7 +50,7 @@ def random_weights(module: nn.Module, seed: int):
     """Fill every parameter with seeded random values (matrices ~ 1/sqrt(their smaller side)), no_grad;
     the module's own weights and mode come back afterwards."""
     saved, training = copy.deepcopy(module.state_dict()), module.training
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(variant_seed(seed))
     module.eval()
     try:
         with torch.no_grad():
@@ -89,7 +105,7 @@ def judge(got: torch.Tensor, readings: list, reference, mistakes, component: str
 
 
 def inputs(*shape: int, seed: int) -> torch.Tensor:
-    return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+    return torch.randn(shape, generator=torch.Generator().manual_seed(variant_seed(seed)))
 
 
 def loaded(module: nn.Module, weights: dict) -> nn.Module:

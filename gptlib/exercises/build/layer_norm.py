@@ -8,7 +8,7 @@ from torch import nn
 
 from ..result import checker
 from . import roles
-from .judging import SIZES, B, T, built, inputs, judge, output, random_weights
+from .judging import B, T, built, inputs, judge, output, random_weights, sizes
 
 EPS = 1e-5  # Definition 4.1's epsilon, as in the course config
 
@@ -62,8 +62,8 @@ def judge_layer_norm(module: nn.Module, d: int, seed: int = 0, where: str = "Lay
 def check_layer_norm_module(layer_norm, d: int | None = None) -> tuple[str, list[str]]:
     """Definition 4.1 as a module: `layer_norm` is your class (built as LayerNorm(d)) or a module of width d."""
     if isinstance(layer_norm, nn.Module):
-        d = d or next((p.shape[-1] for p in layer_norm.parameters()), SIZES["d"])
-    d = d or SIZES["d"]
+        d = d or next((p.shape[-1] for p in layer_norm.parameters()), sizes()["d"])
+    d = d or sizes()["d"]
     module = built(layer_norm, d, what=f"d={d}")
     with random_weights(module, seed=0):
         judge_layer_norm(module, d)

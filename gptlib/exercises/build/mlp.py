@@ -11,7 +11,7 @@ from ...config import GPTConfig
 from ...model import MLP as ReferenceMLP
 from ..result import checker
 from . import roles
-from .judging import SIZES, B, T, built, inputs, judge, loaded, output, random_weights
+from .judging import B, T, built, inputs, judge, loaded, output, random_weights, sizes
 
 
 def tanh_gap() -> float:
@@ -54,7 +54,7 @@ def check_mlp(mlp, d: int | None = None, d_ff: int | None = None) -> tuple[str, 
         vectors = sorted({p.shape[0] for p in mlp.parameters() if p.dim() == 1})
         d, d_ff = d or vectors[0], d_ff or vectors[-1]
     else:
-        d, d_ff = d or SIZES["d"], d_ff or SIZES["d_ff"]
+        d, d_ff = d or sizes()["d"], d_ff or sizes()["d_ff"]
     module = built(mlp, d, d_ff, what=f"d={d}, d_ff={d_ff}")
     with random_weights(module, seed=0):
         judge_mlp(module, d, d_ff)
