@@ -46,7 +46,7 @@ test: $(READY) system-packages hub-proxy-if-npm  ## the whole suite: unit tests,
 unit: $(READY)  ## the fast inner loop: unit tests only, no notebook kernel or browser (pytest -m unit, a worker per core)
 	$(BIN)/python -m pytest -m unit -n $(CORES)
 
-portability: $(READY)  ## nbval over every notebook under every simulated CPU / thread count this CPU can run (tests/test_portability.py, ~15 min)
+portability: $(READY)  ## nbval over every notebook natively and under every simulated CPU / thread count this CPU can run (tests/test_portability.py, ~15 min)
 	GPTLIB_PORTABILITY=all $(BIN)/python -m pytest -m portability tests/test_portability.py
 
 notebooks: $(LEARNER)  ## re-execute every notebook in place (after a change that alters outputs; no widget state: each explorer output carries its static copy)

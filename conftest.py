@@ -2,8 +2,13 @@
 
 * The kernel watchdog (tests/support/kernel_watchdog.py): a notebook kernel that dies fails its
   cell within seconds instead of nbval waiting out the cell timeout.
+* The kernel nbval runs every notebook in (pyproject.toml: --nbval-kernel-name=gptlib-other-cpu):
+  this environment's Python with environment variables that make torch, MKL and oneDNN pick other
+  float kernels and two threads (tests/jupyter/kernels/gptlib-other-cpu/kernel.json; why and which in
+  tests/test_portability.py), so the outputs committed from a native run must hold on another CPU.
+  Jupyter finds it through JUPYTER_PATH, set here for this process and the ones it starts.
 * Test kinds as markers, so one kind can be run alone (`pytest -m unit`, the fast inner loop):
-  notebooks (nbval over notebooks/), portability (nbval again under simulated other CPUs),
+  notebooks (nbval over notebooks/), portability (make portability: nbval natively and under every simulated CPU),
   browser (tests/browser: JupyterLab, Voila and the book in Chromium), slow (tests marked
   `@pytest.mark.slow` in their files: they start processes, build the book or train, seconds each),
   and unit (everything else).
@@ -21,6 +26,10 @@ from pathlib import Path
 # servers, training runs): with the suite's workers sharing two cores, spinning threads made torch
 # processes up to ten times slower. It changes no result.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+JUPYTER_DIR = str(Path(__file__).resolve().parent / "tests" / "jupyter")
+if JUPYTER_DIR not in os.environ.get("JUPYTER_PATH", "").split(os.pathsep):  # xdist's workers inherit it
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, (JUPYTER_DIR, os.environ.get("JUPYTER_PATH"))))
 
 pytest_plugins = ("tests.support.kernel_watchdog",)
 

@@ -12,11 +12,16 @@ one machine they stand in for other CPUs (the kernel nbval starts inherits them)
 * GPTLIB_NUM_THREADS: the thread count gptlib.make_deterministic sets, overriding the notebooks' one.
 
 The instruction-set variables exist on x86-64 only; elsewhere only the thread count varies.
-`make test` runs the first three VARIANTS this CPU can run, at once, each in a pytest process of its own,
-niced so that the rest of the suite goes first; `make portability` (GPTLIB_PORTABILITY=all) runs every
-variant this CPU can run, three at a time. The variants left out on this CPU, and why, are printed.
+`make test`'s own nbval pass runs under the first variant below: its kernel (tests/jupyter/kernels/
+gptlib-other-cpu, pyproject.toml's --nbval-kernel-name) sets those variables, unlike the native run
+in every one (no SIMD kernels, SSE matmuls, two threads where the notebooks pin one). Each further
+variant costs a whole nbval pass, about two CPU-minutes: `make portability` (GPTLIB_PORTABILITY=all)
+runs every variant this CPU can run, the native one among them, three at a time, each a pytest
+process of its own with nbval's kernel in this environment (--nbval-current-env) inheriting it.
 """
 
+import inspect
+import json
 import os
 import platform
 import re
@@ -28,10 +33,15 @@ from pathlib import Path
 
 import pytest
 
+from gptlib import make_deterministic
+
 ROOT = Path(__file__).resolve().parent.parent
 
-# In order of preference: `make test` runs the first three this CPU can run.
+# The kernel make test's nbval pass runs notebooks in (pyproject.toml's --nbval-kernel-name).
+OTHER_CPU = json.loads((ROOT / "tests" / "jupyter" / "kernels" / "gptlib-other-cpu" / "kernel.json").read_text())["env"]
 VARIANTS = {
+    "no SIMD kernels, SSE matmuls, oneDNN SSE41, 2 threads (make test's own)": OTHER_CPU,
+    "native: this CPU's kernels and matmuls, the notebooks' thread count": {},
     "no SIMD kernels, SSE matmuls, 1 thread": {
         "ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
         "ONEDNN_MAX_CPU_ISA": "SSE41", "GPTLIB_NUM_THREADS": "1"},
@@ -90,10 +100,9 @@ def why_not(env: dict[str, str], level: int | None) -> str | None:
     return None
 
 
-def chosen(level: int | None, everything: bool = False) -> list[str]:
-    """The variants a CPU of `level` runs: the first three it can run, or all of them."""
-    runnable = [name for name, env in VARIANTS.items() if why_not(env, level) is None]
-    return runnable if everything else runnable[:3]
+def chosen(level: int | None) -> list[str]:
+    """The variants a CPU of `level` can run."""
+    return [name for name, env in VARIANTS.items() if why_not(env, level) is None]
 
 
 def this_cpu() -> int | None:
@@ -105,13 +114,14 @@ def this_cpu() -> int | None:
 
 
 LEVEL = this_cpu()
-CHOSEN = chosen(LEVEL, everything=os.environ.get("GPTLIB_PORTABILITY") == "all")
+CHOSEN = chosen(LEVEL)
 
 
 def nbval_under(env: dict[str, str], notebooks: tuple[str, ...] = ("notebooks",)) -> tuple[int, str]:
     """(exit code, output) of nbval over `notebooks` in a pytest process with `env` added, niced;
     that process is killed after VARIANT_TIMEOUT_S (its kernels, ipykernel's, end with their parent)."""
-    command = [sys.executable, "-m", "pytest", "-q", "-rfE", "--no-header", "-p", "no:xdist", *notebooks]
+    command = [sys.executable, "-m", "pytest", "-q", "-rfE", "--no-header", "-p", "no:xdist",
+               "--nbval-current-env", *notebooks]  # the kernel inherits env (not the other-CPU kernel's own)
     process = subprocess.Popen(command, cwd=ROOT, env=os.environ | env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
     os.setpriority(os.PRIO_PROCESS, process.pid, 10)  # the kernels it starts inherit it
@@ -141,7 +151,9 @@ def checked_under(env: dict[str, str]) -> tuple[int, str]:
 
 
 @pytest.mark.portability
-@pytest.mark.timeout(VARIANT_TIMEOUT_S * len(CHOSEN) // 3 + 120)
+@pytest.mark.skipif(os.environ.get("GPTLIB_PORTABILITY") != "all",
+                    reason="make test's nbval pass runs under a simulated other CPU itself; make portability runs them all")
+@pytest.mark.timeout(VARIANT_TIMEOUT_S * -(-len(CHOSEN) // 3) + 120)  # three at a time, a rerun's time aside
 def test_notebooks_match_their_outputs_under_other_cpus():
     with ThreadPoolExecutor(max_workers=3) as pool:  # three nbval processes at a time
         results = dict(zip(CHOSEN, pool.map(checked_under, [VARIANTS[name] for name in CHOSEN])))
@@ -151,27 +163,41 @@ def test_notebooks_match_their_outputs_under_other_cpus():
         f"{capability(VARIANTS[name])}):\n{output[-4000:]}" for name, output in failed.items())
 
 
-def test_a_cpu_with_avx512_runs_the_three_first_variants():
-    assert chosen(level=2) == list(VARIANTS)[:3]
+def test_make_tests_kernel_is_unlike_the_native_run_in_every_variable():
+    assert {key: LEVELS[key][OTHER_CPU[key]] for key in LEVELS} == dict.fromkeys(LEVELS, 0)  # the lowest level of each
+    assert int(OTHER_CPU["GPTLIB_NUM_THREADS"]) != inspect.signature(make_deterministic).parameters["threads"].default
+
+
+def test_pytest_runs_the_notebooks_in_the_other_cpu_kernel_and_jupyter_finds_it():
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    assert "--nbval-kernel-name=gptlib-other-cpu" in pytest_addopts()
+    assert KernelSpecManager().get_kernel_spec("gptlib-other-cpu").env == OTHER_CPU
+
+
+def pytest_addopts() -> list[str]:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"].split()
 
 
 @pytest.mark.parametrize("level", [0, 1])
-def test_a_cpu_without_avx512_never_asks_for_it_and_still_runs_three_distinct_variants(level):
+def test_a_cpu_without_avx512_never_asks_for_it_and_still_varies_kernels_matmuls_and_threads(level):
     runs = [VARIANTS[name] for name in chosen(level)]
-    assert len({tuple(sorted(env.items())) for env in runs}) == 3
     assert all(LEVELS[key][value] <= level for env in runs for key, value in env.items() if key in LEVELS)
     assert "SIGILL" in why_not({"ATEN_CPU_CAPABILITY": "avx512"}, level)
+    assert {key: {env[key] for env in runs if key in env} for key in LEVELS} == {
+        key: {value for value, needs in values.items() if needs <= level} for key, values in LEVELS.items()}
+    assert {env.get("GPTLIB_NUM_THREADS") for env in runs} >= {"1", "2", "3", "4"}
 
 
-def test_an_avx2_cpu_varies_simd_kernels_matmuls_and_threads():
-    runs = [VARIANTS[name] for name in chosen(level=1)]
-    assert {env["ATEN_CPU_CAPABILITY"] for env in runs} == {"default", "avx2"}
-    assert len({env.get("MKL_ENABLE_INSTRUCTIONS") for env in runs}) >= 2
-    assert {env["GPTLIB_NUM_THREADS"] for env in runs} == {"1", "2"}
+def test_an_avx512_cpu_runs_every_variant():
+    assert chosen(level=2) == list(VARIANTS)
 
 
 def test_on_a_cpu_that_is_not_x86_only_thread_counts_vary():
-    assert chosen(level=cpu_level("SVE256", "aarch64")) == ["2 threads", "3 threads", "4 threads"]
+    assert [VARIANTS[name] for name in chosen(level=cpu_level("SVE256", "aarch64"))] == [
+        {}, *({"GPTLIB_NUM_THREADS": str(n)} for n in (2, 3, 4))]
 
 
 @pytest.mark.slow  # a fresh interpreter per variable

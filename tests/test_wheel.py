@@ -1,18 +1,28 @@
-"""The learner's pip path, end to end: build the wheel from the sources a release holds, install it with
-the notebooks extra into a fresh virtual environment, copy the notebooks out with `python -m gptlib
-notebooks DIR`, and let nbval run one there, its kernel that environment's Python.
+"""The learner's pip path, end to end: build the wheel from the sources a release holds, let pip's
+resolver say what installing it with the notebooks extra brings into a fresh virtual environment, give
+that environment exactly those distributions, copy the notebooks out with `python -m gptlib notebooks
+DIR`, and let nbval run one there, its kernel that environment's Python.
 
-torch comes from a local CPU wheel (pip's configured find-links): without one this test would download
-hundreds of MB, so it skips (in CI it fails). A second, small test reads the wheel's file list: gptlib
-alone, none of the instructor's course kit (course/, gptlib_course).
+Installing the set (torch and about 120 more) would take minutes of CPU, so each distribution pip
+chose that this test's environment already holds at the same version is linked file by file (its
+RECORD's files under site-packages) into the fresh one; pip installs the wheel and any other without
+dependencies. The fresh environment holds what pip would install and nothing else: a dependency the
+wheel does not declare, or a file it does not carry, is missing there too.
+
+torch comes from a local CPU wheel (pip's configured find-links): without one the resolver would
+look for torch on the index, so the test skips (in CI it fails).
+A second, small test reads the wheel's file list: gptlib alone, none of the instructor's course kit
+(course/, gptlib_course).
 """
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import venv
 import zipfile
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -30,6 +40,22 @@ def run(cmd: list, cwd: Path, timeout: int) -> str:
     done = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, f"{cmd[:4]} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done.stdout
+
+
+def linked(name: str, version: str, site: Path) -> bool:
+    """Link the files under site-packages of distribution `name` of this environment into `site`, if it
+    holds that `version`; say whether it did."""
+    try:
+        here = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return False
+    if here.version != version or here.files is None:  # None: no RECORD to link by
+        return False
+    for file in here.files:
+        if ".." not in file.parts:  # scripts and share/ lie beside site-packages: nbval needs none of them
+            (site / file).parent.mkdir(parents=True, exist_ok=True)
+            (site / file).symlink_to(here.locate_file(file))
+    return True
 
 
 @pytest.mark.slow
@@ -50,9 +76,17 @@ def test_a_fresh_environment_gets_a_working_companion_from_the_wheel_alone(tmp_p
     run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", tmp_path / "dist", source], tmp_path, 600)
     (wheel,) = (tmp_path / "dist").glob("gptlib_lecture5-*.whl")
 
-    venv.create(tmp_path / "env", with_pip=True)
+    venv.create(tmp_path / "env", symlinks=True)  # no pip: nothing in it but what follows
     python = venv_python(tmp_path / "env")
-    run([python, "-m", "pip", "install", "--quiet", f"torch=={torch_version}", f"{wheel}[notebooks]", "nbval"], tmp_path, 900)
+    pip = [sys.executable, "-m", "pip", "--python", python, "install", "--quiet"]
+    asked = [f"torch=={torch_version}", f"{wheel}[notebooks]", "nbval"]
+    run([*pip, "--dry-run", "--report", tmp_path / "report.json", *asked], tmp_path, 600)
+    chosen = {item["metadata"]["name"]: item["metadata"]["version"]
+              for item in json.loads((tmp_path / "report.json").read_text())["install"]}
+    site = Path(run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], tmp_path, 60).strip())
+    del chosen["gptlib-lecture5"]  # the wheel itself, installed below
+    to_install = [f"{name}=={version}" for name, version in chosen.items() if not linked(name, version, site)]
+    run([*pip, "--no-deps", wheel, *to_install], tmp_path, 600)
     installed = run([python, "-c", "import gptlib; print(gptlib.__file__)"], tmp_path, 120)
     assert Path(installed.strip()).is_relative_to(tmp_path / "env")  # the wheel's gptlib, not the repository's
 

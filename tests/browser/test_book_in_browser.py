@@ -1,12 +1,14 @@
 """The static book in a real browser, served from a local file server as a reader would open it."""
 
 import sys
+import urllib.error
+import urllib.request
 from urllib.parse import unquote, urldefrag, urljoin
 
 import pytest
 from axe_audit import violations
 from jupyterlab_driver import explorers_per_cell, frame_ms, saved, saved_count_counts_six_blocks
-from servers import free_port, serve
+from servers import free_port, offline_context, serve
 
 PAGE_FACTS = """() => ({
     ids: [...document.querySelectorAll('[id]')].map(e => e.id),
@@ -33,43 +35,78 @@ def book_site(book_html, tmp_path_factory):
         yield base
 
 
-def open_page(page, url: str) -> dict:
-    page.goto(url)  # waits for the load event, after which the deferred MathJax script has run
-    page.evaluate("() => window.MathJax?.startup?.promise")  # resolves once the math is typeset
-    return page.evaluate(PAGE_FACTS)
+EXPLORER_PAGES = ["01_multi_head_attention", "04_layernorm_geometry", "05_gpt_and_parameter_count", "08_trained_model_tour"]
 
 
-def test_every_page_loads_with_images_math_and_resolving_links_and_passes_an_audit(page, book_site, book_html):
-    """Every page, and WCAG 2.1 A and AA (axe) on each, the theme's chrome (THEME_CHROME) left out."""
+@pytest.fixture(scope="module")
+def book_pages(browser, book_site, book_html) -> dict:
+    """Every page of the book opened once, in one browser page (a page load and its audit are most of
+    this file's cost): url -> what it holds (PAGE_FACTS), what axe finds there (THEME_CHROME left out)
+    and, on an explorer page, explorers per cell; under "problems", what the browser reported wrong
+    while loading them (console errors, failed requests, HTTP errors, uncaught exceptions)."""
+    context = offline_context(browser)
+    page = context.new_page()
     problems: list[str] = []
     page.on("console", lambda msg: msg.type == "error" and problems.append(f"console: {msg.text}"))
     page.on("requestfailed", lambda request: problems.append(f"failed: {request.url}"))
     page.on("response", lambda response: response.status >= 400 and problems.append(f"{response.status}: {response.url}"))
-
-    facts = {}
+    page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
+    pages = {}
     for html in sorted(book_html.glob("*.html")):
         url = urljoin(book_site, html.name)
-        facts[url] = open_page(page, url)
-        assert not facts[url]["brokenImages"], f"{html.name}: images not decoded"
-        assert not facts[url]["mathErrors"], f"{html.name}: MathJax could not typeset"
-        problems += [f"{html.name}: {found}" for found in violations(page, exclude=THEME_CHROME)]
-    assert not problems
+        page.goto(url)  # waits for the load event, after which the deferred MathJax script has run
+        page.evaluate("() => window.MathJax?.startup?.promise")  # resolves once the math is typeset
+        pages[url] = page.evaluate(PAGE_FACTS) | {"audit": violations(page, exclude=THEME_CHROME)}
+        if html.stem in EXPLORER_PAGES:
+            pages[url]["explorers per cell"] = explorers_per_cell(page, "div.cell")
+    context.close()
+    return {"pages": pages, "problems": problems}
 
+
+def test_every_page_loads_without_an_error_with_its_images_and_math(book_pages, book_site):
+    assert not book_pages["problems"]
+    for url, seen in book_pages["pages"].items():
+        assert not seen["brokenImages"], f"{url}: images not decoded"
+        assert not seen["mathErrors"], f"{url}: MathJax could not typeset"
     for name in ("04_layernorm_geometry", "05_gpt_and_parameter_count"):
-        url = urljoin(book_site, f"{name}.html")
-        assert facts[url]["images"] > 0 and facts[url]["math"] > 0, name
+        seen = book_pages["pages"][urljoin(book_site, f"{name}.html")]
+        assert seen["images"] > 0 and seen["math"] > 0, name
 
-    downloads = {}  # links to files that are not pages: the notebook and source downloads
-    for url, seen in facts.items():
+
+def test_every_page_passes_an_accessibility_audit(book_pages):
+    """WCAG 2.1 A and AA (axe) on each page, the theme's chrome (THEME_CHROME) left out."""
+    assert {url: seen["audit"] for url, seen in book_pages["pages"].items() if seen["audit"]} == {}
+
+
+def status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_every_link_within_the_site_resolves(book_pages, book_site):
+    """A link to a page names an anchor that page holds; a link to another file (the notebook and
+    source downloads) gets it."""
+    pages = book_pages["pages"]
+    downloads = {}
+    for url, seen in pages.items():
         for link in seen["links"]:
             target, fragment = urldefrag(link)
             if not target.startswith(book_site):
                 continue
-            if target in facts:
-                assert not fragment or unquote(fragment) in facts[target]["ids"], f"{url} links to a missing anchor {link}"
+            if target in pages:
+                assert not fragment or unquote(fragment) in pages[target]["ids"], f"{url} links to a missing anchor {link}"
             else:
-                downloads.setdefault(target, page.request.get(target).status)
+                downloads.setdefault(target, status(target))
                 assert downloads[target] == 200, f"{url} links to {link}"
+
+
+def test_each_explorer_cell_of_the_book_shows_one_explorer(book_pages, book_site):
+    """Its static copy, drawn by its module: the widget view beside it in the same output is never chosen."""
+    for name in EXPLORER_PAGES:
+        assert book_pages["pages"][urljoin(book_site, f"{name}.html")]["explorers per cell"] == [1], name
 
 
 def test_search_finds_a_lecture_term(page, book_site):
@@ -77,16 +114,6 @@ def test_search_finds_a_lecture_term(page, book_site):
     results = page.locator("#search-results ul.search li")
     results.first.wait_for(timeout=30_000)
     assert results.count() >= 3
-
-
-EXPLORER_PAGES = ["01_multi_head_attention", "04_layernorm_geometry", "05_gpt_and_parameter_count", "08_trained_model_tour"]
-
-
-def test_each_explorer_cell_of_the_book_shows_one_explorer(page, book_site):
-    """Its static copy, drawn by its module: the widget view beside it in the same output is never chosen."""
-    for name in EXPLORER_PAGES:
-        page.goto(urljoin(book_site, f"{name}.html"))
-        assert explorers_per_cell(page, "div.cell") == [1], name
 
 
 def test_the_books_explorers_move_without_a_kernel_and_pass_an_accessibility_audit(page, book_site):
