@@ -17,7 +17,7 @@ import functools
 
 from .. import cost, counting
 from ..config import COURSE_CONFIG, GPTConfig
-from ..cost import ATTENTION, UNEMBEDDING
+from ..cost import ATTENTION, MLPS, PROJECTIONS, UNEMBEDDING
 from .result import Wrong, as_float, call, checker, close, name_mistake, variant_points
 
 EX8 = "Exercise 8"
@@ -155,10 +155,11 @@ def measured_split(config: GPTConfig, T: int) -> tuple[int, int]:
 def measured_crossing(config: GPTConfig) -> int | None:
     """The reference answer: the T at which FlopCounterMode counts attention's products equal to the rest,
     or None where it does not at the candidate (then each answer is measured at its own T). The candidate
-    comes from FlopCounterMode at T = 1: attention's products grow as T^2, the rest as T. Measured once per
-    config (a hidden variant's too), not per learner: the learner's T only selects a comparison."""
-    attention, rest = measured_split(config, 1)
-    T = max(1, rest // attention)
+    comes from Section 6's table (cost.forward_costs at T = 1: attention's products grow as T^2, the
+    projections and MLPs as T); FlopCounterMode decides. Measured once per config (a hidden variant's
+    too), not per learner: the learner's T only selects a comparison."""
+    costs = cost.forward_costs(config, 1)
+    T = max(1, (costs[PROJECTIONS] + costs[MLPS]) // costs[ATTENTION])
     attention, rest = measured_split(config, T)
     return T if attention == rest else None
 
