@@ -31,7 +31,7 @@ import pytest
 from gptlib import exercises
 from gptlib.course.grader import Notebook
 from gptlib_course import assign, gradebook, sandbox
-from gptlib_course.grade import grade_class, load_tests
+from gptlib_course.grade import Job, _next_job, grade_class, load_tests
 from gptlib_course.judge import ERROR_TEXT, HIDDEN_MESSAGES, Limits, Submission, _answer_names, _redacted
 from gptlib_course.questions import cells_to_run, questions
 from tests.support import course_class
@@ -473,6 +473,16 @@ def test_a_judge_that_dies_costs_its_notebook_only(graded, tmp_path):
     asleep, correct = (_notebook(found["grades"][s], NB05) for s in ("asleep", "correct"))
     assert all(o.earned == 0 and "the grader itself failed" in o.message for o in asleep.outcomes)
     assert all(o.earned == o.points for o in correct.outcomes)
+
+
+def test_a_judge_keeps_to_one_assignment_while_it_lasts():
+    """Jobs in class order (student by student): a judge takes its last job's assignment while any is
+    left, else one no other judge is grading, else the first; so each assignment warms up fewer judges."""
+    jobs = [Job(s, a, f"{s}/{a}.ipynb") for s in ("ann", "bob", "cy") for a in ("01", "04", "05")]
+    assert _next_job(jobs, None, set()) == jobs[0]
+    assert _next_job(jobs[1:], jobs[0], {"04"}) == Job("bob", "01", "bob/01.ipynb")
+    assert _next_job([j for j in jobs if j.folder != "01"], jobs[0], {"04"}) == Job("ann", "05", "ann/05.ipynb")
+    assert _next_job(jobs[1:2], jobs[0], {"04"}) == jobs[1]  # every assignment left is taken: share
 
 
 def _notebook(grades, name):

@@ -9,7 +9,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from gptlib import GPT, cost
 from gptlib.exercises import check_attention_takeover, check_training_flops
 from gptlib.exercises.answers import solutions
-from gptlib.exercises.result import FAILED
+from gptlib.exercises.flops import TAKEOVER_CONFIGS, _small_config, measured_crossing, measured_split
+from gptlib.exercises.result import FAILED, hidden_variant, variant_points
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -134,6 +135,19 @@ def _takeover_by_search(c):
 @pytest.mark.parametrize("takeover", [_takeover_by_roots, _takeover_by_search, lambda c: float(2 * c.d + c.d_ff)])
 def test_takeover_in_other_styles_passes(takeover):
     assert check_attention_takeover(takeover)
+
+
+def test_measured_crossing_is_the_closed_form_and_a_miss_is_still_measured():
+    """The reference crossing, measured once per config, is 4 T^2 d = 8 T d^2 + 4 T d d_ff's T = 2d + d_ff, on
+    the public configs and on a hidden variant's; an answer off it by one is measured at its own T and fails."""
+    with hidden_variant(12345):
+        hidden = variant_points(TAKEOVER_CONFIGS, lambda rng: [_small_config(rng) for _ in range(3)])
+    for c in (*TAKEOVER_CONFIGS, *hidden):
+        assert measured_crossing(c) == 2 * c.d + c.d_ff
+        attention, rest = measured_split(c, 2 * c.d + c.d_ff + 1)
+        assert attention > rest
+    r = check_attention_takeover(lambda c: 2 * c.d + c.d_ff + (c.d == 64))  # right on two configs, one beyond on the other
+    assert not r and "beyond the crossing" in r.message and "(d, d_ff) = (64, 128), your T = 257" in r.details[0]
 
 
 @pytest.mark.parametrize(

@@ -55,3 +55,20 @@ def test_a_released_record_checks_like_the_self_study_one(question, monkeypatch)
 def test_salts_make_records_differ():
     spec = concepts.QUESTIONS["5.1"]
     assert sealed.seal("5.1", spec, SALT)["outcomes"].keys().isdisjoint(sealed.seal("5.1", spec, bytes(16))["outcomes"])
+
+
+def test_a_self_study_check_reuses_the_keys_sealing_derived(monkeypatch):
+    """Checking an answer the record has words for derives no key again (a judge checks a class's few
+    answers many times); an answer it has no words for is still derived, and still fails."""
+    choice, number = concepts.QUESTIONS["5.1"], concepts.QUESTIONS["5.3"]
+    for question in ("5.1", "5.3"):
+        exercises.check_concept(question, None)  # sealed here, once
+    derived = []
+    slow = sealed._key
+    monkeypatch.setattr(sealed, "_key", lambda *a: derived.append(a) or slow(*a))
+    assert exercises.check_concept("5.1", choice.answer).status == PASSED
+    assert all(exercises.check_concept("5.1", letter).status == FAILED for letter in choice.wrong)
+    assert exercises.check_concept("5.3", number.answer()).status == PASSED
+    assert all(exercises.check_concept("5.3", m()).status == FAILED for m in number.mistakes.values())
+    assert derived == []
+    assert exercises.check_concept("5.3", number.answer() + 7919).status == FAILED and len(derived) == 1

@@ -255,6 +255,14 @@ def _judge(connection, limits: Limits) -> None:
         Sandbox._current.close()
 
 
+def _next_job(pending: list[Job], last: Job | None, elsewhere: set[str]) -> Job:
+    """A judge's next job: of the assignment of its `last` while any is left, else of one no other judge is
+    grading (`elsewhere`), else the first. A judge's checkers warm up (imports, references computed once)
+    per assignment: so fewer judges pay for each."""
+    same = (j for j in pending if last is not None and j.folder == last.folder)
+    return next(same, None) or next((j for j in pending if j.folder not in elsewhere), pending[0])
+
+
 def _run_pool(jobs: list[Job], limits: Limits, workers: int, done) -> None:
     """Grade `jobs` on `workers` judge processes (0: here, for jobs with nothing to run), calling
     done(job, grade) for each as it ends. A judge that dies costs the job it held: that notebook
@@ -266,9 +274,10 @@ def _run_pool(jobs: list[Job], limits: Limits, workers: int, done) -> None:
     context = multiprocessing.get_context("spawn")
     pending, busy = list(jobs), {}
 
-    def hand_out(connection, process) -> None:
+    def hand_out(connection, process, last: Job | None = None) -> None:
         if pending:
-            job = pending.pop(0)
+            job = _next_job(pending, last, {job.folder for _, job in busy.values()})
+            pending.remove(job)
             connection.send(job)
             busy[connection] = (process, job)
         else:
@@ -298,7 +307,7 @@ def _run_pool(jobs: list[Job], limits: Limits, workers: int, done) -> None:
                     if pending:
                         start()
                 else:
-                    hand_out(connection, process)
+                    hand_out(connection, process, job)
                 done(job, grade)
     finally:
         for process, _ in busy.values():

@@ -17,8 +17,8 @@ capabilities, no new privileges), after an outer bwrap (root, a mount namespace 
 paths above where nobody can reach them: so the submission is never uid 0 on the host, and reads no root-only file.
 
 Inside, `python /zygote.py FD /submission` (this file) is the namespace's first process (PID 1): a zygote
-that imports torch, IPython and gptlib once, never reads a test, and forks one process per
-submission on the judge's request (starting a submission costs a fork, not seconds of imports).
+that imports torch, IPython and gptlib and makes an IPython shell once, never reads a test, and forks one
+process per submission on the judge's request (starting a submission costs a fork, not seconds of imports).
 Before each fork it kills every other process of its namespace (kill(-1): whatever the last
 submission left running, daemons included) and empties /submission, so no two submissions ever run in
 the same namespaces at once and none inherits another's files. It makes itself non-dumpable
@@ -373,14 +373,19 @@ def _serve(shell, inbound: Connection, connection: Connection) -> None:
             _call(connection, namespace, modules, request)
 
 
-def run_submission(inbound: Connection, outbound: Connection, output: int) -> None:
-    """Run the cells the judge sends, then answer its requests until it hangs up."""
+def new_shell():
+    """The IPython shell a submission's cells run in, without history (the zygote makes it before any fork)."""
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
     config = Config()
     config.HistoryManager.enabled = False
-    shell = InteractiveShell.instance(config=config)
+    return InteractiveShell.instance(config=config)
+
+
+def run_submission(inbound: Connection, outbound: Connection, output: int) -> None:
+    """Run the cells the judge sends, then answer its requests until it hangs up."""
+    shell = new_shell()  # the zygote's, unused until this fork: making one costs about 50 ms of CPU
     printed = [0]
     sys.stdout, sys.stderr = (CappedOutput(stream, output, printed) for stream in (sys.stdout, sys.stderr))
     _send(outbound, "ready", confinement())
@@ -452,13 +457,14 @@ def zygote(server_fd: int, workdir: str) -> None:
     process, then kills everything but itself, and answers its exit status)."""
     import numpy  # noqa: F401  (imported here so that every forked submission finds them loaded)
     import torch
-    from IPython.core import interactiveshell  # noqa: F401
 
     import gptlib.exercises  # noqa: F401
 
     remote_modules()
 
     torch.set_num_threads(1)
+    os.chdir(workdir)
+    new_shell()  # every forked submission finds it made, and runs its cells in its own copy
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # as PID 1, a signal without a handler cannot reach it
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0)")

@@ -72,16 +72,20 @@ def _outcomes(spec) -> dict[str, tuple[str, str]]:
 
 def seal(question: str, spec, salt: bytes | None = None) -> dict:
     """The sealed record of concept question `question` (its Choice or Number): JSON-ready, holding no answer."""
-    salt = salt if salt is not None else secrets.token_bytes(16)
-    locked = {}
+    return _sealed_with_keys(question, spec, salt if salt is not None else secrets.token_bytes(16))[0]
+
+
+def _sealed_with_keys(question: str, spec, salt: bytes) -> tuple[dict, dict[str, bytes]]:
+    """The sealed record, and the key it derived for each answer it has words for (by the answer as text)."""
+    locked, keys = {}, {}
     for answer, (status, message) in _outcomes(spec).items():
-        key = _key(salt, question, answer)
+        keys[answer] = key = _key(salt, question, answer)
         locked[_lookup(key)] = _lock(key, status, message)
     record = {"kind": "choice" if hasattr(spec, "letters") else "number", "salt": salt.hex(),
               "outcomes": dict(sorted(locked.items()))}  # in hash order: the order says nothing either
     if record["kind"] == "choice":
         record["letters"] = spec.letters()
-    return record
+    return record, keys
 
 
 def load_released(records: dict[str, dict]) -> None:
@@ -90,7 +94,10 @@ def load_released(records: dict[str, dict]) -> None:
 
 
 @functools.cache
-def _self_study_record(question: str) -> dict:
+def _self_study_record(question: str) -> tuple[dict, dict[str, bytes]]:
+    """The question sealed here under a fresh salt, with the keys sealing derived: a check of an answer it
+    has words for then opens the record with that key instead of deriving it again (a judge checks the
+    same few answers of a whole class; ITERATIONS slow a table of guesses, not the grader)."""
     try:
         from .answers.concepts import SEALED
     except ModuleNotFoundError:
@@ -98,11 +105,16 @@ def _self_study_record(question: str) -> dict:
                          "notebook's first cells (grader = Notebook(\"tests\")) before answering") from None
     if question not in SEALED:
         raise ValueError(f"no concept question {question!r}: they are {', '.join(SEALED)}")
-    return seal(question, SEALED[question])
+    return _sealed_with_keys(question, SEALED[question], secrets.token_bytes(16))
 
 
-def _record(question: str) -> dict:
-    return _RELEASED[question] if question in _RELEASED else _self_study_record(question)
+def _record(question: str) -> tuple[dict, dict[str, bytes]]:
+    """The question's record, and the keys already derived for it (none for a release's record)."""
+    return (_RELEASED[question], {}) if question in _RELEASED else _self_study_record(question)
+
+
+def _answer_key(question: str, record: dict, known: dict[str, bytes], text: str) -> bytes:
+    return known[text] if text in known else _key(bytes.fromhex(record["salt"]), question, text)
 
 
 def _as_text(record: dict, answer) -> str:
@@ -118,14 +130,14 @@ def _as_text(record: dict, answer) -> str:
 def verdict(question: str, letter: str) -> tuple[str, str]:
     """(status, message) of a choice's letter, one of its record's letters: for an exercise's checker that
     asks a choice (check_post_norm_statement)."""
-    record = _record(question)
-    key = _key(bytes.fromhex(record["salt"]), question, letter)
+    record, known = _record(question)
+    key = _answer_key(question, record, known, letter)
     return _unlock(key, record["outcomes"][_lookup(key)])
 
 
 def check_concept(question: str, answer) -> Result:
     """Your answer to concept question `question` ("7.1"): a letter, or a whole number; None = not yet."""
-    record = _record(question)
+    record, known = _record(question)
     label = f"Question {question}"
     if answer is None:
         kind = "a letter" if record["kind"] == "choice" else "a whole number"
@@ -134,7 +146,7 @@ def check_concept(question: str, answer) -> Result:
         text = _as_text(record, answer)
     except Wrong as wrong:
         return Result(label, FAILED, wrong.message)
-    key = _key(bytes.fromhex(record["salt"]), question, text)
+    key = _answer_key(question, record, known, text)
     token = record["outcomes"].get(_lookup(key))
     if token is None:  # a number the question has no words for
         return Result(label, FAILED, f"{int(text):,} is not it. Try again.")
