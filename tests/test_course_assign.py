@@ -17,11 +17,19 @@ import pytest
 from gptlib import exercises
 from gptlib.course import cases
 from gptlib.course.grader import Notebook
+from gptlib.exercises import sealed
 from gptlib_course import assign, gradebook
 from gptlib_course.grade import load_tests
 from gptlib_course.questions import ROLE_KEY, cells_to_run, questions
 from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
+
+
+@pytest.fixture(autouse=True)
+def _releases_stay_in_their_test(monkeypatch):
+    """A Notebook("tests") loads its release's sealed concept records for the whole process, as it would
+    in a student's kernel: here each test's release is forgotten when the test ends."""
+    monkeypatch.setattr(sealed, "_RELEASED", {})
 
 
 def _checker_calls(notebook: dict) -> list[str]:
