@@ -42,9 +42,7 @@ OTHER_CPU = json.loads((ROOT / "tests" / "jupyter" / "kernels" / "gptlib-other-c
 VARIANTS = {
     "no SIMD kernels, SSE matmuls, oneDNN SSE41, 2 threads (make test's own)": OTHER_CPU,
     "native: this CPU's kernels and matmuls, the notebooks' thread count": {},
-    "no SIMD kernels, SSE matmuls, 1 thread": {
-        "ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
-        "ONEDNN_MAX_CPU_ISA": "SSE41", "GPTLIB_NUM_THREADS": "1"},
+    "no SIMD kernels, SSE matmuls, 1 thread": {**OTHER_CPU, "GPTLIB_NUM_THREADS": "1"},
     "avx2 everywhere, 2 threads": {
         "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
         "ONEDNN_MAX_CPU_ISA": "AVX2", "GPTLIB_NUM_THREADS": "2"},
