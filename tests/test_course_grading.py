@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from gptlib import exercises
-from gptlib.course.grader import Notebook
+from gptlib.assignment.grader import Notebook
 from gptlib_course import assign, gradebook, sandbox
 from gptlib_course.grade import Job, _next_job, grade_class, load_tests
 from gptlib_course.judge import ERROR_TEXT, HIDDEN_MESSAGES, Limits, Submission, _answer_names, _redacted

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from gptlib import exercises
-from gptlib.course.variants import shifted_seeds
+from gptlib.assignment.variants import shifted_seeds
 from gptlib.exercises import build
 from gptlib.exercises.answers import build as S
 from gptlib_course import remote_module, sandbox

@@ -39,7 +39,7 @@ import torch
 
 import gptlib
 from gptlib import exercises
-from gptlib.course import cases
+from gptlib.assignment import cases
 from gptlib.exercises import sealed
 
 from . import gradebook

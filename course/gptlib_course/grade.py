@@ -35,7 +35,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from gptlib.course import cases
+from gptlib.assignment import cases
 
 from . import gradebook
 from .judge import CaseOutcome, Limits, NotebookGrade, Sandbox, grade_notebook

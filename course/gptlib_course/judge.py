@@ -38,8 +38,8 @@ from pathlib import Path
 
 import torch
 
-from gptlib.course.cases import TestFile
-from gptlib.course.variants import shifted_seeds
+from gptlib.assignment.cases import TestFile
+from gptlib.assignment.variants import shifted_seeds
 
 from . import remote_module, sandbox
 from .questions import cells_to_run

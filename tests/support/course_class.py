@@ -28,8 +28,8 @@ import torch
 
 from gptlib import exercises
 from gptlib.config import COURSE_CONFIG
-from gptlib.course import cases
-from gptlib.course.variants import shifted_seeds
+from gptlib.assignment import cases
+from gptlib.assignment.variants import shifted_seeds
 from gptlib.exercises.answers import build as _build_solutions
 from gptlib.exercises.answers import solutions as _solutions
 from gptlib_course import sandbox
