@@ -97,12 +97,32 @@ def test_the_course_kit_imports_gptlib_and_gptlib_never_imports_it():
 
 def test_the_kit_check_catches_gptlib_importing_the_kit_and_the_kit_importing_what_is_not_there():
     scratch = SOURCES | {"gptlib.assignment.grader": SOURCES["gptlib.assignment.grader"] + "\nfrom gptlib_course import judge\n"}
-    kit = KIT_SOURCES | {"gptlib_course.scratch": "from gptlib.assignment import cases\nfrom gptlib.assignment.assign import build\n"}
+    kit = KIT_SOURCES | {"gptlib_course.scratch": "from gptlib.assignment import cases\n"
+                                                  "from gptlib.assignment.assign import build\n"}
     assert kit_edges(scratch, kit) == [
         "gptlib.assignment.grader imports gptlib_course",
         "gptlib_course.scratch imports gptlib.assignment.assign, not a module of gptlib",
     ]
 
+
+
+def inside_edges(kit: dict[str, str]) -> list[str]:
+    """Imports of what runs inside the sandbox (gptlib_course.inside, the one package of the kit the sandbox holds)
+    that reach the kit's host side, which the sandbox does not hold."""
+    inside = {m: s for m, s in kit.items() if m == "gptlib_course.inside" or m.startswith("gptlib_course.inside.")}
+    return sorted(f"{module} imports {target}" for module, source in inside.items() for target in imports(module, source, kit)
+                  if target.split(".")[0] == "gptlib_course" and target not in inside)
+
+
+def test_what_runs_inside_the_sandbox_imports_nothing_of_the_host_side():
+    assert {"gptlib_course.inside.zygote", "gptlib_course.inside.module_server"} <= set(KIT_SOURCES)
+    assert "gptlib_course.inside.module_server" in imports(  # the host side imports from inside, not the other way
+        "gptlib_course.remote_module", KIT_SOURCES["gptlib_course.remote_module"], KIT_SOURCES)
+    assert inside_edges(KIT_SOURCES) == []
+    zygote = KIT_SOURCES["gptlib_course.inside.zygote"]
+    scratch = KIT_SOURCES | {"gptlib_course.inside.zygote": zygote + "\nfrom ..judge import Limits\nfrom .. import sandbox\n"}
+    assert inside_edges(scratch) == ["gptlib_course.inside.zygote imports gptlib_course.judge",
+                                     "gptlib_course.inside.zygote imports gptlib_course.sandbox"]
 
 def test_the_layer_check_resolves_every_form_of_import_and_catches_back_edges():
     assert {"gptlib.config", "gptlib.checks"} <= imports("gptlib.model", SOURCES["gptlib.model"], SOURCES)

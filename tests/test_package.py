@@ -84,10 +84,12 @@ def test_every_package_gptlib_imports_is_declared_for_the_audience_that_runs_it(
 
 
 def test_the_course_kit_is_a_package_of_its_own_on_top_of_the_learners_set():
-    """course/pyproject.toml: gptlib_course alone, needing gptlib with the notebooks extra (the zygote runs
-    IPython) and JupyterHub; the root's wheel packages gptlib alone (tests/test_wheel.py reads it)."""
+    """course/pyproject.toml: gptlib_course alone (with its subpackage `inside`, each listed), needing gptlib with
+    the notebooks extra (the zygote runs IPython) and JupyterHub; the root's wheel packages gptlib alone
+    (tests/test_wheel.py reads it)."""
     kit = KIT["project"]
-    assert KIT["tool"]["setuptools"]["packages"] == ["gptlib_course"]
+    packages = sorted(".".join(p.parent.relative_to(ROOT / "course").parts) for p in PACKAGES[1].rglob("__init__.py"))
+    assert KIT["tool"]["setuptools"]["packages"] == packages == ["gptlib_course", "gptlib_course.inside"]
     assert "gptlib-lecture5[notebooks]" in kit["dependencies"] and "jupyterhub" in requirement_names(kit["dependencies"])
     assert kit["requires-python"] == PROJECT["requires-python"]
     assert not any("jupyterhub" in requirement_names(requirements) for requirements in EXTRAS.values())  # in one place

@@ -12,7 +12,7 @@ autograder's folder (`python -m gptlib_course assign`, `make assignments`).
 Every question is worth 1 point on its public case; a question whose answer is a function or a class
 gets a hidden variant worth 1 more point (variants.py, a secret seed offset drawn here). A build-track
 class (notebook 09) stays in the submission's process: the judge's checker works on a mirror of the
-module it builds (remote_module.py). A question whose argument is an expression
+module it builds (remote_module.py, inside/module_server.py). A question whose argument is an expression
 (`check_own_model(MyGPT(), ...)`) is practice: public, 0 points, since the judge evaluates no
 expression of the student's.
 

@@ -38,8 +38,8 @@ from tqdm.auto import tqdm
 from gptlib.assignment import cases
 
 from . import gradebook
-from .judge import CaseOutcome, Limits, NotebookGrade, Sandbox, grade_notebook
-from .sandbox import confinement_problem
+from .judge import CaseOutcome, Limits, NotebookGrade, grade_notebook
+from .sandbox import Sandbox, confinement_problem
 
 
 class Unconfinable(RuntimeError):
