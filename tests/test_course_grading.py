@@ -31,9 +31,11 @@ import pytest
 from gptlib import exercises
 from gptlib.assignment.grader import Notebook
 from gptlib_course import assign, gradebook, sandbox
-from gptlib_course.grade import Job, _next_job, grade_class, load_tests
+from gptlib_course.grade import grade_class
 from gptlib_course.inside import zygote
+from gptlib_course.jobs import Job, load_tests
 from gptlib_course.judge import ERROR_TEXT, HIDDEN_MESSAGES, Limits, Submission, _answer_names, _redacted
+from gptlib_course.pool import _next_job
 from gptlib_course.questions import cells_to_run, questions
 from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS

@@ -172,10 +172,8 @@ def build(notebooks: list[Path], out: Path, hints: bool = True, worked: bool = T
 def write_gradebook(out: Path, built: list[str]) -> None:
     """OUT/gradebook.ini (gradebook.py) at the test files' points: written when absent; an existing one, the
     instructor's, is kept, with a section added for each assignment it lacks."""
-    from .grade import book_points
-
     path = out / "gradebook.ini"
-    points = book_points(out / "autograder")
+    points = gradebook.book_points(out / "autograder")
     if path.exists():
         kept = gradebook.load(path)
         missing = {name: points[name] for name in built if name not in kept.assignments}
