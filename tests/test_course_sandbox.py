@@ -219,6 +219,18 @@ def test_grade_refuses_to_run_unconfined_unless_told(tmp_path, monkeypatch, caps
     assert main([*argv, UNCONFINED]) == 0
 
 
+
+def test_unconfined_the_same_zygote_runs_submissions_as_the_grading_user(limits):
+    """--unconfined-...: no bwrap; the zygote, the same module of the inside package run from the kit's own folder,
+    forks each submission, which runs as the grading user with its limits."""
+    unconfined = dataclasses.replace(limits, confined=False)
+    code = ("import os, resource\nuid = os.getuid()\nparent = open(f'/proc/{os.getppid()}/cmdline').read().split('\\0')\n"
+            "processes = resource.getrlimit(resource.RLIMIT_NPROC)[0]")
+    uid, parent, processes = seen(unconfined, code, "uid", "parent", "processes")
+    assert uid == os.getuid() and processes == limits.processes
+    assert parent[1:4] == ["-P", "-m", sandbox.ZYGOTE]
+
+
 def _reachable(path: str) -> list[str]:
     """Arguments of a bwrap run as root that let any user reach `path` (the Python install may be in
     root's 0700 home): a tmpfs over the first folder above it others cannot enter, folders down to it."""
