@@ -21,8 +21,9 @@ import pytest
 
 from gptlib_course import assign, sandbox
 from gptlib_course.__main__ import UNCONFINED, main
-from gptlib_course.judge import Limits, Sandbox, Submission
+from gptlib_course.judge import Limits, Submission, SubmissionStopped
 from gptlib_course.questions import questions
+from gptlib_course.sandbox import Sandbox
 from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
 
@@ -229,6 +230,18 @@ def test_unconfined_the_same_zygote_runs_submissions_as_the_grading_user(limits)
     uid, parent, processes = seen(unconfined, code, "uid", "parent", "processes")
     assert uid == os.getuid() and processes == limits.processes
     assert parent[1:4] == ["-P", "-m", sandbox.ZYGOTE]
+
+
+
+def test_a_sandbox_that_cannot_start_stops_the_submission_with_bwraps_reason(limits):
+    """A sandbox whose zygote never says it is ready (here bwrap cannot bind a path that does not exist) stops the
+    submission with bwrap's own words and a line for the instructor, never an exception of the judge's."""
+    missing = dataclasses.replace(limits, read_only=("/nonexistent-gptlib-folder",))
+    submission = Submission([(0, "x = 1")], missing)
+    with pytest.raises(SubmissionStopped, match=r"^the grader could not start its sandbox \(bwrap: .*"
+                                                r"/nonexistent-gptlib-folder.*\): tell your instructor$"):
+        submission.start()
+    assert submission.broken and submission.stops == [submission.broken]
 
 
 def _reachable(path: str) -> list[str]:
