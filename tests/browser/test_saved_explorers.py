@@ -64,8 +64,9 @@ def nbconvert(*args: str, cwd) -> None:
 def pages_with_widget_state(tmp_path_factory) -> dict:
     """A small notebook showing each explorer, executed by nbconvert (which stores the widget state
     unless told not to): exported in one step (--to html --execute), and saved as a notebook with its
-    widget state, then exported (what nbviewer and `nbconvert --to html` do with a notebook saved
-    from JupyterLab with its widget state: the same metadata)."""
+    widget state, then exported (as nbviewer or `nbconvert --to html` export a notebook that JupyterLab
+    saved with its widget state, in the same schema: such a notebook, saved by JupyterLab 4.6 with the
+    widget manager's saveState on, was checked by hand to show the same)."""
     tmp = tmp_path_factory.mktemp("widget-state")
     notebook = new_notebook(cells=[new_code_cell(SETUP), *map(new_code_cell, EXPLORERS)])
     notebook.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
