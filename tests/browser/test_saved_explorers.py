@@ -9,6 +9,7 @@ Notebook 7 shows one picture before it runs is checked as the explorer tests ope
 jupyterlab_driver.unrun_cell_shows_one_picture.)
 """
 
+import base64
 import json
 import os
 import re
@@ -73,17 +74,21 @@ def pages_with_widget_state(tmp_path_factory) -> dict:
     nbformat.write(notebook, tmp / "explorers.ipynb")
     nbconvert("--to", "html", "--execute", "--output", "executed", "explorers.ipynb", cwd=tmp)
     nbconvert("--to", "notebook", "--execute", "--output", "saved", "explorers.ipynb", cwd=tmp)
-    nbconvert("--to", "html", "saved.ipynb", cwd=tmp)
     saved_notebook = nbformat.read(tmp / "saved.ipynb", as_version=4)
     state = saved_notebook.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"]
     views = [output.data["application/vnd.jupyter.widget-view+json"]["model_id"]
              for cell in saved_notebook.cells[1:] for output in cell.outputs
              if "application/vnd.jupyter.widget-view+json" in output.get("data", {})]
     assert len(views) == len(EXPLORERS) and set(views) <= set(state)  # saved with the state of each explorer
-    return {"executed and exported": tmp / "executed.html", "saved with widget state": tmp / "saved.html"}
+    for buffer in (buffer for model in state.values() for buffer in model.get("buffers", [])):
+        buffer.data, buffer.encoding = base64.b64decode(buffer.data).hex(), "hex"  # the schema's other encoding
+    nbformat.write(saved_notebook, tmp / "saved_hex.ipynb")
+    nbconvert("--to", "html", "saved.ipynb", "saved_hex.ipynb", cwd=tmp)
+    return {"executed and exported": tmp / "executed.html", "saved with widget state": tmp / "saved.html",
+            "saved with widget state, bytes in hex": tmp / "saved_hex.html"}
 
 
-@pytest.mark.parametrize("how", ["executed and exported", "saved with widget state"])
+@pytest.mark.parametrize("how", ["executed and exported", "saved with widget state", "saved with widget state, bytes in hex"])
 def test_offline_a_page_with_widget_state_shows_each_explorers_static_copy(page, pages_with_widget_state, how):
     """The page chose every explorer's widget view (its state is stored) and cannot load the widget
     renderer (requests leaving 127.0.0.1 are refused): each explorer shows once, as a static copy
