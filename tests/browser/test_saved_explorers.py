@@ -22,6 +22,11 @@ from jupyterlab_driver import explorers_per_cell, saved, saved_count_counts_six_
 from nbformat.v4 import new_code_cell, new_notebook
 from servers import ROOT
 
+from gptlib.viz.attention import AttentionExplorer
+from gptlib.viz.counting import ParameterCountExplorer
+from gptlib.viz.geometry import LayerNormSphere
+from gptlib.viz.stream_explorer import StreamExplorer
+
 NOTEBOOKS = ["01_multi_head_attention", "04_layernorm_geometry", "05_gpt_and_parameter_count", "08_trained_model_tour"]
 
 
@@ -39,12 +44,9 @@ def test_a_notebook_saved_as_html_shows_each_explorer_once_alive_without_a_kerne
 
 
 # Each explorer once, as a cell shows it; its module's root element and the picture it draws.
-SETUP = """from gptlib import pretrained
-from gptlib.viz.attention import AttentionExplorer
-from gptlib.viz.counting import ParameterCountExplorer
-from gptlib.viz.geometry import LayerNormSphere
-from gptlib.viz.stream_explorer import StreamExplorer
-model = pretrained.load_pretrained("shakespeare")"""
+SETUP = "\n".join([*(f"from {explorer.__module__} import {explorer.__name__}" for explorer in
+                      (AttentionExplorer, LayerNormSphere, ParameterCountExplorer, StreamExplorer)),
+                    "from gptlib import pretrained", 'model = pretrained.load_pretrained("shakespeare")'])
 EXPLORERS = {
     'AttentionExplorer(model, text="ROMEO: But soft")': ("gptlib-attn-explorer", "canvas.gptlib-attn-output"),
     "LayerNormSphere()": ("gptlib-sphere", "canvas.gptlib-sphere-output"),
