@@ -105,18 +105,18 @@ def test_the_kit_check_catches_gptlib_importing_the_kit_and_the_kit_importing_wh
 
 
 def test_the_layer_check_resolves_every_form_of_import_and_catches_back_edges():
-    assert {"gptlib.config", "gptlib.checks"} <= imports("gptlib.model", SOURCES["gptlib.model"], SOURCES)
+    assert {"gptlib.config", "gptlib.validation"} <= imports("gptlib.model", SOURCES["gptlib.model"], SOURCES)
     scratch = SOURCES | {
         "gptlib.model": SOURCES["gptlib.model"] + "\nfrom . import geometry\n",
         "gptlib.exercises.scratch": "from .. import checks\nfrom ..viz import attention\n",
-        "gptlib.counting": SOURCES["gptlib.counting"] + "\ndef f():\n    import matplotlib.pyplot\n",
+        "gptlib.analysis.counting": SOURCES["gptlib.analysis.counting"] + "\ndef f():\n    import matplotlib.pyplot\n",
     }
     assert imports("gptlib.exercises.scratch", scratch["gptlib.exercises.scratch"], scratch) == {
-        "gptlib.checks", "gptlib.viz.attention"}
+        "gptlib.validation", "gptlib.viz.attention"}
     assert back_edges(scratch) == [
-        "gptlib.counting (analysis) imports matplotlib.pyplot, which only viz may",
+        "gptlib.analysis.counting (analysis) imports matplotlib.pyplot, which only viz may",
         "gptlib.exercises.scratch (analysis) imports gptlib.viz.attention (viz)",
-        "gptlib.model (model) imports gptlib.geometry (analysis)",
+        "gptlib.model (model) imports gptlib.analysis.layernorm (analysis)",
     ]
 
 
@@ -168,8 +168,8 @@ def test_every_cited_notebook_exists():
 
 
 def test_the_training_loop_imports_no_task_only_its_command_line_does():
-    assert "gptlib.induction" not in imports("gptlib.train", SOURCES["gptlib.train"], SOURCES)
-    assert "gptlib.induction" in imports("gptlib.train.__main__", SOURCES["gptlib.train.__main__"], SOURCES)
+    assert "gptlib.analysis.induction" not in imports("gptlib.train", SOURCES["gptlib.train"], SOURCES)
+    assert "gptlib.analysis.induction" in imports("gptlib.train.__main__", SOURCES["gptlib.train.__main__"], SOURCES)
 
 
 def analysis_rows() -> list[list[str]]:
@@ -211,14 +211,14 @@ def test_the_order_check_catches_an_import_up_or_across_and_a_module_left_out():
     rows = analysis_rows()
     assert rows[0][0] == "data" and rows[-1] == ["course"]
     scratch = SOURCES | {
-        "gptlib.cache": SOURCES["gptlib.cache"] + "\nfrom . import jacobians\n",  # up
-        "gptlib.cost": SOURCES["gptlib.cost"] + "\nfrom . import residual\n",  # across one row
+        "gptlib.analysis.cache": SOURCES["gptlib.analysis.cache"] + "\nfrom . import jacobians\n",  # up
+        "gptlib.analysis.cost": SOURCES["gptlib.analysis.cost"] + "\nfrom . import residual\n",  # across one row
         "gptlib.scratch": "from . import data\n",  # in no row
         "gptlib.exercises.extra": "from . import result\nfrom .. import course\n",  # its own package, then up
     }
     assert sorted(order_breaks(scratch, rows)) == [
-        "gptlib.cache (row 1) imports gptlib.jacobians (row 2)",
-        "gptlib.cost (row 2) imports gptlib.residual (row 2)",
+        "gptlib.analysis.cache (row 1) imports gptlib.analysis.jacobians (row 2)",
+        "gptlib.analysis.cost (row 2) imports gptlib.analysis.residual (row 2)",
         "gptlib.exercises.extra (row 5) imports gptlib.course (row 6)",
         "gptlib.scratch is in no row of the analysis layer's order",
     ]

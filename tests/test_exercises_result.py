@@ -10,7 +10,7 @@ import torch
 
 import gptlib
 from gptlib import GPT, GPTConfig, exercises
-from gptlib.exercises import flops, heads, hints, layernorm, result
+from gptlib.exercises import attention, cost, hints, layernorm, result
 from gptlib.exercises.answers import solutions
 from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, PASSED, Wrong, as_float, as_int, as_numbers, call, checker
 
@@ -168,11 +168,11 @@ def test_as_int_refuses_anything_else_with_wrong(value):
 @pytest.mark.parametrize(
     "points, mistakes",
     [
-        (heads.FACTOR_SHAPES, heads.FACTOR_MISTAKES),
-        (heads.RANK_SHAPES, heads.RANK_MISTAKES),
+        (attention.FACTOR_SHAPES, attention.FACTOR_MISTAKES),
+        (attention.RANK_SHAPES, attention.RANK_MISTAKES),
         ([(c,) for c in layernorm.SCALES], layernorm.DECAY_MISTAKES),
-        (flops.FLOP_POINTS, flops.FLOP_MISTAKES),
-        ([(c,) for c in flops.TAKEOVER_CONFIGS], flops.TAKEOVER_MISTAKES),
+        (cost.FLOP_POINTS, cost.FLOP_MISTAKES),
+        ([(c,) for c in cost.TAKEOVER_CONFIGS], cost.TAKEOVER_MISTAKES),
     ],
 )
 def test_the_points_a_checker_tries_tell_its_typical_mistakes_apart(points, mistakes):

@@ -16,7 +16,7 @@ from gptlib import COURSE_CONFIG, GPT  # noqa: E402
 from gptlib.viz.attention import AttentionExplorer  # noqa: E402
 from gptlib.viz.counting import ParameterCountExplorer  # noqa: E402
 from gptlib.viz.explorer import WIDGET_VIEW, module, script_json  # noqa: E402
-from gptlib.viz.geometry import LayerNormSphere  # noqa: E402
+from gptlib.viz.layernorm import LayerNormSphere  # noqa: E402
 
 HOSTILE = ["<!--<script>", "</script><script>alert(1)</script>", "<!-- x --> & y", "]]>", "\u2028\u2029"]
 

@@ -1,5 +1,5 @@
 """A submission's nn.Module as the judge's checkers see it: a mirror in the judge whose forward runs in the
-submission's confined process (the build track of notebook 09: `build.check_mlp(MLP)` and the others).
+submission's confined process (the build track of notebook 09: `build_track.check_mlp(MLP)` and the others).
 
 When a call of the submission's function (a class is one: `MLP(d, d_ff)`) returns an nn.Module, the
 submission's process keeps the module under a handle and describes it (ModuleServer.described); the

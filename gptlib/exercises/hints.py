@@ -64,7 +64,7 @@ HINTS = {
 }
 
 
-# The build track of notebook 09, one step per piece of the GPT (gptlib.exercises.build checks them).
+# The build track of notebook 09, one step per piece of the GPT (gptlib.exercises.build_track checks them).
 # The code between backquotes runs as printed in 09, whose first cell imports torch, nn, F and math
 # (tests/test_build_notebook.py pastes each piece there, with the learner's tensors named as here).
 BUILD_HINTS = {

@@ -17,7 +17,7 @@ import functools
 import torch
 import torch.nn.functional as F
 
-from .. import geometry
+from ..analysis import layernorm
 from .result import Wrong, as_float, as_matrix, as_numbers, call, checker, close, name_mistake, variant_points, variant_seed
 
 EX4 = "Exercise 4"
@@ -82,7 +82,7 @@ def _project_mistake(u: torch.Tensor, got: torch.Tensor) -> str:
     named = name_mistake({u: got}, PROJECT_MISTAKES, functools.partial(close, atol=ATOL))
     if named:
         return named
-    if _rescales_rows(got, geometry.center(u)):
+    if _rescales_rows(got, layernorm.center(u)):
         return "your projection also rescales each row (its direction is right): step 1 only subtracts the mean, step 2 rescales"
     return "project(u) is not u - mean(u) 1 row by row"
 
@@ -105,13 +105,13 @@ def check_layer_norm(project, rescale) -> tuple[str, list[str]]:
     inputs = _inputs()
     for u in inputs:
         got = as_matrix(call(project, u, what="u"), u.shape, "project(u)")
-        if not close(got, geometry.center(u), atol=ATOL):
+        if not close(got, layernorm.center(u), atol=ATOL):
             raise Wrong(_project_mistake(u, got) + ".", [f"u of shape {tuple(u.shape)}"])
     for u in inputs:
-        v = geometry.center(u)
+        v = layernorm.center(u)
         for eps in EPSILONS:
             got = as_matrix(call(rescale, v, eps, what="v, eps"), v.shape, "rescale(v, eps)")
-            if not close(got, geometry.radial_rescale(v, eps), atol=ATOL):
+            if not close(got, layernorm.radial_rescale(v, eps), atol=ATOL):
                 raise Wrong(_rescale_mistake(v, eps, got) + ".", [f"v of shape {tuple(v.shape)}, eps = {eps}"])
     generator = torch.Generator().manual_seed(variant_seed(1))
     for u in inputs:
@@ -153,7 +153,7 @@ def measured_decay_factors(c: float) -> tuple[float, float]:
     W = torch.randn(16, 12, generator=generator, dtype=torch.float64)  # (m, n)
     X = torch.randn(32, 12, generator=generator, dtype=torch.float64)  # (B, n)
     readout = torch.randn(32, 16, generator=generator, dtype=torch.float64)  # (B, m)
-    grads = geometry.weight_scale_before_layernorm(W, X, readout, torch.tensor([1.0, c], dtype=torch.float64)).grad_norm
+    grads = layernorm.weight_scale_before_layernorm(W, X, readout, torch.tensor([1.0, c], dtype=torch.float64)).grad_norm
     gradient = (grads[1] / grads[0]).item()
     return gradient, gradient / c  # the relative step lr ||g|| / ||W|| also divides by ||cW|| = c ||W||
 

@@ -14,9 +14,9 @@ import torch
 import traitlets
 from matplotlib.figure import Figure
 
-from .. import checks
+from .. import validation
+from ..analysis.counting import COMPONENTS, component_table, format_table, theorem_5_2
 from ..config import COURSE_CONFIG, GPTConfig
-from ..counting import COMPONENTS, component_table, format_table, theorem_5_2
 from ..model import GPT
 from .display import render_png
 from .explorer import Explorer, Switch, module, shown
@@ -121,7 +121,7 @@ class ParameterCountExplorer(Explorer):
                 limit = MAX_L if name == "L" else MAX_SIZE
                 if value > limit:  # quoted as typed, shortened: a 400-digit number is not echoed in full
                     raise ValueError(f"{name} must be an integer <= {limit}, got {shown(self.typed[name])}")
-                checks.integer(name, value, at_least=1)
+                validation.integer(name, value, at_least=1)
             config = self.base.replace(**sizes, tie_weights=self.tie)
             with torch.device("meta"):
                 model = GPT(config)  # shapes only, no memory

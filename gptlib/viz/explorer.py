@@ -36,7 +36,7 @@ from pathlib import Path
 import anywidget
 import traitlets
 
-from .. import checks
+from .. import validation
 
 JS = Path(__file__).with_name("js")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -50,9 +50,9 @@ def shown(typed: str) -> str:
 
 
 class Checked:
-    """A synced trait whose every value passes `rule(label, value)`, a gptlib.checks function: what it
+    """A synced trait whose every value passes `rule(label, value)`, a gptlib.validation function: what it
     refuses raises ValueError where it is set (from code, or sent by a page) and never reaches the page.
-    Subclasses name the rule: `rule = staticmethod(checks.real)`."""
+    Subclasses name the rule: `rule = staticmethod(validation.real)`."""
 
     def __init__(self, default, label: str):
         super().__init__(default)
@@ -66,13 +66,13 @@ class Checked:
 class Real(Checked, traitlets.Float):
     """A number: only a finite real number, never a bool, NaN or inf (JSON has no NaN)."""
 
-    rule = staticmethod(checks.real)
+    rule = staticmethod(validation.real)
 
 
 class Switch(Checked, traitlets.Bool):
     """A switch: only True or False, never 1 or "False"."""
 
-    rule = staticmethod(checks.boolean)
+    rule = staticmethod(validation.boolean)
 
 
 def script_json(value) -> str:
