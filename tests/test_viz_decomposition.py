@@ -1,4 +1,5 @@
-"""The stream explorer, driven without a browser: its numbers are decomposition's, and what it refuses."""
+"""gptlib.viz.decomposition: the figures (a bar per write at its contribution, a lens line per reading at its
+losses) and the stream explorer, driven without a browser: its numbers are decomposition's, and what it refuses."""
 
 import json
 import math
@@ -11,9 +12,15 @@ pytest.importorskip("anywidget")
 pytest.importorskip("matplotlib")
 
 from gptlib import COURSE_CONFIG, GPT, VOCABULARY, GPTConfig, encode, run_with_cache  # noqa: E402
-from gptlib.analysis.decomposition import direct_logit_attribution, write_labels  # noqa: E402
-from gptlib.viz.decomposition import MODES, StreamExplorer, stream_run  # noqa: E402
-from gptlib.viz.decomposition_figures import describe_attribution  # noqa: E402
+from gptlib.analysis.decomposition import Attribution, LensReading, direct_logit_attribution, write_labels  # noqa: E402
+from gptlib.viz.decomposition import (  # noqa: E402
+    MODES,
+    StreamExplorer,
+    attribution_figure,
+    describe_attribution,
+    logit_lens_figure,
+    stream_run,
+)
 from tests.test_viz_explorer import outline  # noqa: E402
 
 TEXT = "To be, or not\nto be"
@@ -177,3 +184,23 @@ def test_every_character_of_the_vocabulary_can_be_chosen_and_is_named_legibly(mo
     for character, shown in ((VOCABULARY[0], "z('\\n')"), (VOCABULARY[-1], "z('z')"), (" ", "z('␣')")):
         explorer.character = character
         assert not explorer.stale and explorer.descriptions[2][0].startswith(f"Direct contributions to {shown} at")
+
+
+def test_each_write_is_a_bar_at_its_contribution_and_the_label_names_the_largest():
+    attribution = Attribution(("E[x]", "P", "L0H0", "L0 MLP"), torch.tensor([0.5, -0.25, 2.0, -1.0]), rest=0.125,
+                              logit=1.375)
+    fig = attribution_figure(attribution, "demo")
+    ax = fig.axes[0]
+    numpy.testing.assert_array_equal([bar.get_height() for bar in ax.patches], [0.5, -0.25, 2.0, -1.0])
+    assert [tick.get_text() for tick in ax.get_xticklabels()] == ["E[x]", "P", "L0H0", "L0 MLP"]
+    assert "L0H0 (+2.00), L0 MLP (-1.00), E[x] (+0.50)" in fig.get_label()
+    assert "the logit +1.38" in fig.get_label()
+
+
+def test_each_reading_is_a_line_through_its_losses():
+    reading = LensReading(torch.tensor([4.0, 2.0, 1.5]), torch.tensor([3.0, 2.0, 1.0]), torch.tensor([0.1, 0.4, 0.6]))
+    fig = logit_lens_figure({"trained": reading}, uniform=4.17)
+    line = fig.axes[0].lines[0]
+    numpy.testing.assert_array_equal(line.get_xdata(), [0, 1, 2])
+    numpy.testing.assert_array_equal(line.get_ydata(), [4.0, 2.0, 1.5])
+    assert "trained from 4.00 at depth 0 to 1.50 at depth 2" in fig.get_label()

@@ -1,5 +1,8 @@
-"""The stream explorer: who wrote one prediction (Remark 3.4), drawn in the page.
+"""Reading the residual stream (Remark 3.4; gptlib.analysis.decomposition and .patching): the figures,
+and the stream explorer, who wrote one prediction, drawn in the page.
 
+    attribution_figure(a, title)  a bar per write at its direct contribution to one logit
+    logit_lens_figure(readings, u)  a line per lens reading through its losses, depth by depth
     stream_run(model, text)       every write's direct contribution at every position, to the
                                   predicted, the true next and one chosen character, and every A^h
     describe_row(run, l, h, t)    the text alternative of one attention row
@@ -17,14 +20,14 @@ from dataclasses import dataclass
 
 import torch
 import traitlets
+from matplotlib.figure import Figure
 
 from .. import validation
 from ..analysis.cache import run_with_cache
-from ..analysis.decomposition import Attribution, LogitPieces, attribution_from, logit_pieces, stream_writes
+from ..analysis.decomposition import Attribution, LensReading, LogitPieces, attribution_from, logit_pieces, stream_writes
 from ..data import VOCABULARY, encode
 from ..model import GPT, eval_mode
 from .attention import token_labels
-from .decomposition_figures import attribution_figure, describe_attribution
 from .display import render_png
 from .explorer import Explorer, module
 
@@ -234,3 +237,47 @@ class StreamExplorer(Explorer):
 
     def alt_text(self) -> str:
         return describe_attribution(*self.shown())
+
+
+def attribution_figure(attribution: Attribution, title: str) -> Figure:
+    """One bar per write: its direct contribution to a logit (Attribution), the largest three named in the label."""
+    values = attribution.values.detach().numpy()
+    fig = Figure(figsize=(max(6, 0.28 * len(values)), 3.6), layout="constrained")
+    ax = fig.subplots()
+    colours = ["#1565c0" if v >= 0 else "#c62828" for v in values]
+    ax.bar(range(len(values)), values, color=colours)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(values)), attribution.labels, rotation=90, fontsize=8)
+    ax.set_ylabel("direct contribution to the logit")
+    ax.set_title(title)
+    fig.set_label(describe_attribution(attribution, title))
+    return fig
+
+
+def describe_attribution(attribution: Attribution, title: str) -> str:
+    """The text alternative of an attribution's bars (attribution_figure's, and the stream explorer's):
+    how many writes, the three largest in size, and the logit they add up to with LN_f's bias."""
+    values = attribution.values.tolist()
+    top = sorted(zip(attribution.labels, values), key=lambda pair: -abs(pair[1]))[:3]
+    return (f"{title}: a bar per write into the stream ({len(values)} writes); the largest in size are "
+            + ", ".join(f"{label} ({value:+.2f})" for label, value in top)
+            + f"; with LN_f's bias ({attribution.rest:+.2f}) they add up to the logit {attribution.logit:+.2f}.")
+
+
+def logit_lens_figure(readings: dict[str, LensReading], uniform: float) -> Figure:
+    """The loss of the stream read out after each block (LensReading.loss), one line per reading, and ln V."""
+    fig = Figure(figsize=(5.5, 3.6), layout="constrained")
+    ax = fig.subplots()
+    for name, reading in readings.items():
+        depth = torch.arange(len(reading.loss)).numpy()
+        ax.plot(depth, reading.loss.numpy(), marker="o", label=name)
+    ax.axhline(uniform, color="gray", linestyle="--", linewidth=0.8, label="uniform guess, ln V")
+    ax.set_xlabel("depth l: X^(l) read out through LN_f and W_U (0 = the embeddings)")
+    ax.set_ylabel("loss, nats per character")
+    ax.set_xticks(depth)
+    ax.legend()
+    fig.set_label("The logit lens: loss of the stream read out after each block, "
+                  + "; ".join(f"{name} from {r.loss[0]:.2f} at depth 0 to {r.loss[-1]:.2f} at depth {len(r.loss) - 1}"
+                              for name, r in readings.items())
+                  + f" nats per character (uniform guessing: {uniform:.2f}).")
+    return fig

@@ -1,6 +1,6 @@
-"""What the three explorers share: a front end that draws in the page, fed by the kernel.
+"""What the four explorers share: a front end that draws in the page, fed by the kernel.
 
-Every explorer (AttentionExplorer, LayerNormSphere, ParameterCountExplorer) is an anywidget:
+Every explorer (AttentionExplorer, LayerNormSphere, ParameterCountExplorer, StreamExplorer) is an anywidget:
 its controls and its picture are drawn by a small ES module of its own (gptlib/viz/js/, with
 common.js in front), so moving a control redraws without a kernel round trip. The kernel
 holds the same values as traits, checks them, and answers with what only it can compute.
