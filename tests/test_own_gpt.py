@@ -68,3 +68,9 @@ def test_the_measured_runs_load_as_recorded(tmp_path):
     assert meta == {"command": stored["command"], "machine": {"cpu": "x"}}
     assert runs == [TrainingRun("a", (1,), (1.0,), (1.0,), (3.0,), (3.1,))]
 
+
+
+def test_the_shipped_runs_are_found_where_the_wheel_puts_them():
+    """Notebook 09 reads gptlib/checkpoints/build_track.json by default (package data), wherever this module lives."""
+    meta, runs = load_measured_runs()
+    assert meta["command"] and len(runs) == 2  # the plain and the reference run
