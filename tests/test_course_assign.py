@@ -220,7 +220,7 @@ def test_hidden_variant_replaces_nothing_global():
     import torch
 
     from gptlib.course.variants import shifted_seeds
-    from gptlib.exercises.result import variant_seed
+    from gptlib.exercises.variants import variant_seed
 
     functions = (torch.manual_seed, torch.Generator, random.Random.seed)
     torch.manual_seed(3)

@@ -17,7 +17,9 @@ from gptlib.exercises.build_track.head import heads
 from gptlib.exercises.build_track.initialization import INIT_SIZES
 from gptlib.exercises.build_track.judging import TOL, judge, same
 from gptlib.exercises.build_track.mlp import tanh_gap
-from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, Wrong, hidden_variant
+from gptlib.exercises.checking import Wrong
+from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
+from gptlib.exercises.variants import shifted_seeds
 from tests.support import learner_gpts as layouts
 from tests.support.scratch_gpt import ScratchGPT
 
@@ -169,7 +171,7 @@ def test_typical_wrong_versions_fail_with_their_mistake_named(check, args, mista
 
 
 def _built_with(check, args, offset: int) -> list[tuple]:
-    """The sizes each class of `args` is built with by `check` inside hidden_variant(offset), and the first weight
+    """The sizes each class of `args` is built with by `check` inside shifted_seeds(offset), and the first weight
     the checker gives the module it built (its seeded random weights)."""
     seen = []
 
@@ -183,7 +185,7 @@ def _built_with(check, args, offset: int) -> list[tuple]:
         return build
 
     recorded = [recording(a) if isinstance(a, type) else a for a in args]
-    with hidden_variant(offset):
+    with shifted_seeds(offset):
         assert check(*recorded).passed
     return seen
 
@@ -202,7 +204,7 @@ def test_a_hidden_variant_builds_at_other_sizes_and_the_reference_passes_it(chec
 @pytest.mark.parametrize("check, args, mistake", [w for w in WRONG if not isinstance(w[1][0], nn.Module)],
                          ids=[m for _, a, m in WRONG if not isinstance(a[0], nn.Module)])
 def test_a_hidden_variant_still_names_the_mistake(check, args, mistake, offset):
-    with hidden_variant(offset):
+    with shifted_seeds(offset):
         result = check(*args)
     assert result.status == FAILED and mistake in result.message, result
 
@@ -219,7 +221,7 @@ def test_a_hidden_variant_draws_other_weights_and_inputs():
     for offset in (0, 5):
         module = Recording(16)
         module.offset = offset
-        with hidden_variant(offset):
+        with shifted_seeds(offset):
             assert build_track.check_layer_norm_module(module).passed
     (X_0, gamma_0), (X_5, gamma_5) = seen[0], seen[5]
     assert X_0.shape == X_5.shape and not torch.equal(X_0, X_5) and not torch.equal(gamma_0, gamma_5)

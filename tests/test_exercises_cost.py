@@ -11,7 +11,8 @@ from gptlib.analysis import cost
 from gptlib.exercises import check_attention_takeover, check_training_flops
 from gptlib.exercises.answers import solutions
 from gptlib.exercises.cost import TAKEOVER_CONFIGS, _small_config, measured_crossing, measured_split
-from gptlib.exercises.result import FAILED, hidden_variant, variant_points
+from gptlib.exercises.result import FAILED
+from gptlib.exercises.variants import shifted_seeds, variant_points
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -141,7 +142,7 @@ def test_takeover_in_other_styles_passes(takeover):
 def test_measured_crossing_is_the_closed_form_and_a_miss_is_still_measured():
     """The reference crossing, measured once per config, is 4 T^2 d = 8 T d^2 + 4 T d d_ff's T = 2d + d_ff, on
     the public configs and on a hidden variant's; an answer off it by one is measured at its own T and fails."""
-    with hidden_variant(12345):
+    with shifted_seeds(12345):
         hidden = variant_points(TAKEOVER_CONFIGS, lambda rng: [_small_config(rng) for _ in range(3)])
     for c in (*TAKEOVER_CONFIGS, *hidden):
         assert measured_crossing(c) == 2 * c.d + c.d_ff

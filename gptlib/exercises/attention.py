@@ -22,19 +22,10 @@ import torch
 from ..analysis import attention
 from ..config import GPTConfig
 from ..model import MultiHeadAttention
-from .result import (
-    Wrong,
-    as_int,
-    as_matrix,
-    as_numbers,
-    call,
-    checker,
-    close,
-    name_mistake,
-    scale_of,
-    variant_points,
-    variant_seed,
-)
+from .checking import Wrong, call, checker
+from .mistakes import close, name_mistake, scale_of
+from .reading import as_int, as_matrix, as_numbers
+from .variants import variant_points, variant_seed
 
 EX3, EX6 = "Exercise 3", "Exercise 6"
 RTOL = 1e-5  # loose enough for an answer computed in float32

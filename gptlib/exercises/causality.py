@@ -33,7 +33,9 @@ from .. import validation
 from ..analysis.causality import change_map, perturbed_batch, weakest_present_dependence
 from ..config import GPTConfig
 from ..model import GPT, eval_mode
-from .result import Wrong, as_matrix, call, checker, global_state_kept, variant_seed
+from .checking import Wrong, call, checker, global_state_kept
+from .reading import as_matrix
+from .variants import variant_seed
 
 EX2 = "Exercise 2 ★"
 RTOL = 1e-5  # float32: a logit "moved" when it changed by more than RTOL * (1 + max |Z|), same batch shape

@@ -18,7 +18,10 @@ import functools
 from ..analysis import cost, counting
 from ..analysis.cost import ATTENTION, MLPS, PROJECTIONS, UNEMBEDDING
 from ..config import COURSE_CONFIG, GPTConfig
-from .result import Wrong, as_float, call, checker, close, name_mistake, variant_points
+from .checking import Wrong, call, checker
+from .mistakes import close, name_mistake
+from .reading import as_float
+from .variants import variant_points
 
 EX8 = "Exercise 8"
 RTOL = 1e-9  # FLOP counts are whole numbers: the tolerance only spares a float's rounding

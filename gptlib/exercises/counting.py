@@ -13,8 +13,11 @@ import random
 
 from ..analysis.counting import COMPONENTS, measured_table
 from ..config import COURSE_CONFIG, GPTConfig
+from .checking import Wrong, call, checker
 from .count_differences import DIFFERENCES
-from .result import Wrong, as_int, as_numbers, call, checker, name_mistake, variant_seed
+from .mistakes import name_mistake
+from .reading import as_int, as_numbers
+from .variants import variant_seed
 
 EX1, EX5 = "Exercise 1 ★", "Exercise 5"
 
@@ -43,7 +46,7 @@ def random_configs(n: int, tied: bool | None, seed: int = 0) -> list[GPTConfig]:
 
 def count_mistakes(row: int | None = None) -> dict:
     """The typical mistakes as {what: (learner - truth) it makes, a function of the config}; row:
-    only those of that table row. result.name_mistake(deltas, count_mistakes(), pairs=True) names them."""
+    only those of that table row. mistakes.name_mistake(deltas, count_mistakes(), pairs=True) names them."""
     return {d.what: d.delta for d in DIFFERENCES if row is None or d.row in (row, None)}
 
 

@@ -22,7 +22,11 @@ from ..analysis import jacobians
 from ..config import GPTConfig
 from ..model import Block, MultiHeadAttention
 from . import sealed
-from .result import PASSED, Wrong, as_matrix, call, checker, close, name_mistake, not_attempted, scale_of, variant_seed
+from .checking import Wrong, call, checker, not_attempted
+from .mistakes import close, name_mistake, scale_of
+from .reading import as_matrix
+from .result import PASSED
+from .variants import variant_seed
 
 EX7 = "Exercise 7"
 RTOL, ATOL = 1e-5, 1e-6  # entries are O(1): loose enough for a Jacobian computed in float32

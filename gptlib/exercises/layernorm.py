@@ -18,7 +18,10 @@ import torch
 import torch.nn.functional as F
 
 from ..analysis import layernorm
-from .result import Wrong, as_float, as_matrix, as_numbers, call, checker, close, name_mistake, variant_points, variant_seed
+from .checking import Wrong, call, checker
+from .mistakes import close, name_mistake
+from .reading import as_float, as_matrix, as_numbers
+from .variants import variant_points, variant_seed
 
 EX4 = "Exercise 4"
 EPSILONS = (0.5, 1e-5, 0.0)  # 0.5 first: where eps sits is plain to see

@@ -36,6 +36,7 @@ from ..analysis.counting import theorem_5_2
 from ..config import GPTConfig
 from ..model import LayerNorm, eval_mode
 from .causality import batch_independence, causality_verdict, logits, refuse_a_length_too_long, refuse_randomness, tried_length
+from .checking import Wrong, checker
 from .count_differences import (
     BIASES,
     CONVENTION,
@@ -50,7 +51,8 @@ from .count_differences import (
     TIED_W_U_BIAS,
     W_U_BIAS,
 )
-from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, checker, explaining
+from .mistakes import explaining
+from .result import FAILED, NOT_ATTEMPTED, PASSED, Result
 
 OWN = "Your own GPT"
 LOSS_RTOL = 0.1  # initial loss within 10% of ln V

@@ -16,10 +16,10 @@ random values, read as the lecture's symbols (roles.py: by shape, by name where 
 every reading the shapes allow), loaded into gptlib's own component, and both are run on the same random
 input. The learner's weights are put back afterwards. A reading under which the two agree to TOL passes;
 otherwise the typical mistakes of that component are computed under each reading in turn, and those that
-explain the learner's output are named (result.name_mistake: all of them, as candidates, when several do).
-The machinery all of them share is judging.py. Inside a hidden variant (result.hidden_variant: a course's
+explain the learner's output are named (mistakes.name_mistake: all of them, as candidates, when several do).
+The machinery all of them share is judging.py. Inside a hidden variant (variants.shifted_seeds: a course's
 hidden test) each checker builds the class at other sizes of the same kind (judging.sizes,
-initialization.init_sizes) and draws other weights and inputs (every seed through result.variant_seed).
+initialization.init_sizes) and draws other weights and inputs (every seed through variants.variant_seed).
 """
 
 from .attention import check_multi_head_attention

@@ -7,7 +7,7 @@ from torch import nn
 
 from ...config import GPTConfig
 from ...model import MultiHeadAttention as ReferenceAttention
-from ..result import Wrong, checker
+from ..checking import Wrong, checker
 from . import roles
 from .head import attention_run, head_mistakes, heads
 from .judging import B, T, built, extra_note, judge, loaded, random_weights, sizes

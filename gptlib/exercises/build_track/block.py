@@ -8,7 +8,7 @@ from torch import nn
 
 from ...config import GPTConfig
 from ...model import Block as ReferenceBlock
-from ..result import Wrong, checker
+from ..checking import Wrong, checker
 from . import roles
 from .attention import heads_of, judge_attention
 from .judging import B, T, built, extra_note, inputs, judge, loaded, output, random_weights, sizes

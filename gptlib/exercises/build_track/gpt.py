@@ -8,7 +8,8 @@ from torch import nn
 
 from ...config import GPTConfig
 from ...model import GPT as ReferenceGPT
-from ..result import Wrong, checker, variant_seed
+from ..checking import Wrong, checker
+from ..variants import variant_seed
 from . import roles
 from .attention import heads_of
 from .block import block_parts, is_layer_norm, judge_block, load_block, named_parts

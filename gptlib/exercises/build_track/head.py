@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..result import Wrong, checker
+from ..checking import Wrong, checker
 from . import roles
 from .judging import B, T, built, extra_note, inputs, judge, output, random_weights, sizes, zero_extra
 

@@ -9,7 +9,9 @@ import math
 import torch
 from torch import nn
 
-from ..result import Wrong, call, checker, close, name_mistake, variant_points, variant_seed
+from ..checking import Wrong, call, checker
+from ..mistakes import close, name_mistake
+from ..variants import variant_points, variant_seed
 from . import roles
 from .attention import heads_of
 from .block import block_parts

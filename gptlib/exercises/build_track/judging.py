@@ -12,13 +12,15 @@ import math
 import torch
 from torch import nn
 
-from ..result import Wrong, call, close, name_mistake, variant_points, variant_seed
+from ..checking import Wrong, call
+from ..mistakes import close, name_mistake
+from ..variants import variant_points, variant_seed
 
 SIZES = {"V": 13, "T_max": 8, "d": 16, "H": 2, "L": 2, "d_ff": 64}  # all different, so shapes tell roles apart
 B, T = 2, 6  # the random input: T < T_max, so P's first T rows are the ones used
 
 TOL = 2e-5  # |learner - reference| <= TOL * (1 + max |reference|): float32 rounding, well below every mistake
-same = functools.partial(close, rtol=TOL, atol=TOL, of_largest=True)  # that rule, as result.close states it
+same = functools.partial(close, rtol=TOL, atol=TOL, of_largest=True)  # that rule, as mistakes.close states it
 
 
 def sizes() -> dict[str, int]:
@@ -89,7 +91,7 @@ def output(module: nn.Module, x: torch.Tensor, shape: tuple[int, ...], what: str
 
 def judge(got: torch.Tensor, readings: list, reference, mistakes, component: str, notes: list[str] = ()):
     """The first reading under which `got` equals reference(reading); else Wrong naming the typical
-    mistakes (mistakes(reading) -> {message: thunk}) that reproduce `got` (result.name_mistake: every one
+    mistakes (mistakes(reading) -> {message: thunk}) that reproduce `got` (mistakes.name_mistake: every one
     that does, as candidates when several do), under the first reading under which any does."""
     for reading in readings:
         if same(got, reference(reading)):

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..result import checker
+from ..checking import checker
 from . import roles
 from .judging import B, T, built, inputs, judge, output, random_weights, sizes
 

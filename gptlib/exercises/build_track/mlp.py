@@ -9,7 +9,7 @@ from torch import nn
 from ...analysis import positionwise
 from ...config import GPTConfig
 from ...model import MLP as ReferenceMLP
-from ..result import checker
+from ..checking import checker
 from . import roles
 from .judging import B, T, built, inputs, judge, loaded, output, random_weights, sizes
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ..result import Wrong
+from ..checking import Wrong
 
 # A role is recognised by one dotted component of a parameter's name (case-insensitive).
 HINTS = {
