@@ -72,11 +72,14 @@ KIT_SOURCES = package_sources(ROOT / "course" / "gptlib_course")  # the instruct
 
 
 def back_edges(sources: dict[str, str]) -> list[str]:
-    """The imports that break the layer rule, or that bring plotting outside the viz layer."""
+    """The imports that break the layer rule, that bring plotting outside the viz layer, or that name a
+    gptlib module that is not there (an import left behind by a move)."""
     broken = []
     for module, source in sources.items():
         for target in sorted(imports(module, source, sources)):
-            if target.split(".")[0] == "gptlib" and LAYERS.index(layer(target)) > LAYERS.index(layer(module)):
+            if target.split(".")[0] == "gptlib" and target not in sources:
+                broken.append(f"{module} imports {target}, not a module of gptlib")
+            elif target.split(".")[0] == "gptlib" and LAYERS.index(layer(target)) > LAYERS.index(layer(module)):
                 broken.append(f"{module} ({layer(module)}) imports {target} ({layer(target)})")
             if target.split(".")[0] in PLOTTING and layer(module) != "viz":
                 broken.append(f"{module} ({layer(module)}) imports {target}, which only viz may")
@@ -139,6 +142,7 @@ def test_the_layer_check_resolves_every_form_of_import_and_catches_back_edges():
         "gptlib.data": SOURCES["gptlib.data"] + "\nfrom . import model\n",  # plumbing sits in its layer too
         "gptlib.exercises.scratch": "from .. import validation\nfrom ..viz import attention\n",
         "gptlib.analysis.counting": SOURCES["gptlib.analysis.counting"] + "\ndef f():\n    import matplotlib.pyplot\n",
+        "gptlib.viz.cost": SOURCES["gptlib.viz.cost"] + "\nfrom ..cost import TokenTimes\n",  # the old place
     }
     assert imports("gptlib.exercises.scratch", scratch["gptlib.exercises.scratch"], scratch) == {
         "gptlib.validation", "gptlib.viz.attention"}
@@ -147,6 +151,7 @@ def test_the_layer_check_resolves_every_form_of_import_and_catches_back_edges():
         "gptlib.data (config) imports gptlib.model (model)",
         "gptlib.exercises.scratch (analysis) imports gptlib.viz.attention (viz)",
         "gptlib.model (model) imports gptlib.analysis.layernorm (analysis)",
+        "gptlib.viz.cost imports gptlib.cost, not a module of gptlib",
     ]
 
 

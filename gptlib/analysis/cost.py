@@ -168,11 +168,11 @@ def seconds_per_token(model: GPT, T_values, tokens: int = 1024, rounds: int = 7)
     interleaved within a round, so that a burst of other work on the machine falls on all of them alike."""
     if isinstance(T_values, (str, bytes)) or not hasattr(T_values, "__iter__"):
         raise ValueError(f"T_values must be a sequence of lengths T, got {T_values!r}")
-    T_values = tuple(checks.integer("T", T, at_least=1, at_most=model.config.T_max) for T in T_values)
+    T_values = tuple(validation.integer("T", T, at_least=1, at_most=model.config.T_max) for T in T_values)
     if not T_values:
         raise ValueError("T_values must hold at least one length T, got none")
-    tokens = checks.integer("tokens", tokens, at_least=max(T_values))
-    rounds = checks.integer("rounds", rounds, at_least=1)
+    tokens = validation.integer("tokens", tokens, at_least=max(T_values))
+    rounds = validation.integer("rounds", rounds, at_least=1)
     batches = {T: torch.randint(0, model.config.V, (tokens // T, T)) for T in T_values}
     times: dict[int, list[float]] = {T: [] for T in T_values}
     with torch.no_grad():
