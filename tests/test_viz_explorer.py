@@ -109,8 +109,8 @@ def test_an_explorer_with_nothing_drawn_shows_the_widget_and_its_repr_only():
     assert explorer.message.startswith("Cannot draw:") and "nothing is drawn" in explorer.message
 
 
-EXPLORER_NOTEBOOKS = {"01_multi_head_attention": "attention", "04_layernorm_geometry": "sphere",
-                      "05_gpt_and_parameter_count": "count", "08_trained_model_tour": "attention"}
+EXPLORER_NOTEBOOKS = {"01_multi_head_attention": "attention", "04_layernorm_geometry": "layernorm",
+                      "05_gpt_and_parameter_count": "counting", "08_trained_model_tour": "attention"}
 
 
 @pytest.mark.parametrize("name, front_end", EXPLORER_NOTEBOOKS.items())

@@ -214,7 +214,7 @@ NODE = shutil.which("node")
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_the_front_ends_layer_norm_is_gptlibs_on_many_points(tmp_path):
-    """js/sphere.js computes LN(cu) in the page: its scene() must be sphere_scene's, point by point."""
+    """js/layernorm.js computes LN(cu) in the page: its scene() must be sphere_scene's, point by point."""
     generator = torch.Generator().manual_seed(0)
     cases = []
     for i in range(600):
@@ -263,7 +263,7 @@ FORMATTED = [0.0, -0.0, 0.5, 2.0, 3.0, 1e-7, 1e-4, 1.5e-5, 0.001, 123456.0, 1234
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_the_page_refuses_an_eps_in_the_kernels_words(tmp_path):
-    """js/sphere.js's epsRefusal and common.js's formatG against eps_refusal and Python's format(x, "g")."""
+    """js/layernorm.js's epsRefusal and common.js's formatG against eps_refusal and Python's format(x, "g")."""
     source = tmp_path / "sphere.mjs"
     source.write_text(LayerNormSphere._esm + "\nexport { formatG };\n")
     runner = tmp_path / "run.mjs"

@@ -136,7 +136,7 @@ class StreamExplorer(Explorer):
     gptlib-stream-caption, gptlib-stream-heads (the head buttons), gptlib-stream-row (the attention row).
     """
 
-    _esm = module("stream")
+    _esm = module("decomposition")
     what = "each write's direct contribution to one prediction"
     text = traitlets.Unicode().tag(sync=True)
     position = Whole("position", lambda self: len(self.run.labels) - 1 if self.run else None)

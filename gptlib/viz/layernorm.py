@@ -2,7 +2,7 @@
 
     sphere_scene(u, c, eps, gamma, beta)   every point the d = 3 picture draws, plus a message
     sphere_figure(scene, tilt, turn)       that picture, seen from a view about the all-ones axis, in 2-D
-    LayerNormSphere()                      the explorer: drawn in the page (js/sphere.js), scene + message in the kernel
+    LayerNormSphere()                      the explorer: drawn in the page (js/layernorm.js), scene + message in the kernel
     norm_against_sigma_figure(...)         Remark 4.3: ||LN(u)|| against sigma(u) for several eps
     gained_circle_figure(gamma, beta, u)   Remark 4.3: a coordinatewise gamma turns the d = 3 circle into an ellipse
 """
@@ -184,7 +184,7 @@ EPS_STEPS = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)  # roughly x3 pe
 
 
 def eps_refusal(eps: float) -> str | None:
-    """Why the sphere cannot draw `eps`, or None if it is one of the slider's steps (js/sphere.js's
+    """Why the sphere cannot draw `eps`, or None if it is one of the slider's steps (js/layernorm.js's
     epsRefusal says the same words: numbers as Python's format "g" writes them, which common.js's
     formatG copies but for an exact tie at the sixth digit, 100000.5, which it rounds up)."""
     if eps in EPS_STEPS:
@@ -192,7 +192,7 @@ def eps_refusal(eps: float) -> str | None:
     return f"eps must be one of the slider's steps ({', '.join(f'{step:g}' for step in EPS_STEPS)}), got {eps:g}"
 
 
-# The sliders of the front end (js/sphere.js has the same ranges): name -> (label, low, high)
+# The sliders of the front end (js/layernorm.js has the same ranges): name -> (label, low, high)
 RANGES = {"u0": ("u_1", -3.0, 3.0), "u1": ("u_2", -3.0, 3.0), "u2": ("u_3", -3.0, 3.0), "scale": ("c", -3.0, 3.0),
           "gamma": ("gamma", -2.0, 2.0), "beta": ("beta", -2.0, 2.0), "tilt": ("tilt", -90.0, 90.0),
           "turn": ("turn", -180.0, 180.0)}
@@ -201,7 +201,7 @@ RANGES = {"u0": ("u_1", -3.0, 3.0), "u1": ("u_2", -3.0, 3.0), "u2": ("u_3", -3.0
 class LayerNormSphere(Explorer):
     """Proposition 4.2 in R^3: move u, scale it by c, change eps, gamma, beta and the view.
 
-    Drawn in the page by js/sphere.js, which computes LN(cu) itself (Definition 4.1) on every
+    Drawn in the page by js/layernorm.js, which computes LN(cu) itself (Definition 4.1) on every
     move, shows the coordinates of cu, P(cu) and LN(cu) under the picture and on hover, and
     sends the values to the kernel. The values are traits (set them from code, e.g.
     `sphere.u0 = 0.5`): u0, u1, u2 (coordinates of u), scale (c), eps (one of EPS_STEPS),
@@ -220,7 +220,7 @@ class LayerNormSphere(Explorer):
     gptlib-sphere-output (the canvas), gptlib-sphere-readout, gptlib-sphere-message.
     """
 
-    _esm = module("sphere")
+    _esm = module("layernorm")
     what = "LayerNorm of a vector u in R^3 drawn on its circle"
     u0, u1, u2 = Real(1.2, "u_1"), Real(0.8, "u_2"), Real(0.4, "u_3")
     scale = Real(1.0, "c")
