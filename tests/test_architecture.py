@@ -261,3 +261,15 @@ def test_the_order_check_catches_an_import_up_or_across_and_a_module_left_out():
         "gptlib.analysis.scratch is in no row of the analysis layer's order",
         "gptlib.exercises.extra (row 5) imports gptlib.course (row 6)",
     ]
+
+
+def listed_modules(docstring: str) -> set[str]:
+    """The first word of each line of a package docstring's map (lines indented by four spaces)."""
+    return {line.split()[0] for line in docstring.splitlines() if line.startswith("    ") and line.strip()}
+
+
+def test_the_analysis_package_maps_every_module_it_holds_and_no_other():
+    package = importlib.import_module("gptlib.analysis")
+    files = {module.removeprefix("gptlib.analysis.") for module in SOURCES if module.startswith("gptlib.analysis.")}
+    assert listed_modules(package.__doc__) == files
+    assert listed_modules("    cache  x\n    missing  y\n") - files == {"missing"}  # a stale line would show
