@@ -202,6 +202,34 @@ def test_where_a_bound_folder_holds_the_grading_kit_its_folder_is_empty(limits):
     assert imports == ["ModuleNotFoundError"] * 3
 
 
+def test_code_under_the_temp_folder_is_bound_read_only_inside_a_writable_tmp(limits):
+    """Where Python, the virtualenv or gptlib lives under /tmp (a clone in a CI runner's or an instructor's
+    temp folder), the sandbox binds it there read-only, over the submission's own /tmp: the submission
+    reads the code and writes temp files, but cannot write, move or remove the code or a folder above it;
+    the next submission finds the code there and nothing else the last one left."""
+    top = Path(tempfile.mkdtemp(prefix="sandbox-code-", dir="/tmp"))  # 0700, root's when the tests run as root
+    try:
+        code = top / "clone" / "lib"
+        code.mkdir(parents=True)
+        (code / "shipped.py").write_text("VALUE = 42\n")
+        in_tmp = dataclasses.replace(limits, read_only=(*limits.read_only, str(code)))
+        tries = (
+            "import os, sys, tempfile\n"
+            f"sys.path.insert(0, {str(code)!r})\nimport shipped\nvalue = shipped.VALUE\n"
+            "def attempt(action):\n    try:\n        action()\n        return True\n"
+            "    except OSError:\n        return False\n"
+            f"done = [attempt(a) for a in (lambda: open('/tmp/mine', 'w').close(), tempfile.mkstemp,\n"
+            f"    lambda: open({str(code / 'mine')!r}, 'w').close(), lambda: open({str(top / 'mine')!r}, 'w').close(),\n"
+            f"    lambda: os.rename({str(top)!r}, '/tmp/moved'), lambda: os.rename({str(code.parent)!r}, '/tmp/moved'),\n"
+            f"    lambda: os.rename({str(code.parent)!r}, {str(top / 'moved')!r}), lambda: os.rmdir({str(top)!r}))]")
+        assert seen(in_tmp, tries, "value", "done") == [42, [True, True, False, False, False, False, False, False]]
+        after = (f"import os\nleft = sorted(f for f in os.listdir('/tmp') if not f.startswith('.'))\n"
+                 f"code = sorted(os.listdir({str(code)!r}))")
+        assert seen(in_tmp, after, "left", "code") == [[top.name], ["shipped.py"]]
+    finally:
+        shutil.rmtree(top)
+
+
 def test_grade_refuses_to_run_unconfined_unless_told(tmp_path, monkeypatch, capsys):
     (tmp_path / "build" / "autograder").mkdir(parents=True)
     (tmp_path / "submissions").mkdir()

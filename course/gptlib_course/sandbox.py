@@ -9,18 +9,19 @@ and gptlib, whose reference answers (gptlib/exercises/answers/) an empty tmpfs c
 (the zygote's program, at /zygote.py) and remote_module.py (at /remote_module.py, the submission's half
 of a module's mirror): no other file of gptlib_course, the grading kit, is there (an
 empty tmpfs covers it too where it is installed inside the virtualenv); a private
-tmpfs of `tmp_bytes` at /submission (/tmp links to it), its only writable place, its working folder
-and home; its own /proc (its own processes only) and a minimal /dev; the root and /dev read-only.
+tmpfs of `tmp_bytes` at /tmp, its only writable place, its working folder and home (where Python or
+gptlib lives under /tmp, a clone in a temp folder, they are bound read-only at their place on top of it,
+in a read-only folder); its own /proc (its own processes only) and a minimal /dev; the root and /dev read-only.
 Nothing else of the host exists in it: no /etc, no home, no other student, no test, no grade. As an
 ordinary user bwrap runs as that user; as root it first drops to `nobody` (setpriv: no groups, no
 capabilities, no new privileges), after an outer bwrap (root, a mount namespace only) has put the
 paths above where nobody can reach them: so the submission is never uid 0 on the host, and reads no root-only file.
 
-Inside, `python /zygote.py FD /submission` (this file) is the namespace's first process (PID 1): a zygote
+Inside, `python /zygote.py FD /tmp` (this file) is the namespace's first process (PID 1): a zygote
 that imports torch, IPython and gptlib and makes an IPython shell once, never reads a test, and forks one
 process per submission on the judge's request (starting a submission costs a fork, not seconds of imports).
 Before each fork it kills every other process of its namespace (kill(-1): whatever the last
-submission left running, daemons included) and empties /submission, so no two submissions ever run in
+submission left running, daemons included) and empties /tmp (but what is bound there), so no two submissions ever run in
 the same namespaces at once and none inherits another's files. It makes itself non-dumpable
 (prctl) so that a submission, running as the same user, cannot attach to it or read its memory;
 and as PID 1 it ignores every signal it has no handler for. Each forked process starts its own
@@ -67,7 +68,7 @@ from pathlib import Path
 NOBODY = 65534  # the overflow uid and gid: the user a submission runs as, inside and (graded by root) outside
 SYSTEM = ("/usr/lib", "/usr/lib64", "/etc/ld.so.cache")  # the shared libraries Python, torch and numpy load
 REPLY_BYTES = 32 * 2**20  # a larger reply is refused here, named (the judge reads none over 64 MiB)
-SANDBOX_TMP = "/submission"  # the sandbox's writable folder; /tmp links to it (unless a bound path is in /tmp)
+SANDBOX_TMP = "/tmp"  # the sandbox's writable folder: a private tmpfs, bound paths under it read-only on top
 PROGRAM = os.path.realpath(__file__)  # the zygote's program: this file, one of the two of gptlib_course a sandbox holds
 ZYGOTE = "/zygote.py"  # where the sandbox holds it
 MIRROR = str(Path(PROGRAM).with_name("remote_module.py"))  # the other: the submission's half of a module's mirror
@@ -110,23 +111,36 @@ def environment(tmp: str) -> dict[str, str]:
             "IPYTHONDIR": f"{tmp}/.ipython", "PATH": os.path.join(os.path.realpath(sys.prefix), "bin")}
 
 
+def _protected_in_tmp(paths: list[str]) -> list[str]:
+    """The folders right under SANDBOX_TMP that hold a bound path without being one (a clone in a temp
+    folder: /tmp/clone for /tmp/clone/gptlib): each is an empty tmpfs, read-only once the paths are
+    bound in it, so a submission can neither write beside the code nor move or remove a folder above it
+    (a bound path itself is a mount point: it cannot be moved either)."""
+    tops = [str(Path(SANDBOX_TMP, Path(p).relative_to(SANDBOX_TMP).parts[0]))
+            for p in paths if Path(p).is_relative_to(SANDBOX_TMP)]
+    return [top for top in dict.fromkeys(tops) if top not in paths]
+
+
 def _bwrap(paths: list[str], sources: dict[str, str], tmp_bytes: int) -> list[str]:
-    """The bwrap that makes the namespaces; `sources`: where each path is found (the outer view's stand-in)."""
-    if any(Path(p).is_relative_to(SANDBOX_TMP) for p in paths):
-        raise ValueError(f"{SANDBOX_TMP} is the sandbox's writable folder: Python or gptlib cannot live there")
-    in_tmp = any(Path(p).is_relative_to("/tmp") for p in paths)  # then /tmp holds them, read-only
+    """The bwrap that makes the namespaces; `sources`: where each path is found (the outer view's stand-in).
+    The submission's /tmp comes first, then the bound paths, outer before inner: a path under /tmp lands
+    at its place on top of the writable tmpfs (later mounts win)."""
+    if any(Path(SANDBOX_TMP).is_relative_to(p) for p in paths):
+        raise ValueError(f"{SANDBOX_TMP} is the sandbox's writable folder: Python or gptlib cannot live at or above it")
+    protected = _protected_in_tmp(paths)
     view = ["--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-            *([] if in_tmp else ["--symlink", SANDBOX_TMP, "/tmp"])]
-    for path in [*SYSTEM, *paths]:
+            "--size", str(tmp_bytes), "--perms", "1777", "--tmpfs", SANDBOX_TMP]
+    view += [a for top in protected for a in ("--tmpfs", top)]
+    for path in [*SYSTEM, *sorted(paths, key=lambda p: len(Path(p).parts))]:
         view += ["--ro-bind-try" if path in SYSTEM else "--ro-bind", sources.get(path, path), path]
     view += ["--ro-bind", sources.get(PROGRAM, PROGRAM), ZYGOTE, "--ro-bind", sources.get(MIRROR, MIRROR), MIRROR_AT]
     for path in hidden_paths(paths):
         view += ["--tmpfs", path, "--remount-ro", path]
+    view += [a for top in protected for a in ("--remount-ro", top)]
     return ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--uid", str(NOBODY), "--gid", str(NOBODY),
             "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--as-pid-1", *view,
-            "--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--perms", "1777", "--tmpfs", SANDBOX_TMP,
-            "--remount-ro", "/", "--remount-ro", "/dev", "--chdir", SANDBOX_TMP, "--clearenv",
-            *[a for k, v in environment(SANDBOX_TMP).items() for a in ("--setenv", k, v)], "--"]
+            "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/", "--remount-ro", "/dev", "--chdir", SANDBOX_TMP,
+            "--clearenv", *[a for k, v in environment(SANDBOX_TMP).items() for a in ("--setenv", k, v)], "--"]
 
 
 def _as_nobody(paths: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -443,11 +457,16 @@ def _clean(workdir: str, pid: int | None, ended: dict[int, int]) -> None:
             break
         ended[done] = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
     os.chmod(workdir, 0o700)  # the submission owned it too: it may have locked folders (mode 000)
-    for folder, subfolders, _ in os.walk(workdir):
-        for name in subfolders:
-            os.chmod(os.path.join(folder, name), 0o700, follow_symlinks=False)
     for entry in os.scandir(workdir):
-        shutil.rmtree(entry.path) if entry.is_dir(follow_symlinks=False) else os.unlink(entry.path)
+        if os.path.ismount(entry.path):
+            continue  # what the sandbox bound under its /tmp (code in a temp folder): read-only, kept
+        if not entry.is_dir(follow_symlinks=False):
+            os.unlink(entry.path)
+            continue
+        for folder, subfolders, _ in os.walk(entry.path):
+            for name in subfolders:
+                os.chmod(os.path.join(folder, name), 0o700, follow_symlinks=False)
+        shutil.rmtree(entry.path)
 
 
 def zygote(server_fd: int, workdir: str) -> None:
