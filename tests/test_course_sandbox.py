@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from gptlib_course import assign, sandbox
+from gptlib_course import assign, gradebook, sandbox
 from gptlib_course.__main__ import UNCONFINED, main
 from gptlib_course.judge import Limits, Sandbox, Submission
 from gptlib_course.questions import questions
@@ -264,7 +264,9 @@ def _reachable(path: str) -> list[str]:
 def test_an_ordinary_user_grades_a_class_under_any_locale(tmp_path_factory):
     """`python -m gptlib_course grade` as uid 54321 (no account, no capability) with LC_ALL=C: the
     sandbox confines each submission (the process snoop and the fork bomb score full points only
-    so), and a student's folder name that is not UTF-8 reaches the CSV as text."""
+    so), and a student's folder name reaches the CSV and the feedback's file name as it is spelled in
+    UTF-8 (Python reads file names as ASCII there, PYTHONUTF8=0 and PYTHONCOERCECLOCALE=0 keeping it so),
+    one that is not UTF-8 as text, its odd byte as \\xNN."""
     name = "05_gpt_and_parameter_count"
     root = Path(tempfile.mkdtemp(prefix="gptlib-ordinary-"))
     try:
@@ -274,15 +276,15 @@ def test_an_ordinary_user_grades_a_class_under_any_locale(tmp_path_factory):
         asked = questions(json.loads(next(p for p in NOTEBOOKS if p.stem == name).read_text()))
         correct = course_class.code(name, asked, wrong=False)
         hostile = course_class.confined()
-        students = {os.fsdecode(b"stud\xe9nt"): correct, "procsnoop": correct + "\n" + hostile["procsnoop"],
-                    "bomb": correct + "\n" + hostile["bomb"]}
+        students = {b"stud\xe9nt": correct, "José".encode(): correct, b"procsnoop": correct + "\n" + hostile["procsnoop"],
+                    b"bomb": correct + "\n" + hostile["bomb"]}
         for student, code in students.items():
-            (subs / student).mkdir(parents=True)
-            (subs / student / f"{name}.ipynb").write_text(json.dumps(course_class.submission(released, code)))
+            (subs / os.fsdecode(student)).mkdir(parents=True)
+            (subs / os.fsdecode(student) / f"{name}.ipynb").write_text(json.dumps(course_class.submission(released, code)))
         command = [sys.executable, "-m", "gptlib_course", "grade", str(subs), "--out", str(build), "--workers", "1",
                    "--no-progress", "--cells-s", "90", "--call-s", "10"]
-        env = {"PATH": os.environ["PATH"], "LC_ALL": "C", "HOME": str(root), "PYTHONPATH": f"{ROOT}:{ROOT / 'course'}",
-               "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {"PATH": os.environ["PATH"], "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0", "HOME": str(root),
+               "PYTHONPATH": f"{ROOT}:{ROOT / 'course'}", "PYTHONDONTWRITEBYTECODE": "1"}
         if os.geteuid() == 0:
             subprocess.run(["chown", "-R", f"{ORDINARY}:{ORDINARY}", str(root)], check=True, timeout=60)
             view = [a for p in sandbox.python_paths() for a in _reachable(p)]
@@ -293,7 +295,9 @@ def test_an_ordinary_user_grades_a_class_under_any_locale(tmp_path_factory):
         assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
         with open(build / "grades" / "grades.csv", encoding="utf-8") as file:
             rows = {row["student"]: row for row in csv.DictReader(file)}
-        assert set(rows) == {"stud\\xe9nt", "procsnoop", "bomb"}
+        assert set(rows) == {"stud\\xe9nt", "José", "procsnoop", "bomb"}
+        assert sorted(p.name for p in (build / "grades" / "feedback").iterdir()) == sorted(
+            f"{gradebook.file_name(s.decode('utf-8', 'surrogateescape'))}.html" for s in students)
         assert all(float(row[f"{name}:score"]) > 0 and float(row["overall_percent"]) == 100 for row in rows.values()), rows
     finally:
         shutil.rmtree(root, ignore_errors=True)

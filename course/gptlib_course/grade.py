@@ -55,7 +55,7 @@ def load_tests(folder: str) -> list[cases.TestFile]:
 
 @dataclass(frozen=True)
 class Job:
-    student: str  # the folder's name as the file system gives it (undecodable bytes as surrogates)
+    student: str  # the folder's name read as UTF-8 (gradebook.student_name: undecodable bytes as surrogates)
     folder: str  # the assignment's folder in OUT/autograder
     path: str | None  # the notebook to grade; None: nothing to grade, `reason` says why
     reason: str = "not submitted"
@@ -82,12 +82,14 @@ def _jobs(submissions: Path, autograder: Path, students: list[str] | None = None
     assignments = sorted(p for p in autograder.iterdir() if (p / "questions.json").exists())
     entries = sorted(os.scandir(submissions), key=lambda e: os.fsencode(e.name))
     if students is not None:
-        missing = set(students) - {e.name for e in entries}
+        chosen = {gradebook.student_name(s) for s in students}
+        missing = chosen - {gradebook.student_name(e.name) for e in entries}
         if missing:
-            raise ValueError(f"no folder {submissions}/<student> for {', '.join(sorted(missing))}")
-        entries = [e for e in entries if e.name in students]
+            raise ValueError(f"no folder {submissions}/<student> for {', '.join(gradebook.clean(m) for m in sorted(missing))}")
+        entries = [e for e in entries if gradebook.student_name(e.name) in chosen]
     jobs = []
     for entry in entries:
+        student = gradebook.student_name(entry.name)
         try:
             names = set(os.listdir(entry.path)) if entry.is_dir(follow_symlinks=False) else None
             reason = "the student's folder is a symbolic link: not followed" if entry.is_symlink() else "not a folder"
@@ -95,16 +97,16 @@ def _jobs(submissions: Path, autograder: Path, students: list[str] | None = None
             names, reason = None, f"the student's folder cannot be read ({error.strerror})"
         for a in assignments:
             if names is None:
-                jobs.append(Job(entry.name, str(a), None, reason))
+                jobs.append(Job(student, str(a), None, reason))
                 continue
             wanted, zipped = f"{a.name}.ipynb", f"{a.name}.zip"  # the notebook, or grader.export()'s hand-in
             others = sorted(n for n in names if n != wanted and n.startswith(a.name) and n.endswith(".ipynb"))
             notes = tuple(f"{shown(n)} was handed in too: not graded (only {wanted} is)" for n in others)
             if wanted in names or zipped in names:
-                jobs.append(Job(entry.name, str(a), os.path.join(entry.path, wanted if wanted in names else zipped),
+                jobs.append(Job(student, str(a), os.path.join(entry.path, wanted if wanted in names else zipped),
                                 notes=notes))
             else:
-                jobs.append(Job(entry.name, str(a), None, "not submitted" + (f" (only {shown(others[0])}: name it "
+                jobs.append(Job(student, str(a), None, "not submitted" + (f" (only {shown(others[0])}: name it "
                                                                               f"{wanted})" if others else ""), notes))
     return jobs
 
@@ -130,7 +132,7 @@ def _fingerprint(job: Job) -> str:
 
 
 def _kept_path(out: Path, job: Job) -> Path:
-    key = os.fsencode(job.student) + b"\0" + Path(job.folder).name.encode()
+    key = gradebook.name_bytes(job.student) + b"\0" + Path(job.folder).name.encode()
     return out / "graded" / f"{hashlib.sha256(key).hexdigest()}.json"
 
 

@@ -227,11 +227,23 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
+def student_name(name: str) -> str:
+    """A student folder's name (as os.scandir gives it) as text, whatever the locale: its bytes read as
+    UTF-8 (under LC_ALL=C without Python's UTF-8 mode, file names are read as ASCII: "José" would be
+    "Jos\\udcc3\\udca9"), a byte that is not UTF-8 kept as os.fsdecode's surrogate (\\xNN in the exports)."""
+    return os.fsencode(name).decode("utf-8", "surrogateescape")
+
+
+def name_bytes(student: str) -> bytes:
+    """The bytes of a student_name(), whatever the locale (os.fsencode cannot encode "José" under LC_ALL=C)."""
+    return student.encode("utf-8", "surrogateescape")
+
+
 def file_name(student: str) -> str:
     """A file name for a student's files: the name itself when it is plain and short, else a plain prefix and a hash."""
     if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", student):
         return student
-    digest = hashlib.sha256(os.fsencode(student)).hexdigest()[:16]
+    digest = hashlib.sha256(name_bytes(student)).hexdigest()[:16]
     return re.sub(r"[^A-Za-z0-9._-]", "_", clean(student))[:40].lstrip("._-") + "-" + digest
 
 
