@@ -9,7 +9,7 @@ import math
 import torch
 from torch import nn
 
-from ..result import Wrong, call, checker, close, name_mistake, variant_points, variant_seed
+from ..result import Wrong, call, checker, close, name_mistake, variant_choice, variant_seed
 from . import roles
 from .attention import heads_of
 from .block import block_parts
@@ -22,9 +22,9 @@ STD_RTOL = 0.1  # a measured std within 10% of the expected one (its sampling er
 
 
 def init_sizes() -> dict[str, int]:
-    """INIT_SIZES; in a hidden variant (result.variant_points) other sizes with as many entries or more per group
+    """INIT_SIZES; in a hidden variant (result.variant_choice) other sizes with as many entries or more per group
     (d >= 32, so that W_O alone still measures its std to about 2%), all different as judging.sizes says."""
-    return dict(variant_points(tuple(INIT_SIZES.items()), _other_init_sizes))
+    return dict(variant_choice(INIT_SIZES, _other_init_sizes))
 
 
 def _other_init_sizes(rng) -> list[tuple[str, int]]:
