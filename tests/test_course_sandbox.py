@@ -110,7 +110,7 @@ def test_a_submission_runs_as_nobody_with_no_capability_and_no_way_back(limits):
 
 def test_a_submission_sees_no_process_and_no_file_of_the_host(limits, shared):
     """Its /proc holds its zygote (PID 1) and itself; its / holds the libraries, Python, gptlib, the
-    zygote's program and the mirror's module, the shared test folder, its writable folder (/tmp links to it), /proc and /dev;
+    zygote's program and the mirror's module, the shared test folder, its writable /tmp, /proc and /dev;
     no /etc/shadow, no home, no host /proc."""
     code = ("import os\npids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\nme = os.getpid()\n"
             "top = sorted(os.listdir('/'))\netc = sorted(os.listdir('/etc'))\n"
