@@ -1,7 +1,7 @@
 """Every hidden variant tells each typical mistake from the right answer, whatever the build's offset.
 
 `assign` draws one secret offset per build; the hidden case runs the checker with its seeds and drawn
-points moved by it (gptlib.course.variants). A draw that happens to miss the one point separating a
+points moved by it (gptlib.assignment.variants). A draw that happens to miss the one point separating a
 mistake (rank_bounds: no shape with T < d_head) would give the whole class the hidden point for that
 mistake. Here, for every question with a hidden variant, each wrong answer made from the checker's own
 table of typical mistakes (or, for notebook 09, the synthetic class's planted mistake per step) fails
@@ -16,7 +16,7 @@ import torch
 from gptlib import circuits, geometry, jacobians
 from gptlib.config import COURSE_CONFIG
 from gptlib.counting import measured_table
-from gptlib.course.variants import shifted_seeds
+from gptlib.assignment.variants import shifted_seeds
 from gptlib.exercises import causal, counts, flops, heads, jacobian, layernorm
 from gptlib.exercises.answers import build as build_solutions
 from tests.support import course_class

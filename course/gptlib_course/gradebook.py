@@ -36,6 +36,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .jobs import assignments, load_tests, name_bytes
+
 DEFAULT_LATE = {"grace_minutes": 15.0, "penalty_per_day": 0.1, "max_days_late": 7.0}
 CASES = ("public", "hidden")
 
@@ -227,18 +229,6 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def student_name(name: str) -> str:
-    """A student folder's name (as os.scandir gives it) as text, whatever the locale: its bytes read as
-    UTF-8 (under LC_ALL=C without Python's UTF-8 mode, file names are read as ASCII: "José" would be
-    "Jos\\udcc3\\udca9"), a byte that is not UTF-8 kept as os.fsdecode's surrogate (\\xNN in the exports)."""
-    return os.fsencode(name).decode("utf-8", "surrogateescape")
-
-
-def name_bytes(student: str) -> bytes:
-    """The bytes of a student_name(), whatever the locale (os.fsencode cannot encode "José" under LC_ALL=C)."""
-    return student.encode("utf-8", "surrogateescape")
-
-
 def file_name(student: str) -> str:
     """A file name for a student's files: the name itself when it is plain and short, else a plain prefix and a hash."""
     if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", student):
@@ -284,3 +274,14 @@ def exports(book: Book, results: dict[str, dict]) -> dict[str, str]:
                          _time(s.submitted), _lateness(s.hours_late), *(s.questions[q] for q in points)])
         files[f"gradescope/{a}.csv"] = _csv(rows)
     return files
+
+
+def default_book(autograder: Path) -> Book:
+    """The gradebook of the test files' own points (what `assign` writes to OUT/gradebook.ini)."""
+    return parse(default_text(book_points(autograder)))
+
+
+def book_points(autograder: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """{assignment: {question: {"public": points, "hidden": points}}} from the autograder's test files."""
+    return {a.name: {t.name: {"hidden" if c.hidden else "public": c.points for c in t.cases} for t in load_tests(str(a))}
+            for a in assignments(autograder)}
