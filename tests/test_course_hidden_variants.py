@@ -13,11 +13,18 @@ import functools
 import pytest
 import torch
 
-from gptlib import circuits, geometry, jacobians
-from gptlib.config import COURSE_CONFIG
-from gptlib.counting import measured_table
+from gptlib.analysis import attention as circuits
+from gptlib.analysis import jacobians
+from gptlib.analysis import layernorm as geometry
+from gptlib.analysis.counting import measured_table
 from gptlib.assignment.variants import shifted_seeds
-from gptlib.exercises import causal, counts, flops, heads, jacobian, layernorm
+from gptlib.config import COURSE_CONFIG
+from gptlib.exercises import attention as heads
+from gptlib.exercises import causality as causal
+from gptlib.exercises import cost as flops
+from gptlib.exercises import counting as counts
+from gptlib.exercises import jacobians as jacobian
+from gptlib.exercises import layernorm
 from gptlib.exercises.answers import build as build_solutions
 from tests.support import course_class
 
@@ -113,10 +120,10 @@ def _typical_09() -> dict:
 
 
 def _build_step(step: str) -> tuple:
-    from gptlib.exercises import build
+    from gptlib.exercises import build_track
 
     namespace = _typical_09()
-    return (lambda: eval(f"build.{BUILD[step]}", {**namespace, "build": build})), {"the planted mistake": ()}
+    return (lambda: eval(f"build_track.{BUILD[step]}", {**namespace, "build_track": build_track})), {"the planted mistake": ()}
 
 
 QUESTIONS = {  # question: (checker, {mistake: the answer's arguments}, offsets)
