@@ -8,8 +8,8 @@ namespace (kill(-1): whatever the last submission left running, daemons included
 /tmp (but the code the sandbox binds there), so no two submissions ever run in the same namespaces at
 once and none inherits another's files. It makes itself non-dumpable (prctl) so that a submission,
 running as the same user, cannot attach to it or read its memory; and as PID 1 it ignores every
-signal it has no handler for. Each forked process starts its own session and sets its limits (resource.setrlimit): address space, CPU
-seconds, processes (a fork bomb stops there: it runs as a user that is not root in its namespace, so
+signal it has no handler for. Each forked process starts its own session and sets its limits
+(resource.setrlimit): address space, CPU seconds, processes (a fork bomb stops there: it runs as a user that is not root in its namespace, so
 the limit binds), the size of any file it writes, no core files. Its stdout and stderr are a pipe the
 judge reads and cuts at the output limit.
 
