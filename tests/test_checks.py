@@ -2,6 +2,7 @@
 including the values a careless or hostile caller passes."""
 
 import inspect
+import math
 import re
 from fractions import Fraction
 
@@ -139,6 +140,39 @@ def test_every_check_is_named_after_its_input_and_returns_it():
     each returning the checked value (so a call reads `value = checks.kind(...)`)."""
     public = {name for name, f in vars(checks).items() if inspect.isfunction(f) and f.__module__ == checks.__name__
               and not name.startswith("_")}
-    assert public == {"integer", "real", "boolean", "token_ids", "token_sequence", "tensor_of_shape", "rows",
-                      "batch", "sequence"}
+    assert public == {"integer", "real", "boolean", "seed", "token_ids", "token_sequence", "positions",
+                      "tensor_of_shape", "rows", "batch", "sequence", "finite_weights"}
     assert all(inspect.signature(getattr(checks, name)).return_annotation not in (None, "None") for name in public)
+
+
+@pytest.mark.parametrize("value", [True, 1.5, -1, 2**64, "3"])
+def test_a_seed_is_an_integer_in_torchs_range(value):
+    with pytest.raises(ValueError, match=r"^seed must be an integer in \[0, 18446744073709551615\], got"):
+        checks.seed("seed", value)
+    assert checks.seed("seed", 2**64 - 1) == 2**64 - 1 and torch.Generator().manual_seed(2**64 - 1) is not None
+
+
+def test_positions_are_bounded_by_the_sequence_length_and_say_so():
+    assert checks.positions(torch.tensor([0, 5], dtype=torch.uint8), 6).tolist() == [0, 5]
+    with pytest.raises(ValueError, match=r"^positions must lie in \[0, T\) = \[0, 6\), got 6$"):
+        checks.positions(torch.tensor([0, 6]), 6)
+
+
+def test_finite_weights_names_the_first_weight_holding_nan_or_inf():
+    model = GPT(COURSE_CONFIG.replace(L=1))
+    assert checks.finite_weights(model) is model
+    with torch.no_grad():
+        model.blocks[0].mlp.b_1[:3] = torch.tensor([math.nan, math.inf, 1.0])
+    with pytest.raises(ValueError, match=r"^model's weights must be finite, got 2 NaN or inf values in blocks.0.mlp.b_1$"):
+        checks.finite_weights(model)
+
+
+def test_finite_weights_whose_sum_overflows_are_finite_all_the_same():
+    layer = torch.nn.Linear(4, 4)
+    with torch.no_grad():
+        layer.weight.fill_(3e38)  # finite in float32, but their sum is not
+    assert not layer.weight.sum().isfinite() and checks.finite_weights(layer) is layer
+    with torch.device("meta"):
+        ghost = torch.nn.Linear(4, 4)
+    with pytest.raises(ValueError, match="^layer must hold real weights, got weight on the meta device$"):
+        checks.finite_weights(ghost, name="layer")
