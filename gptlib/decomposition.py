@@ -62,6 +62,8 @@ def head_label(l: int, h: int) -> str:
 
 def write_labels(model: GPT) -> tuple[str, ...]:
     """Every write into the stream of `model`, in the order the forward pass makes them."""
+    if not isinstance(model, GPT):
+        raise ValueError(f"model must be a gptlib GPT, got {type(model).__name__}")
     c = model.config
     labels = ["E[x]", "P"]
     for l in range(c.L):
@@ -232,6 +234,11 @@ def _checked_scale(scale, B: int, T: int) -> torch.Tensor:
 
 def decomposition_gap(Z: torch.Tensor, total: torch.Tensor) -> float:
     """max |total - Z| / (1 + max |Z|): how far a sum of pieces is from the model's own logits."""
+    for name, x in (("Z", Z), ("total", total)):
+        if not isinstance(x, torch.Tensor) or not x.dtype.is_floating_point or x.numel() == 0:
+            raise ValueError(f"{name} must be a non-empty floating-point tensor, got {_shape_of(x)}")
+    if Z.shape != total.shape:
+        raise ValueError(f"Z and total must have one shape, got {tuple(Z.shape)} and {tuple(total.shape)}")
     return ((total - Z).abs().max() / (1 + Z.abs().max())).item()
 
 

@@ -145,6 +145,11 @@ class PatchingPrompts:
 
     def log_prob(self, Z: torch.Tensor) -> float:
         """Mean log-probability the logits Z (B, 2n, V) give the clean next character at `positions`."""
+        if not isinstance(Z, torch.Tensor) or not Z.dtype.is_floating_point or Z.dim() != 3 \
+                or Z.shape[:2] != self.clean.shape or Z.shape[2] <= int(self.targets.max()):
+            shape = tuple(Z.shape) if isinstance(Z, torch.Tensor) else type(Z).__name__
+            raise ValueError(f"Z must be floating-point logits (B, 2n, V) with (B, 2n) = {tuple(self.clean.shape)} "
+                             f"and every target below V, got {shape}")
         log_p = Z[:, self.positions].log_softmax(dim=-1)  # (B, k, V)
         return log_p.gather(-1, self.targets.unsqueeze(-1)).mean().item()
 

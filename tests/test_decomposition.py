@@ -326,3 +326,13 @@ def test_a_model_on_the_meta_device_is_refused():
         model = GPT(SMALL)
     with pytest.raises(ValueError, match="model must hold real weights, got E on the meta device"):
         stream_writes(model, small_ids())
+
+
+def test_labels_and_gaps_name_what_they_were_given(small):
+    with pytest.raises(ValueError, match="^model must be a gptlib GPT, got str$"):
+        write_labels("gpt")
+    Z = torch.zeros(1, 6, 65)
+    with pytest.raises(ValueError, match=r"^Z and total must have one shape, got \(1, 6, 65\) and \(6, 65\)$"):
+        decomposition_gap(Z, Z[0])
+    with pytest.raises(ValueError, match="^total must be a non-empty floating-point tensor, got list$"):
+        decomposition_gap(Z, [0.0])

@@ -195,3 +195,14 @@ def test_every_patching_reader_refuses_a_model_with_non_finite_weights(small):
                  lambda: patching_restoration(model, idx, rows("fedcba"), mean_logit)):
         with pytest.raises(ValueError, match=words):
             call()
+
+
+@pytest.mark.parametrize("Z, words", [
+    ("logits", "got str"), (torch.zeros(1, 6, 65), r"got \(1, 6, 65\)"), (torch.zeros(2, 6, 3), r"got \(2, 6, 3\)"),
+    (torch.zeros(2, 6, 65, dtype=torch.long), r"got \(2, 6, 65\)"),
+])
+def test_the_prompts_metric_names_logits_of_another_shape(Z, words):
+    prompts = induction_patching_prompts(torch.tensor([[1, 2, 3, 1, 2, 3], [4, 5, 6, 4, 5, 6]]), 65)
+    with pytest.raises(ValueError, match=r"^Z must be floating-point logits \(B, 2n, V\) with \(B, 2n\) = \(2, 6\) "
+                                         r"and every target below V, " + words):
+        prompts.log_prob(Z)

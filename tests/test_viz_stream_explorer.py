@@ -161,6 +161,8 @@ def test_repr_and_a_model_that_is_not_a_gpt(model):
                                                  "run this cell in Jupyter to use it")
     with pytest.raises(ValueError, match="model must be a gptlib GPT, got str"):
         StreamExplorer("gpt")
+    with pytest.raises(ValueError, match="^model must be a gptlib GPT, got str$"):
+        stream_run("gpt", "ab")
 
 
 def test_the_explorer_leaves_the_callers_mode_and_refuses_a_post_norm_model():

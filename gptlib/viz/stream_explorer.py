@@ -32,7 +32,7 @@ import traitlets
 from .. import checks
 from ..cache import run_with_cache
 from ..data import UNKNOWN_SHOWN, VOCABULARY, encode
-from ..decomposition import Attribution, LogitPieces, attribution_from, logit_pieces, stream_writes
+from ..decomposition import Attribution, LogitPieces, attribution_from, check_model, logit_pieces, stream_writes
 from ..model import GPT, eval_mode
 from .attention import token_labels
 from .display import render_png
@@ -90,6 +90,7 @@ def stream_run(model: GPT, text: str) -> StreamRun:
     outside the model's part of it, the first V characters (naming them), or a model the readers
     refuse (decomposition.check_model). The model's train/eval mode is left as it came.
     """
+    model = check_model(model)
     if not text:
         raise ValueError("type at least one character")
     if len(text) > model.config.T_max:
