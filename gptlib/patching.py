@@ -101,13 +101,14 @@ def patching_restoration(model: GPT, clean, corrupted, metric: Callable[[torch.T
     """(L, H): for each head, (metric(patched) - metric(corrupted)) / (metric(clean) - metric(corrupted)),
     where `patched` is the corrupted run with that head's write (at every position) taken from the clean run.
 
-    clean and corrupted: token ids of one shape, (T,) or (B, T), row b of one the counterpart of row b of
-    the other. metric maps logits (B, T, V) to a finite number (a float, or a tensor of one element).
-    1 means the head alone restores the clean behaviour, 0 that it restores nothing.
+    clean and corrupted: token ids (T,) or (B, T) of one shape (B, T), a 1-D one read as one row; row b
+    of one is the counterpart of row b of the other. metric maps logits (B, T, V) to a finite number (a
+    float, or a tensor of one element). 1 means the head alone restores the clean behaviour, 0 that it
+    restores nothing.
     """
     model = check_model(model)
-    clean = model.check_tokens(clean, name="clean")
-    corrupted = model.check_tokens(corrupted, name="corrupted")
+    clean, corrupted = (model.check_tokens(ids, name=name) for ids, name in ((clean, "clean"), (corrupted, "corrupted")))
+    clean, corrupted = (ids if ids.dim() == 2 else ids.unsqueeze(0) for ids in (clean, corrupted))  # (B, T): (T,) is one row
     if clean.shape != corrupted.shape:
         raise ValueError(f"clean and corrupted must have the same shape (B, T), got "
                          f"{tuple(clean.shape)} and {tuple(corrupted.shape)}")

@@ -158,6 +158,13 @@ def test_a_metric_that_cannot_be_called_is_refused_before_any_run(small):
         patching_restoration(small, rows("abcdef"), rows("fedcba"), 3)
 
 
+def test_one_sequence_is_one_row(small):
+    assert torch.equal(patching_restoration(small, encode("abcdef"), rows("fedcba"), mean_logit),
+                       patching_restoration(small, rows("abcdef"), encode("fedcba"), mean_logit))
+    with pytest.raises(ValueError, match=r"got \(1, 6\) and \(2, 6\)"):
+        patching_restoration(small, encode("abcdef"), rows("fedcba", 2), mean_logit)
+
+
 def test_a_metric_returning_a_one_element_tensor_counts_as_its_number(small):
     as_float = patching_restoration(small, rows("abcdef", 2), rows("fedcba", 2), mean_logit)
     as_tensor = patching_restoration(small, rows("abcdef", 2), rows("fedcba", 2), lambda Z: Z[..., 0].mean().reshape(1))
