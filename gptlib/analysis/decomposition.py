@@ -23,9 +23,9 @@ the prediction also includes what it changes in s and in everything later layers
 Labels: "E[x]" and "P" for the embedding's two parts; "L{l}H{h}" for head h of layer l; "L{l} b_O"
 for layer l's attention bias (Definition 1.1's b_O belongs to no head); "L{l} MLP".
 `replace` runs the same forward pass with chosen writes swapped for other tensors (zeros for an
-ablation, another run's write for activation patching: gptlib.patching).
+ablation, another run's write for activation patching: gptlib.analysis.patching).
 
-What every reader here (and in gptlib.patching) refuses, with one ValueError naming the argument and
+What every reader here (and in gptlib.analysis.patching) refuses, with one ValueError naming the argument and
 the rule, before any work is done:
   - a model that is not a gptlib GPT, a post-norm GPT (its stream is no sum of writes), or a GPT with
     a NaN or inf weight (check_model, naming the weight): on such weights the fused attention kernel of

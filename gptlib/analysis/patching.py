@@ -17,7 +17,7 @@ and, for the induction model of notebook 08,
     induction_patching_prompts(tokens, V, seed)   clean rows said twice and their corrupted copies,
                                                    with the positions and targets the metric reads
 
-Refused with one ValueError naming the argument, on top of gptlib.decomposition's rules for the
+Refused with one ValueError naming the argument, on top of gptlib.analysis.decomposition's rules for the
 model (a pre-norm GPT with finite weights), the writes and the token ids: positions outside [0, T)
 of the sequence (the message cites T); clean and corrupted of different shapes, also where one is
 a single row (row b of one is the counterpart of row b of the other, and the metric averages over
