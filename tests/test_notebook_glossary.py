@@ -45,9 +45,6 @@ DEFINED_INSIDE = {"QK gauge": "gauge", "ill-conditioned": "condition number", "n
 TEMPORARY_UNLINKED_06_10 = {
     ("06", "autograd"), ("06", "central finite differences"),
     ("07", "meta device"), ("07", "FlopCounterMode"), ("07", "fused kernel"),
-    ("08", "tiny Shakespeare"), ("08", "checkpoint"),
-    ("09", "nats/char"), ("09", "held-out loss"), ("09", "warm-up then cosine decay"),
-    ("10", "tiny Shakespeare"), ("10", "checkpoint"), ("10", "cross-entropy"), ("10", "held-out loss"),
 }
 
 
