@@ -45,6 +45,7 @@ DEFINED_INSIDE = {"QK gauge": "gauge", "ill-conditioned": "condition number", "n
 TEMPORARY_UNLINKED_06_10 = {
     ("06", "autograd"), ("06", "central finite differences"),
     ("07", "meta device"), ("07", "FlopCounterMode"), ("07", "fused kernel"),
+    ("08", "activation patching"),
 }
 
 

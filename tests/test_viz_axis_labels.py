@@ -20,6 +20,7 @@ from matplotlib.figure import Figure  # noqa: E402
 import gptlib.viz  # noqa: E402
 from gptlib import COURSE_CONFIG, GPT, encode  # noqa: E402
 from gptlib.causality import gradient_map, perturbation_map  # noqa: E402
+from gptlib.cost import TokenTimes  # noqa: E402
 from gptlib.counting import component_table  # noqa: E402
 from gptlib.decomposition import Attribution, LensReading  # noqa: E402
 from gptlib.jacobians import DepthStudyRow  # noqa: E402
@@ -48,7 +49,8 @@ BUILDERS = {
         {"perturbation": perturbation_map(_small_model(), encode("abc")),
          "gradient": gradient_map(_small_model(), encode("abc"))}, "abc"),
     "cost.cost_vs_T_figure": lambda: _module("cost").cost_vs_T_figure(
-        [64, 256], {"scores": [1.0, 4.0], "MLP": [8.0, 8.0]}, [2e-6, 3e-6], 768),
+        [64, 256], {"scores": [1.0, 4.0], "MLP": [8.0, 8.0]},
+        TokenTimes((64, 256), median=(2e-6, 3e-6), fastest=(1e-6, 3e-6), slowest=(4e-6, 5e-6)), 768),
     "cost.six_n_rule_error_figure": lambda: _module("cost").six_n_rule_error_figure(
         [64, 512, 4096], [64, 256], [[0.01, 0.1, 0.5], [0.005, 0.05, 1.5]]),
     "counting.CountPicture.draw": lambda: _module("counting").CountPicture().draw(
