@@ -19,13 +19,13 @@ from matplotlib.figure import Figure  # noqa: E402
 
 import gptlib.viz  # noqa: E402
 from gptlib import COURSE_CONFIG, GPT, encode  # noqa: E402
-from gptlib.causality import gradient_map, perturbation_map  # noqa: E402
-from gptlib.cost import TokenTimes  # noqa: E402
-from gptlib.counting import component_table  # noqa: E402
-from gptlib.decomposition import Attribution, LensReading  # noqa: E402
-from gptlib.jacobians import DepthStudyRow  # noqa: E402
-from gptlib.own_training import TrainingRun  # noqa: E402
-from gptlib.residual import BlockDropLosses, BranchWriteRatios, WriteVariance  # noqa: E402
+from gptlib.analysis.causality import gradient_map, perturbation_map  # noqa: E402
+from gptlib.analysis.cost import TokenTimes  # noqa: E402
+from gptlib.analysis.counting import component_table  # noqa: E402
+from gptlib.analysis.decomposition import Attribution, LensReading  # noqa: E402
+from gptlib.analysis.jacobians import DepthStudyRow  # noqa: E402
+from gptlib.analysis.residual import BlockDropLosses, BranchWriteRatios, WriteVariance  # noqa: E402
+from gptlib.train.own_gpt import TrainingRun  # noqa: E402
 
 
 def _small_model():
@@ -55,11 +55,11 @@ BUILDERS = {
         [64, 512, 4096], [64, 256], [[0.01, 0.1, 0.5], [0.005, 0.05, 1.5]]),
     "counting.CountPicture.draw": lambda: _module("counting").CountPicture().draw(
         component_table(GPT(COURSE_CONFIG)), COURSE_CONFIG),
-    "geometry.sphere_figure": lambda: _module("geometry").sphere_figure(
-        _module("geometry").sphere_scene((1.0, 0.5, -0.25))),
-    "geometry.norm_against_sigma_figure": lambda: _module("geometry").norm_against_sigma_figure(
+    "layernorm.sphere_figure": lambda: _module("layernorm").sphere_figure(
+        _module("layernorm").sphere_scene((1.0, 0.5, -0.25))),
+    "layernorm.norm_against_sigma_figure": lambda: _module("layernorm").norm_against_sigma_figure(
         8, torch.logspace(-4, 1, 20, dtype=torch.float64), [0.0, 1e-3]),
-    "geometry.gained_circle_figure": lambda: _module("geometry").gained_circle_figure(
+    "layernorm.gained_circle_figure": lambda: _module("layernorm").gained_circle_figure(
         torch.tensor([2.0, 1.0, 0.5], dtype=torch.float64), torch.tensor([0.5, 0.0, -0.5], dtype=torch.float64),
         torch.randn(5, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))),
     "induction.ov_eigenvalues_figure": lambda: _module("induction").ov_eigenvalues_figure(
@@ -77,10 +77,10 @@ BUILDERS = {
         BlockDropLosses(base=torch.tensor(1.5), dropped=torch.tensor([2.0, 1.75]))),
     "residual.init_variance_figure": lambda: _module("residual").init_variance_figure(
         [1, 4], [WriteVariance(1.0, 1.1), WriteVariance(1.2, 1.0)], [WriteVariance(2.0, 2.1), WriteVariance(8.0, 7.0)]),
-    "stream.attribution_figure": lambda: _module("stream").attribution_figure(
+    "decomposition.attribution_figure": lambda: _module("decomposition").attribution_figure(
         Attribution(("E[x]", "P", "L0H0", "L0 MLP"), torch.tensor([0.5, -0.25, 2.0, -1.0]), rest=0.125, logit=1.375),
         "demo"),
-    "stream.logit_lens_figure": lambda: _module("stream").logit_lens_figure(
+    "decomposition.logit_lens_figure": lambda: _module("decomposition").logit_lens_figure(
         {"trained": LensReading(torch.tensor([4.0, 2.0]), torch.tensor([3.0, 2.0]), torch.tensor([0.1, 0.4]))}, 4.17),
     "training.loss_curves_figure": lambda: _module("training").loss_curves_figure(
         [TrainingRun("mine", (50, 100), (10.0, 21.0), (9.0, 19.0), (2.5, 2.1), (2.6, 2.2))], target=2.0),
@@ -93,7 +93,7 @@ ATTENTION_TEXTS = ("key position s", "query position t", "head h", "row t: query
 OWN_LABELS = {
     "attention.attention_figure": ATTENTION_TEXTS,
     "attention.AttentionPicture.draw": ATTENTION_TEXTS,
-    "geometry.sphere_figure": (),  # a 3-D scene projected on the screen: e_1, e_2, e_3 are drawn as arrows
+    "layernorm.sphere_figure": (),  # a 3-D scene projected on the screen: e_1, e_2, e_3 are drawn as arrows
 }
 
 # TEMPORARY (issue 44): figures of notebooks 06-10, labelled by the helper who edits those notebooks.
