@@ -1,5 +1,5 @@
 """The mirror of a submission's module (gptlib_course.remote_module), in one process: the judge's half
-(judge.remote_call, remote_module.Link) talks to the submission's half (sandbox._call, ModuleServer) through the
+(judge.remote_call, remote_module.Link) talks to the submission's half (inside.zygote._call, ModuleServer) through the
 bytes the pipe carries (pickle one way, torch.save read back with torch.load(weights_only=True) the other).
 The build checkers judge a mirror as they judge the module itself; whatever the submission sends that the
 protocol does not allow is refused with a reason. tests/test_course_grading.py grades notebook 09 through
@@ -12,12 +12,13 @@ import torch
 from torch import nn
 
 from gptlib import exercises
-from gptlib.course.variants import shifted_seeds
-from gptlib.exercises import build
+from gptlib.assignment.variants import shifted_seeds
+from gptlib.exercises import build_track
 from gptlib.exercises.answers import build as S
-from gptlib_course import remote_module, sandbox
+from gptlib_course.inside import module_server, zygote
+from gptlib_course.inside.module_server import ModuleServer
 from gptlib_course.judge import Limits, RemoteFunction, SubmissionStopped, read_reply, remote_call
-from gptlib_course.remote_module import Link, ModuleServer, RemoteModule
+from gptlib_course.remote_module import Link, RemoteModule
 from tests.support import course_class
 
 
@@ -43,7 +44,7 @@ class InProcess:
         class Pipe:
             send_bytes = sent.append
 
-        sandbox._call(Pipe, self.namespace, self.server, pickle.loads(pickle.dumps(request)))
+        zygote._call(Pipe, self.namespace, self.server, pickle.loads(pickle.dumps(request)))
         return read_reply(sent[0], doing)
 
     def function(self, name: str) -> RemoteFunction:
@@ -68,7 +69,7 @@ CHECKS = ["check_layer_norm_module(LayerNorm)", "check_attention_head(AttentionH
 def test_a_checker_judges_the_mirror_as_the_module_itself(check, code, offset):
     """Verdict, message and details through the mirror equal the checker's on the classes in this process,
     on the public sizes and on a hidden variant's."""
-    check = f"exercises.build.{check}"
+    check = f"exercises.build_track.{check}"
     submission = InProcess(_namespace(code))
     names = [n for n in course_class.BUILD if f"{n})" in check or f"({n}," in check]
     namespace = {"exercises": exercises, **{n: submission.function(n) for n in names}}
@@ -184,7 +185,7 @@ def test_the_submissions_side_refuses_what_it_will_not_describe():
     with pytest.raises(ValueError, match="complex64"):
         ModuleServer().described(Complex())
     big = nn.Module()
-    big.w = nn.Parameter(torch.zeros(remote_module.TENSOR_ELEMENTS + 1), requires_grad=False)
+    big.w = nn.Parameter(torch.zeros(module_server.TENSOR_ELEMENTS + 1), requires_grad=False)
     with pytest.raises(ValueError, match="entries"):
         ModuleServer().described(big)
 
@@ -192,4 +193,4 @@ def test_the_submissions_side_refuses_what_it_will_not_describe():
 def test_build_checkers_run_unchanged_on_a_module_given_as_a_mirror():
     """The checkers' other entry, a module already built: a mirror is one (an nn.Module)."""
     _, mirror = _mirror(S.GPT, 13, 8, 16, 2, 2, 64)
-    assert build.check_gpt(mirror, V=13, T_max=8, d=16, H=2, L=2).passed
+    assert build_track.check_gpt(mirror, V=13, T_max=8, d=16, H=2, L=2).passed

@@ -7,9 +7,10 @@ import re
 import pytest
 import torch
 
-from gptlib import circuits, cost, decomposition, exercises, geometry
+from gptlib import exercises
+from gptlib.analysis import attention, cost, decomposition, layernorm
+from gptlib.analysis.counting import measured_table
 from gptlib.config import COURSE_CONFIG, GPTConfig
-from gptlib.counting import measured_table
 from gptlib.exercises.answers import concepts
 from gptlib.exercises.result import FAILED, NOT_ATTEMPTED, PASSED
 from gptlib.model import GPT
@@ -180,9 +181,9 @@ def test_the_course_model_choices_state_its_own_numbers():
     assert f"are {blocks / counts[0]:.0%} of the count" in why and 3.8 < counts[1] / counts[0] < 4
     torch.manual_seed(0)
     attn = GPT(COURSE_CONFIG).double().blocks[0].attn
-    ranks = [circuits.numerical_rank(circuits.W_OV(attn, h)).rank for h in range(COURSE_CONFIG.H)]
-    stacked = torch.cat([circuits.W_OV(attn, h) for h in range(COURSE_CONFIG.H)])  # (H d, d)
-    assert set(ranks) == {COURSE_CONFIG.d_head} and circuits.numerical_rank(stacked).rank == COURSE_CONFIG.d
+    ranks = [attention.numerical_rank(attention.W_OV(attn, h)).rank for h in range(COURSE_CONFIG.H)]
+    stacked = torch.cat([attention.W_OV(attn, h) for h in range(COURSE_CONFIG.H)])  # (H d, d)
+    assert set(ranks) == {COURSE_CONFIG.d_head} and attention.numerical_rank(stacked).rank == COURSE_CONFIG.d
     spec = concepts.QUESTIONS["1.4"]
     assert f"at most d_head = {ranks[0]}," in spec.why and f"all of R^{COURSE_CONFIG.d} " in spec.why
     assert spec.answer == "b" and _large_numbers(spec.why) == {ranks[0], COURSE_CONFIG.d}
@@ -418,17 +419,17 @@ def test_questions_3_1_and_3_2_half_skips_and_the_final_norm():
     J = torch.autograd.functional.jacobian(stack, torch.randn(d, dtype=torch.float64))
     torch.testing.assert_close(J * 2.0**L, torch.eye(d, dtype=torch.float64), atol=1e-2, rtol=0)
     x, w = torch.randn(16, dtype=torch.float64), 0.1 * torch.randn(16, dtype=torch.float64)
-    moved = [float((geometry.layer_norm(c * x + w) - geometry.layer_norm(c * x)).norm()) for c in (1, 4, 16)]
+    moved = [float((layernorm.layer_norm(c * x + w) - layernorm.layer_norm(c * x)).norm()) for c in (1, 4, 16)]
     assert moved[0] > moved[1] > moved[2]
     assert [concepts.QUESTIONS[q].answer for q in ("3.1", "3.2")] == ["b", "c"]
 
 
 def test_questions_4_1_and_4_2_shift_sign_and_a_constant_row():
     u = torch.randn(12, dtype=torch.float64)
-    torch.testing.assert_close(geometry.layer_norm(3 - 2 * u), -geometry.layer_norm(u))
+    torch.testing.assert_close(layernorm.layer_norm(3 - 2 * u), -layernorm.layer_norm(u))
     constant = torch.full((12,), 3.0, dtype=torch.float64)
-    assert geometry.layer_norm(constant, eps=1e-5).abs().max() < 1e-6
-    torch.testing.assert_close(geometry.rms_norm(constant, eps=1e-5), torch.ones(12, dtype=torch.float64), atol=1e-5, rtol=0)
+    assert layernorm.layer_norm(constant, eps=1e-5).abs().max() < 1e-6
+    torch.testing.assert_close(layernorm.rms_norm(constant, eps=1e-5), torch.ones(12, dtype=torch.float64), atol=1e-5, rtol=0)
     assert [concepts.QUESTIONS[q].answer for q in ("4.1", "4.2")] == ["b", "a"]
 
 

@@ -31,11 +31,20 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import checks
+from .. import validation
+from ..analysis.counting import theorem_5_2
 from ..config import GPTConfig
-from ..counting import theorem_5_2
 from ..model import LayerNorm, eval_mode
-from .causal import batch_independence, causality_verdict, logits, refuse_a_length_too_long, refuse_randomness, tried_length
+from .causality import (
+    batch_independence,
+    causality_verdict,
+    float64_copy,
+    logits,
+    refuse_a_length_too_long,
+    refuse_randomness,
+    tried_length,
+)
+from .checking import Wrong, checker
 from .count_differences import (
     BIASES,
     CONVENTION,
@@ -50,7 +59,8 @@ from .count_differences import (
     TIED_W_U_BIAS,
     W_U_BIAS,
 )
-from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, checker, explaining
+from .mistakes import explaining
+from .result import FAILED, NOT_ATTEMPTED, PASSED, Result
 
 OWN = "Your own GPT"
 LOSS_RTOL = 0.1  # initial loss within 10% of ln V
@@ -59,7 +69,7 @@ UNEXPLAINED = " (compare the shapes below with Theorem 5.2's)"
 
 
 def theorem_5_2_count(V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool) -> int:
-    """Theorem 5.2 (gptlib.counting.theorem_5_2) for these sizes; H does not enter it."""
+    """Theorem 5.2 (gptlib.analysis.counting.theorem_5_2) for these sizes; H does not enter it."""
     return theorem_5_2(GPTConfig(V=V, T_max=T_max, d=d, H=1, L=L, d_ff=d_ff, tie_weights=tied))
 
 
@@ -242,9 +252,9 @@ def _count(model, V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool | No
 
 
 @checker("batch independence")
-def _batch(model, V: int, T: int, seed: int) -> tuple[str, list[str]]:
+def _batch(model, V: int, T: int, seed: int, exact) -> tuple[str, list[str]]:
     with eval_mode(model):
-        mixed = batch_independence(model, V, T, seed)
+        mixed = batch_independence(model, V, T, seed, exact)
     if mixed:
         raise Wrong(mixed + ": something mixes examples (e.g. BatchNorm, or a mean or softmax over the batch dimension).")
     return "each sequence's logits are the same beside other sequences and alone (up to rounding).", []
@@ -270,9 +280,9 @@ def _initial_loss(model, V: int, T: int, seed: int) -> tuple[str, list[str]]:
 
 
 @checker(OWN)
-def _runs_on(model, V: int, T: int) -> tuple[str, list[str]]:
+def _runs_on(model, V: int, T: int, exact) -> tuple[str, list[str]]:
     refuse_a_length_too_long(model, T)
-    refuse_randomness(model, V, T)
+    refuse_randomness(model, V, T, exact)
     return f"runs on {T} tokens, the same logits each time.", []
 
 
@@ -288,18 +298,19 @@ def check_own_model(
     Returns a report whose parts are the four verdicts; it passes when all four pass.
     """
     for name, value in (("V", V), ("T_max", T_max), ("d", d), ("L", L), ("d_ff", d_ff if d_ff is not None else 1)):
-        checks.integer(name, value, at_least=1)
-    if H is not None and d % checks.integer("H", H, at_least=1):
+        validation.integer(name, value, at_least=1)
+    if H is not None and d % validation.integer("H", H, at_least=1):
         raise ValueError(f"H must divide d, got H = {H}, d = {d}")
     if tied not in (None, True, False):
         raise ValueError(f"tied must be True, False or None (read from the model), got {tied!r}")
     T = tried_length(T, T_max)
-    runs = _runs_on(model, V, T)
+    exact = float64_copy(model, V)  # one float64 copy of the model confirms every change the checks measure
+    runs = _runs_on(model, V, T, exact)
     if runs.status == FAILED:
         return runs
     parts = (
-        _batch(model, V, T, seed),
-        _causal(model, V, T, seed, L),
+        _batch(model, V, T, seed, exact),
+        _causal(model, V, T, seed, L, exact),
         _count(model, V, T_max, d, L, d_ff or 4 * d, tied),
         _initial_loss(model, V, T, seed),
     )

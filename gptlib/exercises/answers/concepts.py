@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ... import circuits, cost, decomposition, geometry, jacobians
+from ...analysis import attention, cost, decomposition, jacobians, layernorm
+from ...analysis.counting import theorem_5_2
 from ...config import COURSE_CONFIG, GPTConfig
-from ...counting import theorem_5_2
 from ...model import GPT
 from ...reproducibility import seeded
 
@@ -76,7 +76,7 @@ def _attention_rank(d: int, H: int, T: int) -> int:
         attn = GPT(GPTConfig(V=5, T_max=T, d=d, H=H, L=1)).blocks[0].attn
         X = torch.randn(1, T, d)
     q, k, _ = attn.qkv(X)
-    return circuits.numerical_rank(attn.attention_matrices(q, k)[0, 0].detach()).rank
+    return attention.numerical_rank(attn.attention_matrices(q, k)[0, 0].detach()).rank
 
 
 def _mlp_parameters(d: int, d_ff: int) -> int:
@@ -91,7 +91,7 @@ def _gained_layer_norm_image_dimension(d: int, k: int) -> int:
         u = torch.randn(1, d, dtype=torch.float64)  # one row
         gamma = torch.randn(d, dtype=torch.float64)
     gamma[:k] = 0
-    return circuits.numerical_rank(jacobians.jacobian_of(lambda U: gamma * geometry.layer_norm(U), u)).rank
+    return attention.numerical_rank(jacobians.jacobian_of(lambda U: gamma * layernorm.layer_norm(U), u)).rank
 
 
 def _block_parameters(d: int) -> int:
