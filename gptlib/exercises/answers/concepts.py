@@ -276,7 +276,7 @@ QUESTIONS: dict[str, Choice | Number] = {
         "later token changes. P is added to each row alone, and a window of earlier positions is still a causal mask "
         "(Lecture 4, Proposition 4.3): the model stays causal after either.",
         {
-            "a": "P is added to each row alone: without it the model loses the order of the tokens, not causality",
+            "a": "P is added to each row alone: dropping it changes what each row holds, not which positions attention may read",
             "c": "a window keeps only positions s <= t (and fewer of them): every later one still gets weight 0",
         },
     ),
