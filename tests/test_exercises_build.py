@@ -454,7 +454,8 @@ def test_the_functional_reference_of_the_mistakes_is_gptlib_attention_when_switc
             p.normal_()
     X = torch.randn(2, 6, 16, dtype=torch.float64)
     C = heads(X, attn.W_Q, attn.W_K, attn.W_V)
-    torch.testing.assert_close(concatenated(C) @ attn.W_O + attn.b_O, attn(X, explicit=True))
+    with gptlib_model.attention_matrices_formed(attn):
+        torch.testing.assert_close(concatenated(C) @ attn.W_O + attn.b_O, attn(X))
 
 
 def test_the_tanh_gap_is_the_known_maximum():

@@ -11,7 +11,7 @@ from gptlib.config import COURSE_CONFIG, GPTConfig
 from gptlib.counting import measured_table
 from gptlib.exercises.answers import concepts
 from gptlib.exercises.result import FAILED, NOT_ATTEMPTED, PASSED
-from gptlib.model import GPT
+from gptlib.model import GPT, attention_matrices_formed
 from tests.support import notebook_files
 
 CHOICES = [(q, spec) for q, spec in concepts.QUESTIONS.items() if isinstance(spec, concepts.Choice)]
@@ -247,8 +247,8 @@ def test_question_7_2_a_step_with_frozen_weights_costs_about_two_forward_passes(
     counted = []
     for backward in (False, True):
         counter = FlopCounterMode(display=False)
-        with counter:
-            Z = model.forward_from_embeddings(X0, explicit=True)  # (B, T, V)
+        with counter, attention_matrices_formed(model):
+            Z = model.forward_from_embeddings(X0)  # (B, T, V)
             if backward:
                 Z.sum().backward()
         counted.append(counter.get_total_flops())
