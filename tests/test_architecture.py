@@ -222,3 +222,16 @@ def test_the_order_check_catches_an_import_up_or_across_and_a_module_left_out():
         "gptlib.exercises.extra (row 5) imports gptlib.course (row 6)",
         "gptlib.scratch is in no row of the analysis layer's order",
     ]
+
+
+def test_the_benchmarks_import_nothing_from_the_tests():
+    """benchmarks/ stands on its own: what it shares with the tests (the synthetic class, the browser driver)
+    lives in benchmarks/ and the tests import it from there, so no benchmark imports tests or puts them on sys.path."""
+    benchmarks = package_sources(ROOT / "benchmarks")
+    assert "benchmarks.course_class" in benchmarks and "benchmarks.browser.servers" in benchmarks
+    found = {module: sorted(name for name in imports(module, source, benchmarks) if name.split(".")[0] == "tests")
+             for module, source in benchmarks.items()}
+    assert {module: names for module, names in found.items() if names} == {}
+    path_edits = {module for module, source in benchmarks.items() for node in ast.walk(ast.parse(source))
+                  if isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", None) == "sys"}
+    assert path_edits == set()  # sys.path in code, not in the text of a hostile submission

@@ -11,6 +11,7 @@ import pytest
 import torch
 from torch import nn
 
+from benchmarks import course_class
 from gptlib import exercises
 from gptlib.course.variants import shifted_seeds
 from gptlib.exercises import build
@@ -18,7 +19,6 @@ from gptlib.exercises.answers import build as S
 from gptlib_course import remote_module, sandbox
 from gptlib_course.judge import Limits, RemoteFunction, SubmissionStopped, read_reply, remote_call
 from gptlib_course.remote_module import Link, ModuleServer, RemoteModule
-from tests.support import course_class
 
 
 class InProcess:

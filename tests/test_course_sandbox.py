@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import course_class
 from gptlib_course import assign, sandbox
 from gptlib_course.__main__ import UNCONFINED, main
 from gptlib_course.judge import Limits, Sandbox, Submission
 from gptlib_course.questions import questions
-from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
 
 pytestmark = pytest.mark.slow  # starts processes: `pytest -m slow` (not in `pytest -m unit`)

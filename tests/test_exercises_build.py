@@ -19,7 +19,7 @@ from gptlib.exercises.build.judging import TOL, judge, same
 from gptlib.exercises.build.mlp import tanh_gap
 from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, Wrong, hidden_variant
 from tests.support import learner_gpts as layouts
-from tests.support.scratch_gpt import ScratchGPT
+from tests.support.learner_gpts import ScratchGPT
 
 # ---- wrong versions of each reference solution, one typical mistake each -------------------
 

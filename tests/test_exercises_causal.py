@@ -10,7 +10,7 @@ from gptlib.exercises import check_causality, check_dependency_map
 from gptlib.exercises.answers import solutions
 from gptlib.exercises.causal import map_models
 from gptlib.exercises.result import ERROR, FAILED
-from tests.support.scratch_gpt import EinsumGPT, ScratchGPT
+from tests.support.learner_gpts import EinsumGPT, ScratchGPT
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -7,7 +7,7 @@ from benchmarks.peers import stacked_heads
 from gptlib import encode, jacobians
 from gptlib.jacobians import finite_difference_jacobian
 from gptlib.model import attention_matrices_formed
-from tests.support.scratch_gpt import ScratchBlock
+from tests.support.learner_gpts import ScratchBlock
 
 
 def test_finite_differences_match_closed_forms():
@@ -115,7 +115,7 @@ def test_block_and_stack_jacobians_refuse_a_batch(sharp_model):
 
 
 def scratch_copy(block):
-    """tests/support/scratch_gpt's ScratchBlock (plain torch.nn) holding the weights of a gptlib pre-norm block."""
+    """tests/support/learner_gpts' ScratchBlock (plain torch.nn) holding the weights of a gptlib pre-norm block."""
     d, H = block.attn.W_O.shape[0], block.attn.H
     scratch = ScratchBlock(d, H, mask_diagonal=1, unmasked_heads=(), qkv_bias=False, fill=float("-inf")).double()
     with torch.no_grad():

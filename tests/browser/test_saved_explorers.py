@@ -7,8 +7,8 @@ it runs is checked as the explorer tests open their notebooks: jupyterlab_driver
 import subprocess
 import sys
 
-from jupyterlab_driver import explorers_per_cell, saved_count_counts_six_blocks
-from servers import ROOT
+from benchmarks.browser.jupyterlab_driver import explorers_per_cell, saved_count_counts_six_blocks
+from benchmarks.browser.servers import ROOT
 
 NOTEBOOKS = ["01_multi_head_attention", "04_layernorm_geometry", "05_gpt_and_parameter_count", "08_trained_model_tour"]
 
