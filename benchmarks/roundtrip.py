@@ -1,6 +1,6 @@
 """Frame times of the three explorers in a real browser: key press -> the explorer's next frame.
 
-    python -m benchmarks.roundtrip [--moves 10] [--only lab|voila|book] [--readme] [--screenshots DIR]
+    python -m benchmarks.roundtrip [--moves 10] [--only lab|voila|book] [--docs] [--screenshots DIR]
 
 The explorers draw in the page (gptlib/viz/js), so a move is answered without the kernel. For
 every control of every explorer, in JupyterLab (notebooks 01, 04, 05), in Voila (`make app`'s
@@ -12,7 +12,7 @@ the kernel must answer (it runs the model on the new text): it is timed to the f
 from the kernel's numbers, in JupyterLab and Voila. Also server start -> first explorer usable.
 It prints one table, the targets (median <= 50 ms, worst <= 100 ms), the CPU and the load
 average before and after, since other work on the machine inflates every figure; results go
-to benchmarks/results/roundtrip.json and, with --readme, into README.md's table.
+to benchmarks/results/roundtrip.json and, with --docs, into docs/benchmarks.md's table.
 
 This is a benchmark, not a test: nothing here fails on a slow machine.
 """
@@ -44,7 +44,7 @@ EXPLORERS = {  # name: (notebook, CSS class of the explorer)
     "sphere": ("04_layernorm_geometry", "gptlib-sphere"),
     "count": ("05_gpt_and_parameter_count", "gptlib-count"),
 }
-README_START, README_END = "<!-- roundtrip table: python -m benchmarks.roundtrip --readme -->", "<!-- end of roundtrip table -->"
+TABLE_START, TABLE_END = "<!-- roundtrip table: python -m benchmarks.roundtrip --docs -->", "<!-- end of roundtrip table -->"
 
 
 def slider(css: str, steps: int = 3):
@@ -215,7 +215,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--moves", type=int, default=10, help="key presses per control (default 10)")
     parser.add_argument("--only", choices=("lab", "voila", "book"), help="measure one environment only")
-    parser.add_argument("--readme", action="store_true", help="write the table into README.md")
+    parser.add_argument("--docs", action="store_true", help="write the table into docs/benchmarks.md")
     parser.add_argument("--screenshots", type=Path, help="write one PNG of each explorer (JupyterLab) here")
     args = parser.parse_args()
     if not Path(CHROMIUM).exists():
@@ -246,14 +246,14 @@ def main() -> None:
                                "runs": {env: {"frame_ms": r, "startup_s": s} for env, (r, s) in runs.items()}},
                               indent=1))
     print(f"raw times: {out.relative_to(ROOT)}")
-    if args.readme:
-        readme = ROOT / "README.md"
-        block = f"{README_START}\n```\n{report}\n```\n{README_END}"
-        text = readme.read_text()
-        if README_START not in text:
-            sys.exit(f"README.md has no {README_START!r} line to replace")
-        readme.write_text(re.sub(re.escape(README_START) + ".*?" + re.escape(README_END), lambda _: block, text, flags=re.S))
-        print("README.md's table rewritten")
+    if args.docs:
+        page = ROOT / "docs" / "benchmarks.md"
+        block = f"{TABLE_START}\n```\n{report}\n```\n{TABLE_END}"
+        text = page.read_text()
+        if TABLE_START not in text:
+            sys.exit(f"docs/benchmarks.md has no {TABLE_START!r} line to replace")
+        page.write_text(re.sub(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END), lambda _: block, text, flags=re.S))
+        print("docs/benchmarks.md's table rewritten")
 
 
 if __name__ == "__main__":

@@ -95,12 +95,12 @@ def test_every_hint_and_solution_runs_as_printed_in_the_notebook():
 
 
 def test_the_notebook_states_the_build_checkers_tolerance():
-    """09's closing and the README say the same tolerance as the build checkers use."""
+    """09's closing and the learner's guide say the same tolerance as the build checkers use."""
     mantissa, exponent = f"{build.TOL:.0e}".split("e")  # 2e-05: "2", "-05"
     closing = next(c.source for c in cells(notebook("09")) if c.source.startswith("## What you saw"))
     assert f"{mantissa}\\cdot10^{{{int(exponent)}}}\\,(1 + \\max|\\text{{output}}|)" in closing
     assert "exactly" not in closing
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "learner.md").read_text()
     assert f"to within {mantissa}e{int(exponent)} x (1 + max |output|)" in readme
 
 
