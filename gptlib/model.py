@@ -331,9 +331,9 @@ class GPT(nn.Module):
         Starting from the residual stream rather than token ids lets a caller differentiate
         with respect to X^(0) (gptlib.causality) or run on the meta device (gptlib.cost).
         """
-        X = self.hook_X[0](self.check_embeddings(X))
-        for block, hook_X in zip(self.blocks, self.hook_X[1:]):
-            X = hook_X(block(X))  # X^(l+1), (B, T, d)
+        X = self.hook_X[0](self.check_embeddings(X))  # X^(0)
+        for l, block in enumerate(self.blocks):
+            X = self.hook_X[l + 1](block(X))  # X^(l+1), (B, T, d)
         return self.hook_Z(self.ln_f(X) @ self.unembedding)  # Z = LN_f(X^(L)) W_U, (B, T, V)
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
