@@ -10,7 +10,9 @@ kernel that skips the masked upper triangle does about half of that work.
 
 from __future__ import annotations
 
+import statistics
 import time
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -149,15 +151,37 @@ def six_n_rule_error(config: GPTConfig, T: int) -> float:
     return training_flops(config, T) / six_n_rule(config, T) - 1
 
 
-def seconds_per_token(model: GPT, T: int, B: int = 1, repeats: int = 3) -> float:
-    """Best-of-`repeats` wall time of one no-grad forward (the fused path) divided by B*T tokens."""
-    T, B = _check_sizes(T, B)
-    idx = torch.randint(0, model.config.V, (B, T))
-    best = float("inf")
+@dataclass(frozen=True)
+class TokenTimes:
+    """Seconds per token of the fused no-grad forward at each T: the median over rounds, and the fastest and
+    slowest round (their spread is the noise of the machine the run shared)."""
+
+    T: tuple[int, ...]
+    median: tuple[float, ...]
+    fastest: tuple[float, ...]
+    slowest: tuple[float, ...]
+
+
+def seconds_per_token(model: GPT, T_values, tokens: int = 1024, rounds: int = 7) -> TokenTimes:
+    """Wall time per token of one no-grad forward (the fused path) on `tokens` tokens, as tokens // T sequences of
+    length T, for every T in T_values. Every T is called once to warm up, then timed once per round, the T values
+    interleaved within a round, so that a burst of other work on the machine falls on all of them alike."""
+    if isinstance(T_values, (str, bytes)) or not hasattr(T_values, "__iter__"):
+        raise ValueError(f"T_values must be a sequence of lengths T, got {T_values!r}")
+    T_values = tuple(checks.integer("T", T, at_least=1, at_most=model.config.T_max) for T in T_values)
+    if not T_values:
+        raise ValueError("T_values must hold at least one length T, got none")
+    tokens = checks.integer("tokens", tokens, at_least=max(T_values))
+    rounds = checks.integer("rounds", rounds, at_least=1)
+    batches = {T: torch.randint(0, model.config.V, (tokens // T, T)) for T in T_values}
+    times: dict[int, list[float]] = {T: [] for T in T_values}
     with torch.no_grad():
-        model(idx)  # warm-up
-        for _ in range(repeats):
-            start = time.perf_counter()
-            model(idx)
-            best = min(best, time.perf_counter() - start)
-    return best / (B * T)
+        for idx in batches.values():
+            model(idx)  # warm-up
+        for _ in range(rounds):
+            for T, idx in batches.items():
+                start = time.perf_counter()
+                model(idx)
+                times[T].append((time.perf_counter() - start) / idx.numel())
+    return TokenTimes(T_values, tuple(statistics.median(times[T]) for T in T_values),
+                      tuple(min(times[T]) for T in T_values), tuple(max(times[T]) for T in T_values))

@@ -1,6 +1,7 @@
 """Notebook 09 as committed: every build step's stub is untouched, so each checker reads "not attempted yet",
 the cells that use the learner's whole model skip with the same words, and nothing trains."""
 
+import ast
 import contextlib
 import io
 import math
@@ -9,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch import nn
 
 from gptlib import exercises
 from gptlib.exercises import build, hints
@@ -54,44 +54,57 @@ def _printed(function, *args) -> str:
     return out.getvalue()
 
 
-def _learners_tensors(step: str, ns: dict) -> dict:
-    """The learner's own names that a step's hints write code about, with tensors of the right shapes."""
-    B, T, d, H, d_ff, V, L = 2, 5, 16, 2, 64, 13, 2
-    d_head = d // H
-    X = torch.randn(B, T, d)
-    names = {"B": B, "T": T, "d": d, "H": H, "d_ff": d_ff, "L": L, "d_head": d_head, "X": X}
-    names.update({
-        "layer_norm": lambda: {"x": X, "gamma": torch.ones(d), "beta": torch.zeros(d), "eps": 1e-5,
-                               "centred": X - X.mean(-1, keepdim=True), "variance": X.var(-1, unbiased=False, keepdim=True)},
-        "attention_head": lambda: {name: torch.randn(d, d_head) for name in ("W_Q", "W_K", "W_V")},
-        "multi_head_attention": lambda: {"heads": [ns["AttentionHead"](d, d_head) for _ in range(H)],
-                                         "heads_out": torch.randn(B, H, T, d_head)},
-        "mlp": lambda: {"W_1": torch.randn(d, d_ff), "b_1": torch.zeros(d_ff), "t": torch.randn(B, T, d_ff)},
-        "block": lambda: {"self": ns["Block"](d, H, d_ff)},
-        "gpt": lambda: {"E": torch.randn(V, d), "P": torch.randn(8, d), "idx": torch.randint(V, (B, T)),
-                        "ln_f": ns["LayerNorm"](d), "W_U": torch.randn(d, V)},
-        "init": lambda: {"W": nn.Parameter(torch.empty(d, d)), "gamma": nn.Parameter(torch.empty(d)),
-                         "b": nn.Parameter(torch.empty(d))},
-    }[step]())
-    return names
+def _hint_pieces(step: str) -> dict[str, list[str]]:
+    """Every piece of code a step's hints print (between backquotes), by the method it goes into: the hint's own
+    words `__init__` and `forward` say which; `forward` (or init's function body) where a hint names none."""
+    methods = {"__init__": [], "forward": []}
+    for level in range(1, len(hints.BUILD_HINTS[step]) + 1):
+        where = "forward"
+        for piece in re.findall(r"`([^`]+)`", _printed(exercises.hint, step, level).split(":\n", 1)[1]):
+            if piece in methods:
+                where = piece
+            else:
+                methods[where].append(piece)
+    return methods
 
 
-def test_every_hint_and_solution_runs_as_printed_in_the_notebook():
+def _stub_with_hints(step: str, check: str, ns: dict) -> None:
+    """Defines in ns the step's stub from notebook 09, each `raise NotImplementedError` replaced by the hint
+    pieces for its method, exactly as printed; nothing else is added."""
+    stub = next(c.source for c in cells(notebook("09")) if c.cell_type == "code" and check in c.source)
+    definition = next(node for node in ast.parse(stub).body if isinstance(node, (ast.ClassDef, ast.FunctionDef)))
+    pieces = _hint_pieces(step)
+    functions = [definition] if isinstance(definition, ast.FunctionDef) else definition.body
+    for function in functions:
+        if isinstance(function, ast.FunctionDef):
+            mine = pieces["__init__"] if function.name == "__init__" else pieces["forward"]
+            body = [node for piece in mine for node in ast.parse(piece).body]
+            assert not any(isinstance(node, ast.Return) for node in body[:-1]), f"{step}: code after a return"
+            function.body = [node for node in function.body if not isinstance(node, ast.Raise)] + body
+    exec(compile(ast.fix_missing_locations(ast.Module([definition], [])), f"09's {step} stub with its hints", "exec"), ns)
+
+
+def test_every_hint_runs_pasted_into_its_stub_with_nothing_injected():
+    """Each build step's stub, as notebook 09 shows it, with every piece of code its hints print pasted in where
+    the hint says, in 09's set-up namespace and nothing else: the classes the pieces build pass their checkers,
+    step after step (each using the classes the hints built before), and init's pieces run."""
+    ns = _setup_namespace()
+    for step, check in zip(hints.BUILD_HINTS, CHECKS):
+        _stub_with_hints(step, check, ns)
+        with contextlib.redirect_stdout(io.StringIO()):
+            if step == "init":  # its pieces set no tensor by role in a loop of their own: they must run
+                ns["init_weights"](ns["GPT"](13, 8, 16, 2, 2, 64))
+            else:
+                assert eval(check, ns), check
+
+
+def test_every_solution_runs_as_printed_in_the_notebook():
     """Each build step's solution, as show_solution prints it, pasted into 09's set-up namespace in order,
-    defines what the step's checker then passes; each piece of code a hint prints (between backquotes),
-    pasted there beside the learner's tensors, runs."""
+    defines what the step's checker then passes."""
     ns = _setup_namespace()
     for step, check in zip(hints.BUILD_HINTS, CHECKS):
         exec(compile(_printed(exercises.show_solution, step), f"show_solution({step!r})", "exec"), ns)
         assert eval(check, ns), check
-        scratch = {**ns, **_learners_tensors(step, ns)}
-        for level in range(1, len(hints.BUILD_HINTS[step]) + 1):
-            printed = _printed(exercises.hint, step, level)
-            pieces = re.findall(r"`([^`]+)`", printed)
-            assert pieces, printed
-            for piece in pieces:
-                with contextlib.redirect_stdout(io.StringIO()):
-                    exec(compile(piece, f"hint({step!r}, {level})", "exec"), scratch)  # NameError if 09 lacks an import
 
 
 def test_the_notebook_states_the_build_checkers_tolerance():

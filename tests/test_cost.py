@@ -111,8 +111,27 @@ def test_six_n_rule_is_off_by_more_than_20_percent_only_for_long_sequences():
     assert cost.six_n_rule_error(config, 256) > 0.2  # T = 2d
 
 
-def test_seconds_per_token_is_positive():
-    assert cost.seconds_per_token(GPT(COURSE_CONFIG.replace(d=16, H=2, L=1)).eval(), 8, repeats=1) > 0
+def test_seconds_per_token_times_every_length_in_rounds():
+    model = GPT(COURSE_CONFIG.replace(d=16, H=2, L=1)).eval()
+    times = cost.seconds_per_token(model, [4, 8], tokens=16, rounds=3)
+    assert times.T == (4, 8)
+    for fastest, median, slowest in zip(times.fastest, times.median, times.slowest):
+        assert 0 < fastest <= median <= slowest
+
+
+@pytest.mark.parametrize("T_values, tokens, rounds, message", [
+    ([], 16, 3, "T_values must hold at least one length T, got none"),
+    (8, 16, 3, "T_values must be a sequence of lengths T, got 8"),
+    ("8", 16, 3, "T_values must be a sequence of lengths T, got '8'"),
+    ([8, 65], 128, 3, "T must be an integer in [1, 64], got 65"),
+    ([8.0], 16, 3, "T must be an integer in [1, 64], got 8.0"),
+    ([8, 32], 16, 3, "tokens must be an integer >= 32, got 16"),
+    ([8], 16, 0, "rounds must be an integer >= 1, got 0"),
+])
+def test_seconds_per_token_refuses_bad_lengths_and_counts(T_values, tokens, rounds, message):
+    model = GPT(COURSE_CONFIG.replace(d=16, H=2, L=1)).eval()
+    with pytest.raises(ValueError, match=re.escape(message)):
+        cost.seconds_per_token(model, T_values, tokens=tokens, rounds=rounds)
 
 
 def test_bad_sizes_are_refused():

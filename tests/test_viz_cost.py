@@ -16,16 +16,19 @@ def test_cost_vs_T_draws_each_component_the_crossover_and_the_times():
     T_values = [64, 256, 1024]
     rows = {name: [count / T for T, count in zip(T_values, counts)] for name, counts in
             {"scores": [1.0, 16.0, 256.0], "MLP": [8.0, 32.0, 128.0]}.items()}
-    seconds = [2e-6, 3e-6, 9e-6]
+    times = cost.TokenTimes(tuple(T_values), median=(2e-6, 3e-6, 9e-6), fastest=(1e-6, 3e-6, 8e-6),
+                            slowest=(4e-6, 5e-6, 9e-6))
     crossover = cost.crossover_T(COURSE_CONFIG)
-    fig = cost_vs_T_figure(T_values, rows, seconds, crossover)
+    fig = cost_vs_T_figure(T_values, rows, times, crossover)
     flops_ax, time_ax = fig.axes
     lines = {line.get_label(): line for line in flops_ax.get_lines()}
     for name, values in rows.items():
         np.testing.assert_array_equal(lines[name].get_xdata(), T_values)
         np.testing.assert_array_equal(lines[name].get_ydata(), values)
     assert lines[f"T = 2d + d_ff = {crossover}"].get_xdata()[0] == crossover == 6 * COURSE_CONFIG.d
-    np.testing.assert_allclose(time_ax.get_lines()[0].get_ydata(), [2.0, 3.0, 9.0])  # in microseconds
+    np.testing.assert_allclose(time_ax.get_lines()[0].get_ydata(), [2.0, 3.0, 9.0])  # the medians, in microseconds
+    band = time_ax.collections[0].get_paths()[0].vertices  # fastest to slowest: its corners at the first and last T
+    assert {(64.0, 1.0), (64.0, 4.0), (1024.0, 8.0), (1024.0, 9.0)} <= {tuple(np.round(v, 6)) for v in band}
     assert "against T from 64 to 1024" in fig.get_label() and "at T = 1024 the largest is scores." in fig.get_label()
 
 

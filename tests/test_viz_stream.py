@@ -19,6 +19,13 @@ def test_each_write_is_a_bar_at_its_contribution_and_the_label_names_the_largest
     assert [tick.get_text() for tick in ax.get_xticklabels()] == ["E[x]", "P", "L0H0", "L0 MLP"]
     assert "L0H0 (+2.00), L0 MLP (-1.00), E[x] (+0.50)" in fig.get_label()
     assert "the logit +1.38" in fig.get_label()
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("write into the stream", "direct contribution to the logit")
+
+
+def test_the_y_axis_names_a_logit_difference_when_told():
+    attribution = Attribution(("E[x]", "P"), torch.tensor([0.5, -0.25]), rest=0.0, logit=0.25)
+    ax = attribution_figure(attribution, "demo", quantity="logit difference z_e - z_o").axes[0]
+    assert ax.get_ylabel() == "direct contribution to the logit difference z_e - z_o"
 
 
 def test_each_reading_is_a_line_through_its_losses():

@@ -65,58 +65,75 @@ HINTS = {
 
 
 # The build track of notebook 09, one step per piece of the GPT (gptlib.exercises.build checks them).
-# The code between backquotes runs as printed in 09, whose first cell imports torch, nn, F and math
-# (tests/test_build_notebook.py pastes each piece there, with the learner's tensors named as here).
+# Each piece of code between backquotes runs as printed when pasted into the step's stub in 09, in the
+# method the hint names (`__init__` or `forward`; `forward` where it names none; init's function body),
+# using only the stub's own arguments, 09's first cell's imports and what an earlier piece defined:
+# tests/test_build_notebook.py builds each step from its stub and these pieces alone.
 BUILD_HINTS = {
     "layer_norm": (
-        "Work on the last dimension only: each row of d features has its own mean, "
-        "`x.mean(dim=-1, keepdim=True)`, of shape (..., 1).",
-        "sigma^2 divides by d, not d - 1: `x.var(dim=-1, unbiased=False, keepdim=True)`, or the mean of the squared "
-        "centred row. eps goes inside the square root.",
-        "gamma and beta are `nn.Parameter(torch.ones(d))` and `nn.Parameter(torch.zeros(d))`; the output is "
-        "`gamma * centred / torch.sqrt(variance + eps) + beta`.",
+        "Work on the last dimension only: in `forward`, each row of d features has its own mean, "
+        "`mean = u.mean(dim=-1, keepdim=True)`, of shape (..., 1), and `centred = u - mean`.",
+        "sigma^2 divides by d, not d - 1: `variance = u.var(dim=-1, unbiased=False, keepdim=True)`, the mean of the "
+        "squared centred row. eps goes inside the square root.",
+        "In `__init__`: `self.gamma = nn.Parameter(torch.ones(d))`, `self.beta = nn.Parameter(torch.zeros(d))` and "
+        "`self.eps = eps`; then in `forward`: `return self.gamma * centred / torch.sqrt(variance + self.eps) + self.beta`.",
     ),
     "attention_head": (
-        "`Q, K, V = X @ W_Q, X @ W_K, X @ W_V`, each (B, T, d_head); the scores "
-        "`S = Q @ K.transpose(-2, -1) / math.sqrt(d_head)` are (B, T, T).",
-        "The causal mask hides s > t: `future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)` marks exactly "
-        "those; fill them with -inf BEFORE the softmax, and keep the diagonal (t sees itself).",
+        "In `__init__`, one (d, d_head) matrix per role: `self.W_Q = nn.Parameter(torch.randn(d, d_head) / math.sqrt(d))`, "
+        "`self.W_K = nn.Parameter(torch.randn(d, d_head) / math.sqrt(d))`, "
+        "`self.W_V = nn.Parameter(torch.randn(d, d_head) / math.sqrt(d))`. In `forward`: "
+        "`Q, K, V = X @ self.W_Q, X @ self.W_K, X @ self.W_V`, each (B, T, d_head); the scores "
+        "`S = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])` are (B, T, T).",
+        "The causal mask hides s > t: with `T = X.shape[-2]`, `future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)` "
+        "marks exactly those; fill them with -inf BEFORE the softmax, and keep the diagonal (t sees itself).",
         "`A = S.masked_fill(future, float('-inf')).softmax(dim=-1)`: each row t (a query) is a distribution over the "
-        "keys s. Then return `A @ V`.",
+        "keys s. Then `return A @ V`.",
     ),
     "multi_head_attention": (
-        "H heads of width d_head = d / H, each with its own W_Q^h, W_K^h, W_V^h: "
-        "`nn.ModuleList(AttentionHead(d, d // H) for _ in range(H))` holds your heads.",
-        "Concatenate the head outputs along the features in head order, [C^1 | ... | C^H], "
-        "`C = torch.cat([head(X) for head in heads], dim=-1)`, then multiply by W_O (d x d) and add b_O.",
-        "If you batch the heads as (B, H, T, d_head), put them back side by side before W_O: "
-        "`heads_out.transpose(1, 2).reshape(B, T, d)`.",
+        "H heads of width d_head = d / H, each with its own W_Q^h, W_K^h, W_V^h: in `__init__`, "
+        "`self.heads = nn.ModuleList(AttentionHead(d, d // H) for _ in range(H))` holds heads of your Step 2 class.",
+        "Still in `__init__`: `self.W_O = nn.Parameter(torch.randn(d, d) / math.sqrt(d))` and "
+        "`self.b_O = nn.Parameter(torch.zeros(d))`. In `forward`, the head outputs side by side in head order, "
+        "[C^1 | ... | C^H]: `C = torch.cat([head(X) for head in self.heads], dim=-1)`.",
+        "If you batch the heads in one (B, H, T, d_head) tensor instead, such as "
+        "`stacked = torch.stack([head(X) for head in self.heads], dim=1)`, put them back side by side before W_O: "
+        "`C = stacked.transpose(1, 2).flatten(-2)`. Either way, `return C @ self.W_O + self.b_O`.",
     ),
     "mlp": (
-        "Two affine maps with GELU between: d -> d_ff -> d, with biases b_1 (d_ff) and b_2 (d): "
-        "`hidden = X @ W_1 + b_1` is (B, T, d_ff).",
-        "GELU is t Phi(t) with Phi the normal CDF: `0.5 * t * (1 + torch.erf(t / math.sqrt(2)))`, or `F.gelu(t)` "
-        "(exact by default); not `F.gelu(t, approximate='tanh')`.",
+        "Two affine maps with GELU between, d -> d_ff -> d. In `__init__`: "
+        "`self.W_1 = nn.Parameter(torch.randn(d, d_ff) / math.sqrt(d))`, `self.b_1 = nn.Parameter(torch.zeros(d_ff))`, "
+        "`self.W_2 = nn.Parameter(torch.randn(d_ff, d) / math.sqrt(d_ff))`, `self.b_2 = nn.Parameter(torch.zeros(d))`. "
+        "In `forward`: `hidden = X @ self.W_1 + self.b_1` is (B, T, d_ff).",
+        "GELU is t Phi(t) with Phi the normal CDF: `gelu = 0.5 * hidden * (1 + torch.erf(hidden / math.sqrt(2)))`, or "
+        "`gelu = F.gelu(hidden)` (exact by default), not the tanh form `F.gelu(hidden, approximate='tanh')`. "
+        "Then `return gelu @ self.W_2 + self.b_2`.",
     ),
     "block": (
-        "Pre-norm: the LayerNorm goes INSIDE each branch, on the branch's input; the residual stream itself is never "
-        "normalized.",
-        "`Y = X + self.attn(self.ln_1(X))`; then `X_next = Y + self.mlp(self.ln_2(Y))`: the MLP sees Y, after the "
-        "attention's write.",
+        "Pre-norm: the LayerNorm goes INSIDE each branch, on the branch's input; inside the blocks the stream itself is "
+        "never normalized. In `__init__`: `self.ln_1, self.attn = LayerNorm(d), MultiHeadAttention(d, H)` and "
+        "`self.ln_2, self.mlp = LayerNorm(d), MLP(d, d_ff)`, your classes of Steps 1, 3 and 4.",
+        "In `forward`: `Y = X + self.attn(self.ln_1(X))`; then `return Y + self.mlp(self.ln_2(Y))`: the MLP sees Y, "
+        "after the attention's write.",
     ),
     "gpt": (
-        "X^(0) = E[x] + P[:T]: `X = E[idx] + P[:T]`, a row lookup for the tokens and the first T rows of P for the "
-        "positions (broadcast over B).",
-        "Then the L blocks in order, `nn.ModuleList(Block(d, H, d_ff) for _ in range(L))`, the final LayerNorm, and "
-        "`Z = ln_f(X) @ W_U` with W_U of shape (d, V).",
-        "Return the logits Z themselves, shape (B, T, V): no softmax.",
+        "X^(0) = E[x] + P[:T]. In `__init__`: `self.E = nn.Parameter(torch.randn(V, d))` and "
+        "`self.P = nn.Parameter(torch.randn(T_max, d))`; in `forward`: `X = self.E[idx] + self.P[: idx.shape[-1]]`, "
+        "a row lookup for the tokens and the first T rows of P for the positions (broadcast over B).",
+        "Then the L blocks in order. In `__init__`: `self.blocks = nn.ModuleList(Block(d, H, d_ff) for _ in range(L))`, "
+        "`self.ln_f = LayerNorm(d)` and `self.W_U = nn.Parameter(torch.randn(d, V))`; in `forward`: "
+        "`for block in self.blocks: X = block(X)`.",
+        "Return the logits Z themselves, shape (B, T, V), no softmax: `return self.ln_f(X) @ self.W_U`.",
     ),
     "init": (
-        "GPT-2's conventions: every matrix, E and P from N(0, 0.02^2), `with torch.no_grad(): W.normal_(0.0, 0.02)`; "
-        "gains 1, `gamma.data.fill_(1.0)`; biases 0, `b.data.zero_()`.",
-        "Two writes per block go into the residual stream: W_O (attention) and W_2 (MLP). With L blocks there are 2L.",
-        "Project aside 5.2: give exactly those two std `0.02 / math.sqrt(2 * L)`; the variances of 2L independent "
-        "writes then add up to about 0.02^2.",
+        "GPT-2's conventions: every matrix, E and P from N(0, 0.02^2); gains 1; biases 0. The names are yours: "
+        "`for name, p in model.named_parameters(): print(name, tuple(p.shape))` lists them with their shapes.",
+        "By role, with torch.nn.init, whose functions write in place without recording gradients: a matrix or an "
+        "embedding (2-d) gets `torch.nn.init.normal_(p, 0.0, 0.02)`, a LayerNorm's gain `torch.nn.init.ones_(p)`, a "
+        "bias or a LayerNorm's shift `torch.nn.init.zeros_(p)`.",
+        "Two writes per block go into the residual stream: W_O (attention) and W_2 (MLP), 2L in all. Count your blocks, "
+        "`L = sum(isinstance(m, Block) for m in model.modules())`, and give exactly those two matrices std "
+        "`0.02 / math.sqrt(2 * L)`: the variances of 2L independent writes then add up to about 0.02^2. "
+        "Finally `return model`.",
     ),
 }
 
@@ -163,4 +180,8 @@ def show_solution(n: int | str) -> None:
     except ModuleNotFoundError:
         print(f"# {_label(n)}: the reference solution stays with your instructor in this class release.")
         return
-    print(f"# {_label(n)}: reference solution (gptlib/exercises/{where})\n\n{source}")
+    print(f"# {_label(n)}: reference solution (gptlib/exercises/{where})")
+    if n in BUILD_HINTS:  # written for the reference's own classes: a learner's names and layout differ
+        print("# The reference's version, for its own classes and attribute names (block.attn.heads, head.W_Q, "
+              "ln_1.gamma, model.E, ...): yours may differ, so read each line by the role it gives a tensor.")
+    print(f"\n{source}")

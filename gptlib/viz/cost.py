@@ -5,11 +5,12 @@ from __future__ import annotations
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
+from ..cost import TokenTimes
 
-def cost_vs_T_figure(
-    T_values, rows_per_token: dict[str, list[float]], seconds_per_token: list[float], crossover: int
-) -> Figure:
-    """Left: forward FLOPs per token of each Section 6 component against T. Right: measured time per token."""
+
+def cost_vs_T_figure(T_values, rows_per_token: dict[str, list[float]], times: TokenTimes, crossover: int) -> Figure:
+    """Left: forward FLOPs per token of each Section 6 component against T. Right: measured time per token, the
+    median over rounds with a band from the fastest to the slowest round (`cost.seconds_per_token`)."""
     fig = Figure(figsize=(10, 3.6))
     flops_ax, time_ax = fig.subplots(1, 2)
     for component, values in rows_per_token.items():
@@ -20,7 +21,10 @@ def cost_vs_T_figure(
     flops_ax.set_xlabel("sequence length T")
     flops_ax.set_ylabel("forward FLOPs per token")
     flops_ax.legend(fontsize=7)
-    time_ax.plot(T_values, [1e6 * s for s in seconds_per_token], "o-", color="#55a868")
+    time_ax.fill_between(times.T, [1e6 * s for s in times.fastest], [1e6 * s for s in times.slowest], color="#55a868",
+                         alpha=0.25, label="fastest to slowest round")
+    time_ax.plot(times.T, [1e6 * s for s in times.median], "o-", color="#55a868", label="median")
+    time_ax.legend(fontsize=7)
     time_ax.set_xscale("log", base=2)
     time_ax.set_xlabel("sequence length T")
     time_ax.set_ylabel("µs per token (forward, 1 thread)")
@@ -29,7 +33,8 @@ def cost_vs_T_figure(
     largest = max(rows_per_token, key=lambda component: rows_per_token[component][-1])
     fig.set_label(f"Left: forward FLOPs per token of {', '.join(rows_per_token)} against T from {T_values[0]} to "
                   f"{T_values[-1]} (log scales), the crossover T = 2d + d_ff = {crossover} dotted; at T = {T_values[-1]} "
-                  f"the largest is {largest}. Right: measured microseconds per token against T (one thread).")
+                  f"the largest is {largest}. Right: measured microseconds per token against T (one thread), the median "
+                  f"over rounds with a band from the fastest to the slowest round.")
     return fig
 
 

@@ -8,8 +8,10 @@ from matplotlib.figure import Figure
 from ..decomposition import Attribution, LensReading
 
 
-def attribution_figure(attribution: Attribution, title: str) -> Figure:
-    """One bar per write: its direct contribution to a logit (Attribution), the largest three named in the label."""
+def attribution_figure(attribution: Attribution, title: str, quantity: str = "logit") -> Figure:
+    """One bar per write: its direct contribution to a logit (Attribution), the largest three named in the label.
+    quantity names what the bars add up to on the y-axis: "logit", or "logit difference" for an attribution made
+    `against` a second token."""
     values = attribution.values.detach().numpy()
     fig = Figure(figsize=(max(6, 0.28 * len(values)), 3.6), layout="constrained")
     ax = fig.subplots()
@@ -17,7 +19,8 @@ def attribution_figure(attribution: Attribution, title: str) -> Figure:
     ax.bar(range(len(values)), values, color=colours)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(values)), attribution.labels, rotation=90, fontsize=8)
-    ax.set_ylabel("direct contribution to the logit")
+    ax.set_xlabel("write into the stream")
+    ax.set_ylabel(f"direct contribution to the {quantity}")
     ax.set_title(title)
     fig.set_label(describe_attribution(attribution, title))
     return fig

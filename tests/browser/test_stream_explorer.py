@@ -35,7 +35,7 @@ def test_position_token_and_head_answer_in_the_page_and_bad_input_keeps_the_pict
     message, caption = explorer.locator(".gptlib-stream-message"), explorer.locator(".gptlib-stream-caption")
     row = explorer.locator(".gptlib-stream-row + .gptlib-readout")
     caption.filter(has_text="z('e') - z('o') (prediction minus true next) at position 39").wait_for(timeout=30_000)
-    assert row.inner_text().startswith("L0H2 at query 39 'h', strongest keys: ")
+    assert row.inner_text().startswith("L0H3 at query 39 'h', strongest keys: ")
     bars = explorer.locator("canvas.gptlib-stream-bars")
     assert bars.get_attribute("aria-describedby") == caption.get_attribute("id")  # the caption is the text alternative
 
@@ -45,7 +45,7 @@ def test_position_token_and_head_answer_in_the_page_and_bad_input_keeps_the_pict
     one_frame(explorer, lambda: position.press("ArrowRight"))  # drawn from the numbers the page holds
     assert "at position 40 after 'o'" in caption.inner_text()
     assert position.get_attribute("aria-valuetext") == "position 40 of 0 to 54, after 'o'"
-    assert row.inner_text().startswith("L0H2 at query 40 'o'")
+    assert row.inner_text().startswith("L0H3 at query 40 'o'")
 
     predicted = explorer.locator(".gptlib-stream-mode input[value=predicted]")
     predicted.focus()
