@@ -1,6 +1,5 @@
 """The stream explorer, driven without a browser: its numbers are decomposition's, and what it refuses."""
 
-import json
 import math
 
 import numpy
@@ -14,7 +13,7 @@ from gptlib import COURSE_CONFIG, GPT, VOCABULARY, GPTConfig, encode, run_with_c
 from gptlib.decomposition import direct_logit_attribution, write_labels  # noqa: E402
 from gptlib.viz.stream import describe_attribution  # noqa: E402
 from gptlib.viz.stream_explorer import MODES, StreamExplorer, stream_run  # noqa: E402
-from tests.test_viz_explorer import outline  # noqa: E402
+from tests.test_viz_explorer import outline, saved_call  # noqa: E402
 
 TEXT = "To be, or not\nto be"
 
@@ -151,7 +150,7 @@ def test_the_static_copy_survives_hostile_text_and_shows_the_last_drawn_values(m
     assert parsed.tags == ["div", "style", "/style", "img", "script", "/script", "/div"]
     (script,) = parsed.scripts
     assert "<" not in script
-    state = json.loads(script[script.index("const values = ") + 15:script.index(";\n  for (const [name")])
+    _, state = saved_call(script)
     assert state["text"] == TEXT and state["position"] == 6 and state["live"] is False
     assert state["descriptions"][0][6] in page.replace("&#x27;", "'")  # the PNG's alt text is the page's caption
 

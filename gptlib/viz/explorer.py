@@ -15,9 +15,13 @@ and behaves the same way:
     and its alt text inside for viewers without JavaScript. Each front end renders the one form
     it can, so an explorer is shown once wherever it is opened: a front end with a widget
     manager (JupyterLab, Notebook 7, Voila; VS Code and Colab read the same bundle) the widget,
-    one without (nbconvert's HTML, GitHub, the book, an untrusted notebook) the static copy. A
-    saved notebook holds no widget state for it (`make notebooks` stores none), or nbconvert
-    would pick the widget and need a renderer from a CDN;
+    one without (nbconvert's HTML, GitHub, the book, an untrusted notebook) the static copy;
+  - a second output (FROM_STATE, _ipython_display_) shows nothing, except in a page that holds
+    widget state (nbconvert's HTML of a notebook executed, `--execute` stores the state by
+    default, or saved with it; nbviewer): there nbconvert picks the widget view, drawn only by a
+    renderer fetched from a CDN, and this output's script draws the explorer from the state
+    stored for it instead, with the same module, until a renderer draws the view. (`make
+    notebooks` stores no widget state: the book and plain nbconvert show the static copy.);
   - its text repr says in one line what it is and to run the cell;
   - a value set from code or sent by a page is checked when it is set: a number trait (Real)
     takes only a finite real number, never a bool or NaN, and a switch (Switch) only True or
@@ -30,7 +34,6 @@ import base64
 import hashlib
 import html
 import json
-import re
 from pathlib import Path
 
 import anywidget
@@ -81,6 +84,14 @@ def script_json(value) -> str:
     early (NaN and infinities are refused: JSON has none)."""
     text = json.dumps(value, separators=(",", ":"), allow_nan=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+# The loader of every saved copy (js/static.js), and the explorer's second output: a script that draws
+# the copy from a page's stored widget state where that page shows the widget view (js/from_state.js).
+STATIC_JS = (JS / "static.js").read_text()
+FROM_STATE = {"text/html": f'<div class="gptlib-from-state"><script>(() => {{\n{STATIC_JS}\n'
+                           f'{(JS / "from_state.js").read_text()}}})();</script></div>',
+              "text/plain": ""}
 
 
 def module(name: str) -> str:
@@ -142,8 +153,8 @@ class Explorer(anywidget.AnyWidget):
         png = base64.b64encode(png).decode("ascii")
         state = script_json(self.state())
         key = "gptlib-" + hashlib.sha256((self._esm + state).encode()).hexdigest()[:16]
-        pieces = {"KEY": script_json(key), "SOURCE": script_json(self._esm), "STATE": state}
-        script = re.sub(r"\b(KEY|SOURCE|STATE)\b", lambda match: pieces[match[1]], STANDALONE)  # one pass: no piece is read again
+        script = (f"{STATIC_JS}\nconst host = document.getElementById({script_json(key)});\n"
+                  f"if (host) await showSaved(host, {script_json(self._esm)}, {state});")
         return (f'<div id="{key}" class="gptlib-static"><style>{self._css}</style>'
                 f'<img alt="{html.escape(self.alt_text())}" src="data:image/png;base64,{png}">'
                 f'<script type="module">{script}</script></div>')
@@ -161,32 +172,11 @@ class Explorer(anywidget.AnyWidget):
         bundle["text/plain"] = data["text/plain"]
         return bundle, metadata
 
+    def _ipython_display_(self) -> None:
+        """The explorer as two display outputs: its bundle (_repr_mimebundle_), then FROM_STATE, which
+        draws its static copy in a page that chose the widget view from stored widget state."""
+        from IPython.display import display
 
-# The static copy's loader: the module from a Blob URL, rendered with a model that keeps its
-# values in the page (what a widget model does, without a kernel to tell).
-STANDALONE = """
-const host = document.getElementById(KEY);
-if (host) {
-  const values = STATE;
-  for (const [name, value] of Object.entries(values)) {
-    if (value && typeof value === "object" && "base64" in value) {
-      const bytes = Uint8Array.from(atob(value.base64), (c) => c.charCodeAt(0));
-      values[name] = new DataView(bytes.buffer);
-    }
-  }
-  const listeners = [];
-  const model = {
-    get: (name) => values[name],
-    set: (name, value) => { values[name] = value; for (const [event, f] of listeners) if (event === `change:${name}`) f(); },
-    save_changes: () => {},
-    send: () => {},
-    on: (event, f) => listeners.push([event, f]),
-    off: () => { listeners.length = 0; },
-  };
-  const url = URL.createObjectURL(new Blob([SOURCE], { type: "text/javascript" }));
-  const widget = (await import(url)).default;
-  const el = document.createElement("div");
-  host.querySelector("img").replaceWith(el);
-  widget.render({ model, el });
-}
-"""
+        data, metadata = self._repr_mimebundle_()
+        display(data, metadata=metadata, raw=True)
+        display(FROM_STATE, raw=True)
