@@ -27,9 +27,9 @@ from pathlib import Path
 import torch
 
 from gptlib import exercises
+from gptlib.assignment import cases
+from gptlib.assignment.variants import shifted_seeds
 from gptlib.config import COURSE_CONFIG
-from gptlib.course import cases
-from gptlib.course.variants import shifted_seeds
 from gptlib.exercises.answers import build as _build_solutions
 from gptlib.exercises.answers import solutions as _solutions
 from gptlib_course import sandbox
@@ -210,10 +210,11 @@ def hostile_modules() -> dict[str, str]:
     }
 
 
-# A submission that rewrites its own process's description of every module (remote_module.ModuleServer, found
+# A submission that rewrites its own process's description of every module (inside.module_server.ModuleServer, found
 # through the garbage collector): its first parameter declared of shape (3,), whatever its value holds.
 LIAR = """import gc, types
-_server = next(m for m in gc.get_objects() if isinstance(m, types.ModuleType) and m.__name__ == 'gptlib_remote_module')
+_server = next(m for m in gc.get_objects()
+               if isinstance(m, types.ModuleType) and m.__name__ == 'gptlib_course.inside.module_server')
 _described = _server.ModuleServer.described
 
 
@@ -343,7 +344,7 @@ def confined() -> dict[str, str]:
         "        try:\n            importlib.import_module(name)\n            return False\n"
         "        except ImportError:\n            pass\n"
         "    try:\n        return os.listdir(folder) == []\n    except OSError:\n        return True\n"
-        f"KIT = {str(Path(sandbox.PROGRAM).parent)!r}\n"
+        f"KIT = {str(sandbox.KIT)!r}\n"
         "def _no_kit():\n"
         "    sys.path.insert(0, os.path.dirname(KIT))\n"
         "    for name in ('gptlib_course.judge', 'gptlib_course.assign', 'gptlib_course.sandbox'):\n"

@@ -35,9 +35,11 @@ from pathlib import Path
 
 from gptlib.__main__ import shipped_notebooks
 from gptlib_course import assign
-from gptlib_course.grade import grade_class, load_tests, throughput
+from gptlib_course.grade import grade_class
+from gptlib_course.jobs import load_tests
 from gptlib_course.judge import Limits
 from gptlib_course.questions import questions
+from gptlib_course.throughput import throughput
 
 from . import course_class
 

@@ -90,19 +90,39 @@ def kit_edges(sources: dict[str, str], kit: dict[str, str]) -> list[str]:
 
 
 def test_the_course_kit_imports_gptlib_and_gptlib_never_imports_it():
-    assert "gptlib_course.judge" in KIT_SOURCES and "gptlib.course.grader" in SOURCES  # the two halves, found
-    assert "gptlib.course.cases" in imports("gptlib_course.judge", KIT_SOURCES["gptlib_course.judge"], SOURCES | KIT_SOURCES)
+    assert "gptlib_course.judge" in KIT_SOURCES and "gptlib.assignment.grader" in SOURCES  # the two halves, found
+    assert "gptlib.assignment.cases" in imports("gptlib_course.judge", KIT_SOURCES["gptlib_course.judge"], SOURCES | KIT_SOURCES)
     assert kit_edges(SOURCES, KIT_SOURCES) == []
 
 
 def test_the_kit_check_catches_gptlib_importing_the_kit_and_the_kit_importing_what_is_not_there():
-    scratch = SOURCES | {"gptlib.course.grader": SOURCES["gptlib.course.grader"] + "\nfrom gptlib_course import judge\n"}
-    kit = KIT_SOURCES | {"gptlib_course.scratch": "from gptlib.course import cases\nfrom gptlib.course.assign import build\n"}
+    scratch = SOURCES | {"gptlib.assignment.grader": SOURCES["gptlib.assignment.grader"] + "\nfrom gptlib_course import judge\n"}
+    kit = KIT_SOURCES | {"gptlib_course.scratch": "from gptlib.assignment import cases\n"
+                                                  "from gptlib.assignment.assign import build\n"}
     assert kit_edges(scratch, kit) == [
-        "gptlib.course.grader imports gptlib_course",
-        "gptlib_course.scratch imports gptlib.course.assign, not a module of gptlib",
+        "gptlib.assignment.grader imports gptlib_course",
+        "gptlib_course.scratch imports gptlib.assignment.assign, not a module of gptlib",
     ]
 
+
+
+def inside_edges(kit: dict[str, str]) -> list[str]:
+    """Imports of what runs inside the sandbox (gptlib_course.inside, the one package of the kit the sandbox holds)
+    that reach the kit's host side, which the sandbox does not hold."""
+    inside = {m: s for m, s in kit.items() if m == "gptlib_course.inside" or m.startswith("gptlib_course.inside.")}
+    return sorted(f"{module} imports {target}" for module, source in inside.items() for target in imports(module, source, kit)
+                  if target.split(".")[0] == "gptlib_course" and target not in inside)
+
+
+def test_what_runs_inside_the_sandbox_imports_nothing_of_the_host_side():
+    assert {"gptlib_course.inside.zygote", "gptlib_course.inside.module_server"} <= set(KIT_SOURCES)
+    assert "gptlib_course.inside.module_server" in imports(  # the host side imports from inside, not the other way
+        "gptlib_course.remote_module", KIT_SOURCES["gptlib_course.remote_module"], KIT_SOURCES)
+    assert inside_edges(KIT_SOURCES) == []
+    zygote = KIT_SOURCES["gptlib_course.inside.zygote"]
+    scratch = KIT_SOURCES | {"gptlib_course.inside.zygote": zygote + "\nfrom ..judge import Limits\nfrom .. import sandbox\n"}
+    assert inside_edges(scratch) == ["gptlib_course.inside.zygote imports gptlib_course.judge",
+                                     "gptlib_course.inside.zygote imports gptlib_course.sandbox"]
 
 def test_the_layer_check_resolves_every_form_of_import_and_catches_back_edges():
     assert {"gptlib.config", "gptlib.checks"} <= imports("gptlib.model", SOURCES["gptlib.model"], SOURCES)
@@ -209,17 +229,17 @@ def test_inside_the_analysis_layer_each_row_imports_only_the_rows_above_it():
 
 def test_the_order_check_catches_an_import_up_or_across_and_a_module_left_out():
     rows = analysis_rows()
-    assert rows[0][0] == "data" and rows[-1] == ["course"]
+    assert rows[0][0] == "data" and rows[-1] == ["assignment"]
     scratch = SOURCES | {
         "gptlib.cache": SOURCES["gptlib.cache"] + "\nfrom . import jacobians\n",  # up
         "gptlib.cost": SOURCES["gptlib.cost"] + "\nfrom . import residual\n",  # across one row
         "gptlib.scratch": "from . import data\n",  # in no row
-        "gptlib.exercises.extra": "from . import result\nfrom .. import course\n",  # its own package, then up
+        "gptlib.exercises.extra": "from . import result\nfrom .. import assignment\n",  # its own package, then up
     }
     assert sorted(order_breaks(scratch, rows)) == [
         "gptlib.cache (row 1) imports gptlib.jacobians (row 2)",
         "gptlib.cost (row 2) imports gptlib.residual (row 2)",
-        "gptlib.exercises.extra (row 5) imports gptlib.course (row 6)",
+        "gptlib.exercises.extra (row 5) imports gptlib.assignment (row 6)",
         "gptlib.scratch is in no row of the analysis layer's order",
     ]
 

@@ -16,11 +16,11 @@ import pytest
 
 from benchmarks import course_class
 from gptlib import exercises
-from gptlib.course import cases
-from gptlib.course.grader import Notebook
+from gptlib.assignment import cases
+from gptlib.assignment.grader import Notebook
 from gptlib.exercises import sealed
 from gptlib_course import assign, gradebook
-from gptlib_course.grade import load_tests
+from gptlib_course.jobs import load_tests
 from gptlib_course.questions import ROLE_KEY, cells_to_run, questions
 from tests.support.notebook_files import NOTEBOOKS
 
@@ -219,7 +219,7 @@ def test_hidden_variant_replaces_nothing_global():
 
     import torch
 
-    from gptlib.course.variants import shifted_seeds
+    from gptlib.assignment.variants import shifted_seeds
     from gptlib.exercises.result import variant_seed
 
     functions = (torch.manual_seed, torch.Generator, random.Random.seed)

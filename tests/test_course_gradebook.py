@@ -9,8 +9,7 @@ import unicodedata
 
 import pytest
 
-from gptlib_course import gradebook
-from gptlib_course.grade import feedback_page
+from gptlib_course import feedback, gradebook
 
 DEADLINE = dt.datetime(2026, 12, 9, 23, 59, tzinfo=dt.timezone.utc)
 BOOK_TEXT = f"""
@@ -131,7 +130,7 @@ def test_no_formula_and_no_control_character_reaches_a_csv_or_a_page(name):
         for row in _rows(text):
             assert all(not c.startswith(("=", "+", "-", "@")) for c in row), row
         assert not [c for c in text.replace("\r\n", "") if unicodedata.category(c) in ("Cc", "Cf", "Cs")]
-    page = feedback_page(name, result, book)
+    page = feedback.page(name, result, book)
     assert not [c for c in page.replace("\n", "") if unicodedata.category(c) in ("Cc", "Cf", "Cs")]
     assert gradebook.file_name(name).isascii() and "/" not in gradebook.file_name(name)
 

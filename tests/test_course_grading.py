@@ -30,10 +30,13 @@ import pytest
 
 from benchmarks import course_class
 from gptlib import exercises
-from gptlib.course.grader import Notebook
+from gptlib.assignment.grader import Notebook
 from gptlib_course import assign, gradebook, sandbox
-from gptlib_course.grade import Job, _next_job, grade_class, load_tests
+from gptlib_course.grade import grade_class
+from gptlib_course.inside import zygote
+from gptlib_course.jobs import Job, load_tests
 from gptlib_course.judge import ERROR_TEXT, HIDDEN_MESSAGES, Limits, Submission, _answer_names, _redacted
+from gptlib_course.pool import _next_job
 from gptlib_course.questions import cells_to_run, questions
 from tests.support.notebook_files import NOTEBOOKS
 
@@ -524,7 +527,7 @@ BROKEN_STEP = {  # the hostile module of each student of notebook 09, the step i
     "loops": ("layer_norm_module", f"took longer than {LIMITS.call_s:g} s in your module's forward"),
     "reshaped": ("attention_head", "your module returned shape"),
     "untensored": ("mlp", "your module returned str"),
-    "huge": ("layer_norm_module", f"Tensor of more than {sandbox.REPLY_BYTES // 2**20} MiB"),
+    "huge": ("layer_norm_module", f"Tensor of more than {zygote.REPLY_BYTES // 2**20} MiB"),
     "killer": ("multi_head_attention", "your notebook's process ended in MultiHeadAttention(...) (killed)"),
     "unreadable": ("mlp", "parameters of dtype torch.complex64, which the grader does not read"),
 }

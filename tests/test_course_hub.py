@@ -188,7 +188,7 @@ async def _execute(ws_url: str, token: str, code: str, seconds: float) -> str:
 CHECK = f"""
 import os
 from gptlib.exercises.answers.solutions import count
-from gptlib.course.grader import Notebook
+from gptlib.assignment.grader import Notebook
 report = Notebook("{NB05}/tests", {{"count": count}}).check("parameter_count")
 print(bool(report), sorted(name for name in os.listdir(".") if not name.startswith(".")))
 """

@@ -1,5 +1,5 @@
 """The mirror of a submission's module (gptlib_course.remote_module), in one process: the judge's half
-(judge.remote_call, remote_module.Link) talks to the submission's half (sandbox._call, ModuleServer) through the
+(judge.remote_call, remote_module.Link) talks to the submission's half (inside.zygote._call, ModuleServer) through the
 bytes the pipe carries (pickle one way, torch.save read back with torch.load(weights_only=True) the other).
 The build checkers judge a mirror as they judge the module itself; whatever the submission sends that the
 protocol does not allow is refused with a reason. tests/test_course_grading.py grades notebook 09 through
@@ -13,12 +13,13 @@ from torch import nn
 
 from benchmarks import course_class
 from gptlib import exercises
-from gptlib.course.variants import shifted_seeds
+from gptlib.assignment.variants import shifted_seeds
 from gptlib.exercises import build
 from gptlib.exercises.answers import build as S
-from gptlib_course import remote_module, sandbox
+from gptlib_course.inside import module_server, zygote
+from gptlib_course.inside.module_server import ModuleServer
 from gptlib_course.judge import Limits, RemoteFunction, SubmissionStopped, read_reply, remote_call
-from gptlib_course.remote_module import Link, ModuleServer, RemoteModule
+from gptlib_course.remote_module import Link, RemoteModule
 
 
 class InProcess:
@@ -43,7 +44,7 @@ class InProcess:
         class Pipe:
             send_bytes = sent.append
 
-        sandbox._call(Pipe, self.namespace, self.server, pickle.loads(pickle.dumps(request)))
+        zygote._call(Pipe, self.namespace, self.server, pickle.loads(pickle.dumps(request)))
         return read_reply(sent[0], doing)
 
     def function(self, name: str) -> RemoteFunction:
@@ -184,7 +185,7 @@ def test_the_submissions_side_refuses_what_it_will_not_describe():
     with pytest.raises(ValueError, match="complex64"):
         ModuleServer().described(Complex())
     big = nn.Module()
-    big.w = nn.Parameter(torch.zeros(remote_module.TENSOR_ELEMENTS + 1), requires_grad=False)
+    big.w = nn.Parameter(torch.zeros(module_server.TENSOR_ELEMENTS + 1), requires_grad=False)
     with pytest.raises(ValueError, match="entries"):
         ModuleServer().described(big)
 

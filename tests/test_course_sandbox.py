@@ -1,4 +1,5 @@
-"""The sandbox a submission runs in (course/gptlib_course/sandbox.py), tried from inside by hostile cells.
+"""The sandbox a submission runs in (course/gptlib_course/sandbox.py, and inside/ what runs in it), tried from
+inside by hostile cells.
 
 Each test runs cells in a submission's process (judge.Submission, forked in this test process's
 sandbox) that try something a student should not be able to do, and reads back what they saw.
@@ -21,8 +22,9 @@ import pytest
 from benchmarks import course_class
 from gptlib_course import assign, sandbox
 from gptlib_course.__main__ import UNCONFINED, main
-from gptlib_course.judge import Limits, Sandbox, Submission
+from gptlib_course.judge import Limits, Submission, SubmissionStopped
 from gptlib_course.questions import questions
+from gptlib_course.sandbox import Sandbox
 from tests.support.notebook_files import NOTEBOOKS
 
 pytestmark = pytest.mark.slow  # starts processes: `pytest -m slow` (not in `pytest -m unit`)
@@ -102,8 +104,8 @@ def test_a_submission_runs_as_nobody_with_no_capability_and_no_way_back(limits):
 
 
 def test_a_submission_sees_no_process_and_no_file_of_the_host(limits, shared):
-    """Its /proc holds its zygote (PID 1) and itself; its / holds the libraries, Python, gptlib, the
-    zygote's program and the mirror's module, the shared test folder, its writable folder (/tmp links to it), /proc and /dev;
+    """Its /proc holds its zygote (PID 1) and itself; its / holds the libraries, Python, gptlib, the kit's
+    inside package (/kit), the shared test folder, its writable folder (/tmp links to it), /proc and /dev;
     no /etc/shadow, no home, no host /proc."""
     code = ("import os\npids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\nme = os.getpid()\n"
             "top = sorted(os.listdir('/'))\netc = sorted(os.listdir('/etc'))\n"
@@ -113,8 +115,7 @@ def test_a_submission_sees_no_process_and_no_file_of_the_host(limits, shared):
             f"{str(shared / 'public.txt')!r}, {str(shared / 'secret.txt')!r})]")
     pids, me, top, etc, reads = seen(limits, code, "pids", "me", "top", "etc", "reads")
     assert pids == sorted({1, me})
-    kit = {sandbox.ZYGOTE[1:], sandbox.MIRROR_AT[1:]}
-    assert set(top) <= {"usr", "lib", "lib64", "etc", "tmp", "proc", "dev", sandbox.SANDBOX_TMP[1:], *kit} | {
+    assert set(top) <= {"usr", "lib", "lib64", "etc", "tmp", "proc", "dev", sandbox.SANDBOX_TMP[1:], sandbox.KIT_AT[1:]} | {
         Path(p).parts[1] for p in [*sandbox.python_paths(), str(shared)]}
     assert etc == ["ld.so.cache"]
     assert reads[:3] == ["FileNotFoundError", "FileNotFoundError", "PermissionError"]
@@ -175,21 +176,27 @@ def test_only_tmp_is_writable_and_it_is_bounded(limits):
     assert seen(limits, left, "left") == [[]]  # the next one starts with an empty /tmp
 
 
-KIT = Path(sandbox.PROGRAM).parent  # gptlib_course, the grading kit: the judge's code, the hidden tests' reader
+KIT = sandbox.KIT  # gptlib_course, the grading kit: the judge's code, the hidden tests' reader
+HOST_SIDE = ("gptlib_course.judge", "gptlib_course.assign", "gptlib_course.sandbox", "gptlib_course.remote_module")
 LOOK_FOR_THE_KIT = (  # a hostile cell: the kit's modules imported, even from its folder put on sys.path, and its files
     "import importlib, os, sys\n"
     f"sys.path.insert(0, {str(KIT.parent)!r})\n"
     "def attempt(name):\n    try:\n        importlib.import_module(name)\n        return 'imported'\n"
     "    except ImportError as error:\n        return type(error).__name__\n"
-    "imports = [attempt(name) for name in ('gptlib_course.judge', 'gptlib_course.assign', 'gptlib_course.sandbox')]\n"
+    f"imports = [attempt(name) for name in {HOST_SIDE!r}]\n"
     f"kit = sorted(os.listdir({str(KIT)!r})) if os.path.isdir({str(KIT)!r}) else None\n"
-    f"beside = sorted(os.listdir({str(KIT.parent)!r})) if os.path.isdir({str(KIT.parent)!r}) else None")
+    f"beside = sorted(os.listdir({str(KIT.parent)!r})) if os.path.isdir({str(KIT.parent)!r}) else None\n"
+    f"held = sorted(os.path.relpath(os.path.join(folder, name), {sandbox.KIT_AT!r}) "
+    f"for folder, _, names in os.walk({sandbox.KIT_AT!r}) if '__pycache__' not in folder for name in names)")
+INSIDE = sorted(str(path.relative_to(KIT.parent)) for path in sandbox.INSIDE.glob("*.py"))  # what the sandbox holds of the kit
 
 
-def test_a_submission_finds_nothing_of_the_grading_kit(limits):
-    """gptlib_course is not in the sandbox: none of its modules imports, its folder is not there (the
-    zygote's program alone is, at /zygote.py)."""
-    assert seen(limits, LOOK_FOR_THE_KIT, "imports", "kit", "beside") == [["ModuleNotFoundError"] * 3, None, None]
+def test_a_submission_finds_nothing_of_the_grading_kit_but_its_inside_package(limits):
+    """Of gptlib_course the sandbox holds the package `inside` alone (the zygote, the submission's half of a module's
+    mirror), at /kit/gptlib_course/inside: no module of the host side imports, the kit's folder is not there."""
+    assert "gptlib_course/inside/zygote.py" in INSIDE and "gptlib_course/inside/module_server.py" in INSIDE
+    imports, kit, beside, held = seen(limits, LOOK_FOR_THE_KIT, "imports", "kit", "beside", "held")
+    assert (imports, kit, beside, held) == (["ModuleNotFoundError"] * len(HOST_SIDE), None, None, INSIDE)
 
 
 def test_where_a_bound_folder_holds_the_grading_kit_its_folder_is_empty(limits):
@@ -197,9 +204,9 @@ def test_where_a_bound_folder_holds_the_grading_kit_its_folder_is_empty(limits):
     sandbox binds: there an empty tmpfs covers it. Here course/, bound as such a folder, stands in for
     site-packages: what is beside the kit is seen, the kit's folder is empty and nothing of it imports."""
     beside_the_kit = dataclasses.replace(limits, read_only=(*limits.read_only, str(KIT.parent)))
-    imports, kit, beside = seen(beside_the_kit, LOOK_FOR_THE_KIT, "imports", "kit", "beside")
+    imports, kit, beside, held = seen(beside_the_kit, LOOK_FOR_THE_KIT, "imports", "kit", "beside", "held")
     assert kit == [] and KIT.name in beside and "pyproject.toml" in beside
-    assert imports == ["ModuleNotFoundError"] * 3
+    assert imports == ["ModuleNotFoundError"] * len(HOST_SIDE) and held == INSIDE
 
 
 def test_grade_refuses_to_run_unconfined_unless_told(tmp_path, monkeypatch, capsys):
@@ -211,6 +218,30 @@ def test_grade_refuses_to_run_unconfined_unless_told(tmp_path, monkeypatch, caps
         main(argv)
     assert "cannot confine submissions: bubblewrap (bwrap) is not installed" in capsys.readouterr().err
     assert main([*argv, UNCONFINED]) == 0
+
+
+
+def test_unconfined_the_same_zygote_runs_submissions_as_the_grading_user(limits):
+    """--unconfined-...: no bwrap; the zygote, the same module of the inside package run from the kit's own folder,
+    forks each submission, which runs as the grading user with its limits."""
+    unconfined = dataclasses.replace(limits, confined=False)
+    code = ("import os, resource\nuid = os.getuid()\nparent = open(f'/proc/{os.getppid()}/cmdline').read().split('\\0')\n"
+            "processes = resource.getrlimit(resource.RLIMIT_NPROC)[0]")
+    uid, parent, processes = seen(unconfined, code, "uid", "parent", "processes")
+    assert uid == os.getuid() and processes == limits.processes
+    assert parent[1:4] == ["-P", "-m", sandbox.ZYGOTE]
+
+
+
+def test_a_sandbox_that_cannot_start_stops_the_submission_with_bwraps_reason(limits):
+    """A sandbox whose zygote never says it is ready (here bwrap cannot bind a path that does not exist) stops the
+    submission with bwrap's own words and a line for the instructor, never an exception of the judge's."""
+    missing = dataclasses.replace(limits, read_only=("/nonexistent-gptlib-folder",))
+    submission = Submission([(0, "x = 1")], missing)
+    with pytest.raises(SubmissionStopped, match=r"^the grader could not start its sandbox \(bwrap: .*"
+                                                r"/nonexistent-gptlib-folder.*\): tell your instructor$"):
+        submission.start()
+    assert submission.broken and submission.stops == [submission.broken]
 
 
 def _reachable(path: str) -> list[str]:

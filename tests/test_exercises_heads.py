@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from gptlib.exercises import check_factor_pair_dimension, check_head_circuits, check_rank_bounds
+from gptlib.exercises import check_factor_pair_dimension, check_head_circuits, check_rank_bounds, heads
 from gptlib.exercises.answers import solutions
-from gptlib.exercises.result import ERROR, FAILED
+from gptlib.exercises.result import ERROR, FAILED, hidden_variant
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -207,3 +207,25 @@ def test_rank_bounds_in_other_containers_and_styles_pass(bounds):
 def test_more_rank_bound_mistakes_are_named(bounds, message):
     r = check_rank_bounds(bounds)
     assert not r and message in r.message
+
+
+# ---- the tolerance against float32 rounding and against a mistake just above it (issue 42) ------
+
+def test_circuits_computed_in_float32_pass_in_200_hidden_variants_and_an_entry_off_by_twice_the_tolerance_fails():
+    refused = []
+    for offset in range(200):
+        with hidden_variant(offset):
+            r = check_head_circuits(lambda attn, h: solutions.head_circuits(attn.float(), h))
+        refused += [] if r.passed else [offset]
+    assert not refused
+
+    def off(size):
+        def head_circuits(attn, h):
+            W_QK, W_OV = solutions.head_circuits(attn, h)
+            W_QK[0, 0] += size * heads.RTOL * (1 + W_QK[0, 0].abs())  # close(rtol=RTOL, atol=RTOL), entry by entry
+            return W_QK, W_OV
+        return head_circuits
+
+    r = check_head_circuits(off(2.0))
+    assert r.status == FAILED and "W_QK for head 0 differs" in r.message, r
+    assert check_head_circuits(off(0.5)).passed

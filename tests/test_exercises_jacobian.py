@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from gptlib import jacobians
-from gptlib.exercises import check_post_norm_jacobian, check_post_norm_statement, statements
+from gptlib.exercises import check_post_norm_jacobian, check_post_norm_statement, jacobian, statements
 from gptlib.exercises.answers import solutions
 from gptlib.exercises.jacobian import example
-from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
+from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, hidden_variant
 from gptlib.model import attention_matrices_formed
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -209,3 +209,32 @@ def test_statement_e_is_told_the_pre_norm_factorization_that_autograd_measures()
     assert torch.allclose((I + a @ b) @ (I + c @ e), pre_norm, atol=1e-10)
     reversed_each = (I + factor["DLN_2"] @ factor["DMLP"]) @ (I + factor["DLN_1"] @ factor["DMHA"])  # (e) as written
     assert (reversed_each - pre_norm).abs().max() > 1e-2
+
+
+# ---- the tolerance against float32 rounding and against a mistake just above it (issue 42) ------
+
+def _in_float32(block, X):  # the worst correct answer: the solution with the block and X cast down to float32
+    return solutions.post_norm_jacobian(block.float(), X.float())
+
+
+def test_a_jacobian_computed_in_float32_passes_in_200_hidden_variants():
+    # Before issue 42 (rtol 1e-5, atol 1e-6 per entry) variants 64 and 74 refused it.
+    refused = []
+    for offset in range(200):
+        with hidden_variant(offset):
+            r = check_post_norm_jacobian(_in_float32)
+        refused += [] if r.passed else [offset]
+    assert not refused
+
+
+def test_a_jacobian_off_by_twice_the_tolerance_in_one_entry_is_refused():
+    def off(size):
+        def post_norm_jacobian(block, X):
+            J = solutions.post_norm_jacobian(block, X)
+            J[3, 5] += size * jacobian.RTOL * J.abs().max()
+            return J
+        return post_norm_jacobian
+
+    r = check_post_norm_jacobian(off(2.0))
+    assert r.status == FAILED and "differs from autograd's" in r.message, r
+    assert check_post_norm_jacobian(off(0.5)).passed

@@ -5,9 +5,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from gptlib.exercises import check_layer_norm, check_weight_decay
+from gptlib import geometry
+from gptlib.exercises import check_layer_norm, check_weight_decay, layernorm
 from gptlib.exercises.answers import solutions
-from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
+from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, hidden_variant
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -157,3 +158,48 @@ def test_weight_decay_reference_passes_under_no_grad():
     with torch.no_grad():
         assert check_weight_decay(solutions.weight_decay_prediction)
         assert not torch.is_grad_enabled()
+
+
+# ---- the tolerance against float32 rounding and against a mistake just above it (issue 42) ------
+
+def _float32(fn):  # the worst correct answer: the solution on inputs cast down to float32
+    return lambda v, *eps: fn(v.float(), *eps)
+
+
+def test_layer_norm_steps_computed_in_float32_pass_in_200_hidden_variants():
+    # Before issue 42 (a fixed atol of 1e-6, where entries reach 15) variants 62 and 107 refused them.
+    refused = []
+    for offset in range(200):
+        with hidden_variant(offset):
+            r = check_layer_norm(_float32(solutions.project), _float32(solutions.rescale))
+        refused += [] if r.passed else [offset]
+    assert not refused
+
+
+def test_a_projection_off_by_twice_the_tolerance_in_one_entry_is_refused():
+    def off(size):
+        def project(u):
+            P = solutions.project(u)
+            P.reshape(-1)[-1] += size * layernorm.RTOL * P.abs().max()
+            return P
+        return project
+
+    r = check_layer_norm(off(2.0), solutions.rescale)
+    assert r.status == FAILED and "project" in r.message, r
+    assert check_layer_norm(off(0.5), solutions.rescale).passed
+
+
+def test_weight_decay_factors_measured_in_float32_pass_in_200_hidden_variants_and_a_slip_above_is_refused():
+    def measured(c):  # by autograd in float32, as a learner may measure them
+        W, X, readout = torch.randn(16, 12), torch.randn(32, 12), torch.randn(32, 16)
+        grad = geometry.weight_scale_before_layernorm(W, X, readout, torch.tensor([1.0, c])).grad_norm
+        return (grad[1] / grad[0]).item(), (grad[1] / grad[0]).item() / c
+
+    refused = []
+    for offset in range(200):
+        with hidden_variant(offset):
+            r = check_weight_decay(measured)
+        refused += [] if r.passed else [offset]
+    assert not refused
+    r = check_weight_decay(lambda c: (1 / c * (1 + 2 * layernorm.DECAY_RTOL), 1 / c**2))
+    assert r.status == FAILED and "differ from the measured ones" in r.message, r

@@ -42,12 +42,12 @@ def requirement_names(requirements: list[str]) -> set[str]:
 
 def declared_for(module: str) -> set[str]:
     """What an environment has when `module` runs: the dependencies, plus the notebooks extra for the
-    figures and explorers (gptlib.viz) and the student's half of the course kit (gptlib.course, in a
+    figures and explorers (gptlib.viz) and the student's half of the course kit (gptlib.assignment, in a
     released notebook's kernel), and the course kit's own list for the kit (gptlib_course)."""
     names = requirement_names(PROJECT["dependencies"])
     if module.startswith("gptlib_course"):  # it requires gptlib-lecture5 (the test below checks)
         return names | requirement_names(KIT["project"]["dependencies"])
-    if module.startswith(("gptlib.viz", "gptlib.course")):
+    if module.startswith(("gptlib.viz", "gptlib.assignment")):
         names |= requirement_names(EXTRAS["notebooks"])
     return names
 
@@ -84,10 +84,12 @@ def test_every_package_gptlib_imports_is_declared_for_the_audience_that_runs_it(
 
 
 def test_the_course_kit_is_a_package_of_its_own_on_top_of_the_learners_set():
-    """course/pyproject.toml: gptlib_course alone, needing gptlib with the notebooks extra (the zygote runs
-    IPython) and JupyterHub; the root's wheel packages gptlib alone (tests/test_wheel.py reads it)."""
+    """course/pyproject.toml: gptlib_course alone (with its subpackage `inside`, each listed), needing gptlib with
+    the notebooks extra (the zygote runs IPython) and JupyterHub; the root's wheel packages gptlib alone
+    (tests/test_wheel.py reads it)."""
     kit = KIT["project"]
-    assert KIT["tool"]["setuptools"]["packages"] == ["gptlib_course"]
+    packages = sorted(".".join(p.parent.relative_to(ROOT / "course").parts) for p in PACKAGES[1].rglob("__init__.py"))
+    assert KIT["tool"]["setuptools"]["packages"] == packages == ["gptlib_course", "gptlib_course.inside"]
     assert "gptlib-lecture5[notebooks]" in kit["dependencies"] and "jupyterhub" in requirement_names(kit["dependencies"])
     assert kit["requires-python"] == PROJECT["requires-python"]
     assert not any("jupyterhub" in requirement_names(requirements) for requirements in EXTRAS.values())  # in one place
@@ -97,8 +99,8 @@ def test_the_import_scan_finds_what_it_must():
     source = "import os\nimport PIL.Image\ndef f():\n    from matplotlib import figure\nfrom . import x\n"
     assert third_party_imports(source) == {"PIL", "matplotlib"}
     assert "pillow" in declared_for("gptlib.viz.display") and "pillow" not in declared_for("gptlib.model")
-    assert "jupyterhub" in declared_for("gptlib_course.judge") and "jupyterhub" not in declared_for("gptlib.course.grader")
-    assert "ipython" in declared_for("gptlib.course.grader") and "voila" not in declared_for("gptlib_course.judge")
+    assert "jupyterhub" in declared_for("gptlib_course.judge") and "jupyterhub" not in declared_for("gptlib.assignment.grader")
+    assert "ipython" in declared_for("gptlib.assignment.grader") and "voila" not in declared_for("gptlib_course.judge")
 
 
 def test_make_test_installs_every_audience():

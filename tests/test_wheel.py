@@ -104,7 +104,7 @@ def test_a_fresh_environment_gets_a_working_companion_from_the_wheel_alone(tmp_p
 def test_the_wheel_holds_gptlib_and_none_of_the_course_kit(tmp_path):
     """Built (no dependency, no isolated build environment: seconds) from the release's files and course/ beside
     them, as in the repository: the wheel's Python modules are gptlib's; of the course kit only the student's half,
-    gptlib/course (grader, the test files' format, hidden variants' seeds), with no judge, sandbox or assignment builder."""
+    gptlib/assignment (grader, the test files' format, hidden variants' seeds), with no judge, sandbox or assignment builder."""
     source = tmp_path / "source"
     source.mkdir()
     for name in (*RELEASED, "course"):
@@ -118,8 +118,8 @@ def test_the_wheel_holds_gptlib_and_none_of_the_course_kit(tmp_path):
     modules = [name for name in zipfile.ZipFile(wheel).namelist() if name.endswith(".py")]
     assert {name.split("/")[0] for name in modules} == {"gptlib"}
     assert "gptlib/exercises/sealed.py" in modules  # what a released notebook's kernel needs
-    assert sorted(n.split("/")[-1] for n in modules if n.startswith("gptlib/course/")) == [
+    assert sorted(n.split("/")[-1] for n in modules if n.startswith("gptlib/assignment/")) == [
         "__init__.py", "cases.py", "grader.py", "variants.py"]
-    kit = {path.name for path in (ROOT / "course" / "gptlib_course").glob("*.py")} - {"__init__.py", "__main__.py"}
-    assert {"judge.py", "sandbox.py", "assign.py", "gradebook.py"} <= kit
+    kit = {path.name for path in (ROOT / "course" / "gptlib_course").rglob("*.py")} - {"__init__.py", "__main__.py"}
+    assert {"judge.py", "sandbox.py", "assign.py", "gradebook.py", "zygote.py", "module_server.py"} <= kit
     assert not [name for name in modules if name.split("/")[-1] in kit]

@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from . import assign
-from .grade import Unconfinable, throughput, timed_grade_class
+from .grade import Unconfinable
 from .judge import Limits
+from .throughput import throughput, timed_grade_class
 
 UNCONFINED = "--unconfined-i-accept-students-can-read-each-other"
 

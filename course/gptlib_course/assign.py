@@ -12,7 +12,7 @@ autograder's folder (`python -m gptlib_course assign`, `make assignments`).
 Every question is worth 1 point on its public case; a question whose answer is a function or a class
 gets a hidden variant worth 1 more point (variants.py, a secret seed offset drawn here). A build-track
 class (notebook 09) stays in the submission's process: the judge's checker works on a mirror of the
-module it builds (remote_module.py). A question whose argument is an expression
+module it builds (remote_module.py, inside/module_server.py). A question whose argument is an expression
 (`check_own_model(MyGPT(), ...)`) is practice: public, 0 points, since the judge evaluates no
 expression of the student's.
 
@@ -39,7 +39,7 @@ import torch
 
 import gptlib
 from gptlib import exercises
-from gptlib.course import cases
+from gptlib.assignment import cases
 from gptlib.exercises import sealed
 
 from . import gradebook
@@ -172,10 +172,8 @@ def build(notebooks: list[Path], out: Path, hints: bool = True, worked: bool = T
 def write_gradebook(out: Path, built: list[str]) -> None:
     """OUT/gradebook.ini (gradebook.py) at the test files' points: written when absent; an existing one, the
     instructor's, is kept, with a section added for each assignment it lacks."""
-    from .grade import book_points
-
     path = out / "gradebook.ini"
-    points = book_points(out / "autograder")
+    points = gradebook.book_points(out / "autograder")
     if path.exists():
         kept = gradebook.load(path)
         missing = {name: points[name] for name in built if name not in kept.assignments}

@@ -36,6 +36,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .jobs import assignments, load_tests
+
 DEFAULT_LATE = {"grace_minutes": 15.0, "penalty_per_day": 0.1, "max_days_late": 7.0}
 CASES = ("public", "hidden")
 
@@ -272,3 +274,14 @@ def exports(book: Book, results: dict[str, dict]) -> dict[str, str]:
                          _time(s.submitted), _lateness(s.hours_late), *(s.questions[q] for q in points)])
         files[f"gradescope/{a}.csv"] = _csv(rows)
     return files
+
+
+def default_book(autograder: Path) -> Book:
+    """The gradebook of the test files' own points (what `assign` writes to OUT/gradebook.ini)."""
+    return parse(default_text(book_points(autograder)))
+
+
+def book_points(autograder: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """{assignment: {question: {"public": points, "hidden": points}}} from the autograder's test files."""
+    return {a.name: {t.name: {"hidden" if c.hidden else "public": c.points for c in t.cases} for t in load_tests(str(a))}
+            for a in assignments(autograder)}

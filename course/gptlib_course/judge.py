@@ -2,7 +2,7 @@
 
 `grade_notebook(path, tests, limits)` reads the notebook as untrusted (read_notebook: a regular file,
 never a link, FIFO or device), starts the submission in a process forked in this judge's sandbox
-(sandbox.py: bwrap around a warm zygote), sends it the cells to run (questions.cells_to_run),
+(sandbox.py: bwrap around a warm zygote, inside/zygote.py), sends it the cells to run (questions.cells_to_run),
 then runs every case of every test file with `run(check, seed_offset)`: the check's names are
 looked up in the submission, a function becomes a `RemoteFunction` that forwards each call the
 checker makes through the pipe, a module such a call returns (a build-track class of notebook 09,
@@ -24,11 +24,7 @@ import json
 import os
 import pickle
 import re
-import shutil
-import socket
 import stat
-import subprocess
-import tempfile
 import threading
 import time
 import zipfile
@@ -38,11 +34,12 @@ from pathlib import Path
 
 import torch
 
-from gptlib.course.cases import TestFile
-from gptlib.course.variants import shifted_seeds
+from gptlib.assignment.cases import TestFile
+from gptlib.assignment.variants import shifted_seeds
 
-from . import remote_module, sandbox
+from . import remote_module
 from .questions import cells_to_run
+from .sandbox import NotStarted, Sandbox
 
 
 @dataclass(frozen=True)
@@ -74,7 +71,7 @@ class NotebookGrade:
     notebook: str
     outcomes: list[CaseOutcome] = field(default_factory=list)
     cell_errors: list[str] = field(default_factory=list)  # "cell 7: ModuleNotFoundError: ...", ERROR_TEXT characters in all
-    confinement: dict = field(default_factory=dict)  # what the submission's process measured of itself (sandbox.confinement)
+    confinement: dict = field(default_factory=dict)  # what the submission's process measured of itself (zygote.confinement)
     notes: list[str] = field(default_factory=list)  # what the grader saw in the student's folder: duplicates, odd files
 
 
@@ -139,7 +136,10 @@ class Submission:
         limits = self.limits
         request = {"env": {}, "memory": limits.memory, "cpu_s": limits.cpu_s, "output": limits.output,
                    "processes": limits.processes}
-        self.sandbox = Sandbox.get(limits)
+        try:
+            self.sandbox = Sandbox.get(limits)
+        except NotStarted as why:
+            raise SubmissionStopped(f"the grader could not start its sandbox ({why}): tell your instructor") from None
         self.pid = self.sandbox.fork(request, [child_reads, child_writes, printed_write])
         self.process = True
         self.modules = remote_module.Link(self._forward)
@@ -219,78 +219,10 @@ def read_reply(data: bytes, doing: str) -> tuple:
     return message
 
 
-class Sandbox:
-    """This judge's sandbox (sandbox.py): bwrap around a zygote, started on first use, again if it ended."""
-
-    _current: "Sandbox | None" = None
-    start_s = 300.0  # for the zygote's imports, on a loaded machine
-
-    def __init__(self, limits: Limits):
-        self.key = (limits.confined, limits.tmp, limits.read_only)
-        ours, theirs = socket.socketpair()
-        self.workdir = None if limits.confined else tempfile.mkdtemp(prefix="gptlib-submission-")
-        argv = sandbox.command(theirs.fileno(), limits.confined, limits.tmp, self.workdir, list(limits.read_only))
-        errors = tempfile.TemporaryFile()
-        self.process = subprocess.Popen(argv, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=errors,
-                                        stderr=errors, start_new_session=True,
-                                        env={**sandbox.environment(self.workdir or sandbox.SANDBOX_TMP),
-                                             "PATH": os.environ.get("PATH", "/usr/bin:/bin")})
-        theirs.close()
-        self.socket = ours
-        self.socket.settimeout(self.start_s)
-        try:
-            self.facts = json.loads(self.socket.recv(65536) or b"null")["ready"]
-        except (OSError, ValueError, TypeError) as error:
-            self.process.kill()
-            self.process.wait(timeout=30)
-            errors.seek(0)
-            why = errors.read().decode(errors="replace").strip()[-500:]
-            raise SubmissionStopped(f"the grader could not start its sandbox ({why or error}): tell your instructor") from None
-        finally:
-            errors.close()
-        self.socket.settimeout(None)
-
-    @classmethod
-    def get(cls, limits: Limits) -> "Sandbox":
-        current = cls._current
-        if current is None or current.process.poll() is not None or current.key != (limits.confined, limits.tmp,
-                                                                                      limits.read_only):
-            if current is not None:
-                current.close()
-            cls._current = Sandbox(limits)
-        return cls._current
-
-    def close(self) -> None:
-        """Hang up: the zygote ends (its namespace with it); killed if it has not within 10 s."""
-        self.socket.close()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=30)
-        if self.workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def _ask(self, request: dict, fds: list[int] = ()) -> dict:
-        socket.send_fds(self.socket, [json.dumps(request).encode()], list(fds))
-        return json.loads(self.socket.recv(65536))
-
-    def fork(self, request: dict, fds: list[int]) -> int:
-        try:
-            return self._ask({"fork": request}, fds)["pid"]
-        finally:
-            for fd in fds:
-                os.close(fd)
-
-    def alive(self, pid: int) -> bool:
-        return self._ask({"alive": pid})["alive"]
-
-    def end(self, pid: int, grace: float) -> int | None:
-        """Wait up to `grace` s for the submission's process to end, then kill everything of it; its status."""
-        return self._ask({"end": pid, "grace": grace})["status"]
-
-
 def _how_it_ended(code: int | None) -> str:
+    """A submission's exit status (negative: the signal that ended it) in a student's words. Deliberately not
+    tests/support/kernel_watchdog.how_it_ended, which names any signal for a developer ("SIGILL (4)"): these
+    words are the feedback's, and _redacted hides their numbers from a hidden case."""
     if code is not None and code < 0:
         names = {6: "aborted, often memory exhausted", 9: "killed", 11: "crashed: segmentation fault",
                  24: "over the CPU-time limit"}

@@ -28,7 +28,7 @@ import re
 ROLE_KEY = "gptlib_course"
 RUN_AT_GRADING = ("setup", "answer", None)  # None: a cell the student added
 GRADER_CELL = (
-    "from gptlib.course.grader import Notebook\n\n"
+    "from gptlib.assignment.grader import Notebook\n\n"
     'grader = Notebook("tests")  # grader.check("NAME") runs a question\'s public tests; hidden tests run at grading'
 )
 

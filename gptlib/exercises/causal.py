@@ -12,16 +12,21 @@
 A model is only called, never inspected: with no_grad, in eval mode (restored afterwards) so
 that dropout cannot fake a dependence. Tokens are seeded, so the verdict is reproducible.
 
-When is a change a dependence and not float rounding? Two tolerances, both relative to the
-largest logit and scaled to the precision of the logits' own dtype:
+When is a change a dependence and not float rounding? A change counts when it exceeds one of two
+tolerances, both relative to the largest logit and scaled to the precision of the logits' own dtype:
 - same batch shape (a perturbed copy beside the original, a sequence with other companions): the
   same kernels do the same arithmetic on every row, so an independent row moves by nothing or by
   a few units of rounding; a change counts above RTOL * (1 + max |Z|), RTOL = 1e-5 for float32
   (~84 ulps), the same number of ulps in float64, and RTOL again in float16 and bfloat16.
 - different shapes (a sequence alone vs in a batch, a prefix vs the whole sequence): other kernels
   may sum in another order, and with large activations (an init of std 1) their rounding reaches
-  ~1e-3 of the logits; a change counts above sqrt(eps) * (1 + max |Z|), 3.5e-4 for float32
+  ~1e-3 of the logits; a change counts above 4 sqrt(eps) * (1 + max |Z|), 1.4e-3 for float32
   (1e-2 at most, for float16 and bfloat16).
+A correct model with large activations amplifies its rounding until, now and then, it crosses either
+tolerance; so a tolerance is applied only to a change measured where rounding is far below it
+(rounding.py): a change of exactly 0 is none, any other is measured again on a float64 copy of the
+model (the learner's own is never changed), and that measurement decides. Only where no float64 copy
+can run does the change measured in the model's own dtype decide, and a refusal then says why.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from ..causality import change_map, perturbed_batch, weakest_present_dependence
 from ..config import GPTConfig
 from ..model import GPT, eval_mode
 from .result import Wrong, as_matrix, call, checker, global_state_kept, variant_seed
+from .rounding import Float64Copy, Gap, measured_gap, remembered
 
 EX2 = "Exercise 2 ★"
 RTOL = 1e-5  # float32: a logit "moved" when it changed by more than RTOL * (1 + max |Z|), same batch shape
@@ -93,6 +99,11 @@ def tried_length(T, T_max: int | None) -> int:
     return checks.integer(name, T, at_least=2)
 
 
+def float64_copy(model, V: int) -> Float64Copy:
+    """The float64 copy (rounding.Float64Copy) that confirms a change of `model`'s logits, called as logits() calls it."""
+    return Float64Copy(model, lambda twin, idx: logits(twin, idx, V))
+
+
 def _runs(model, T: int) -> bool:
     try:
         with global_state_kept(), eval_mode(model):
@@ -116,17 +127,24 @@ def refuse_a_length_too_long(model, T: int) -> None:
                     f"pass T={shorter} (or its own T_max)")
 
 
-def refuse_randomness(model, V: int, T: int) -> None:
+def refuse_randomness(model, V: int, T: int, exact: Float64Copy | None = None) -> None:
     """Wrong if two calls on the same tokens, with the random generator in two other states, give other
     logits: something random runs in eval mode, and every dependence measured would be noise."""
     idx = torch.randint(0, V, (2, T), generator=torch.Generator().manual_seed(variant_seed(7)))  # (2, T)
-    with eval_mode(model), torch.random.fork_rng(devices=[]):
-        torch.manual_seed(variant_seed(1))
+
+    def measure(run):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(variant_seed(1))
+            first = run(idx)
+            torch.manual_seed(variant_seed(2))
+            return (run(idx) - first).abs().max()
+
+    with eval_mode(model):
         first = logits(model, idx, V)
-        torch.manual_seed(variant_seed(2))
-        gap = (logits(model, idx, V) - first).abs().max().item()
-    if gap > same_shape_tolerance(first):
-        raise Wrong(f"your model's logits for the same tokens differ by {gap:.2g} from one call to the next, in eval mode:"
+        gap = measured_gap(measure, lambda x: logits(model, x, V), exact or float64_copy(model, V),
+                           same_shape_tolerance(first), first.dtype, fresh=True)
+    if gap.beyond:
+        raise Wrong(f"your model's logits for the same tokens differ {gap.said()} from one call to the next, in eval mode:"
                     " something random runs at evaluation (e.g. F.dropout(x, p), whose default is training=True: pass"
                     " training=self.training), so what the logits depend on cannot be measured")
 
@@ -143,37 +161,51 @@ def sizes(model, V: int | None, T) -> tuple[int, int]:
     return V, T
 
 
-def batch_independence(model, V: int, T: int, seed: int) -> str | None:
+def batch_independence(model, V: int, T: int, seed: int, exact: Float64Copy | None = None) -> str | None:
     """None if each sequence's logits are the same whatever else is in its batch, and the same
-    alone (up to rounding across batch shapes); else what differed."""
+    alone (up to rounding across batch shapes, told apart as the module docstring says); else what differed."""
     generator = torch.Generator().manual_seed(variant_seed(seed + 1))
     batch, others = torch.randint(0, V, (2, 3, T), generator=generator)  # (3, T) each
-    together = logits(model, batch, V)  # (3, T, V)
-    tolerance = same_shape_tolerance(together)
-    for b in range(3):
-        companions = others.clone()
-        companions[b] = batch[b]
-        gap = (logits(model, companions, V)[b] - together[b]).abs().max().item()
-        if gap > tolerance:
-            return (f"sequence {b}'s logits change by {gap:.2g} when the other sequences of its batch change"
-                    f" (rounding stays below {tolerance:.1g})")
-    tolerance = other_shape_tolerance(together)
-    for b in range(3):
-        gap = (logits(model, batch[b : b + 1], V)[0] - together[b]).abs().max().item()
-        if gap > tolerance:
-            return (f"sequence {b}'s logits change by {gap:.2g} between a batch of one and a batch of three"
-                    f" (rounding across batch shapes stays below {tolerance:.1g})")
+    exact = exact or float64_copy(model, V)
+    own = remembered(lambda idx: logits(model, idx, V))
+    together = own(batch)  # (3, T, V)
+
+    def beside_others(run):  # (3,): sequence b's change when the other two sequences change
+        Z = run(batch)
+        return torch.stack([(run(torch.where(torch.arange(3)[:, None] == b, batch, others))[b] - Z[b]).abs().max()
+                            for b in range(3)])
+
+    def alone(run):  # (3,): sequence b's change between a batch of one and the batch of three
+        Z = run(batch)
+        return torch.stack([(run(batch[b : b + 1])[0] - Z[b]).abs().max() for b in range(3)])
+
+    gap = measured_gap(beside_others, own, exact, same_shape_tolerance(together), together.dtype)
+    if gap.beyond:
+        b, = gap.largest()
+        return (f"sequence {b}'s logits change {gap.said()} when the other sequences of its batch change"
+                f" (tolerance {gap.tolerance:.1g})")
+    gap = measured_gap(alone, own, exact, other_shape_tolerance(together), together.dtype)
+    if gap.beyond:
+        b, = gap.largest()
+        return (f"sequence {b}'s logits change {gap.said()} between a batch of one and a batch of three"
+                f" (tolerance for rounding across batch shapes {gap.tolerance:.1g})")
     return None
 
 
-def dependency(model, V: int, idx: torch.Tensor, seed: int = 0) -> tuple[torch.Tensor, float]:
-    """(M, tol) for one sequence idx (T,): M[t, s] = max_v |Z_{t,v}(x with x_s changed) - Z_{t,v}(x)|,
-    shape (T, T), x_s changed to a random other token, and the tolerance above which an entry counts
-    as a dependence. One batch: the original and T copies."""
+def dependency(model, V: int, idx: torch.Tensor, seed: int = 0, exact: Float64Copy | None = None) -> Gap:
+    """The change map of one sequence idx (T,), as a rounding.Gap whose gaps are M[t, s] = max_v |Z_{t,v}(x
+    with x_s changed) - Z_{t,v}(x)|, shape (T, T), x_s changed to a random other token, and whose tolerance
+    is the one above which an entry counts as a dependence. One batch: the original and T copies. Where
+    some Z_t moved with a later x_s at all, M is measured again on the float64 copy (when one runs), and
+    that measurement (gap.deciding) decides."""
     generator = torch.Generator().manual_seed(variant_seed(seed))
     shifts = torch.randint(1, max(V, 2), idx.shape, generator=generator)  # (T,): a random change per position
-    Z = logits(model, perturbed_batch(idx, shifts, V), V)  # (T+1, T, V)
-    return change_map(Z.double()), same_shape_tolerance(Z)
+    batch = perturbed_batch(idx, shifts, V)
+    Z = logits(model, batch, V)  # (T+1, T, V)
+    gap = measured_gap(lambda run: change_map(run(batch).double()), lambda x: logits(model, x, V),
+                       exact or float64_copy(model, V), same_shape_tolerance(Z), Z.dtype,
+                       needed=lambda M: bool(M.triu(1).any()), measured=change_map(Z.double()))
+    return gap
 
 
 def picture(depends: torch.Tensor) -> list[str]:
@@ -236,35 +268,51 @@ def leak_report(depends: torch.Tensor, L: int | None = None) -> tuple[str, list[
     return message + ".", picture(depends)
 
 
-def _prefix_report(model, V: int, x: torch.Tensor, Z: torch.Tensor) -> str | None:
-    """None if Z_t of every prefix x_0..x_{k-1} run alone equals row t of Z (the logits (T, V) of
-    the whole sequence x (T,)) up to rounding across lengths; else what moved."""
-    tolerance = other_shape_tolerance(Z)
-    for k in range(1, x.shape[0]):
-        alone = logits(model, x[None, :k], V)[0]  # (k, V)
-        gaps = (alone.double() - Z[:k].double()).abs().amax(dim=-1)  # (k,)
-        if gaps.max() > tolerance:
-            t = int(gaps.argmax())
-            return (f"Z_{t} changes by {gaps[t]:.2g} when tokens are appended after it: run alone, x_0..x_{k - 1}"
-                    f" give other logits than as the start of the {x.shape[0]} tokens (rounding across lengths stays"
-                    f" below {tolerance:.1g}), though perturbing a later token's value moved nothing. Z_t depends on how"
+def _prefix_report(model, V: int, x: torch.Tensor, exact: Float64Copy) -> str | None:
+    """None if Z_t of every prefix x_0..x_{k-1} run alone equals row t of the logits (T, V) of the
+    whole sequence x (T,) up to rounding across lengths (told apart as the module docstring says);
+    else what moved."""
+    T = x.shape[0]
+
+    def appended(run):  # (T - 1, T): [k - 1, t] the change of Z_t (t < k) between x_0..x_{k-1} alone and all of x
+        Z = run(x[None])[0].double()  # (T, V)
+        gaps = torch.zeros(T - 1, T, dtype=torch.float64)
+        for k in range(1, T):
+            gaps[k - 1, :k] = (run(x[None, :k])[0].double() - Z[:k]).abs().amax(dim=-1)
+        return gaps
+
+    own = remembered(lambda idx: logits(model, idx, V))
+    Z = own(x[None])
+    gap = measured_gap(appended, own, exact, other_shape_tolerance(Z), Z.dtype)
+    if gap.beyond:
+        k, t = gap.largest()
+        k += 1
+        return (f"Z_{t} changes {gap.said((k - 1, t))} when tokens are appended after it: run alone, x_0..x_{k - 1}"
+                f" give other logits than as the start of the {T} tokens (tolerance for rounding across lengths"
+                f" {gap.tolerance:.1g}), though perturbing a later token's value moved nothing. Z_t depends on how"
                     " many tokens follow it: e.g. positions read from the end of P (P[-T:]), a mask applied after the"
                     " softmax (its sum still runs over the later positions), or a mask, scale or normalization that"
                     " depends on the length T")
     return None
 
 
-def causality_verdict(model, V: int, T: int, seed: int, L: int | None = None) -> tuple[str, list[str]]:
-    """Exercise 2's verdict on a model already known to compute each sequence on its own:
+def causality_verdict(model, V: int, T: int, seed: int, L: int | None = None,
+                      exact: Float64Copy | None = None) -> tuple[str, list[str]]:
+    """Exercise 2's verdict on a model already known to compute each sequence on its own (exact: the float64
+    copy that confirms changes, shared with the other checks of the same model):
     (message, the dependency picture) if Z_t depends on x_0..x_t only, else Wrong naming the first leak."""
     x = torch.randint(0, V, (T,), generator=torch.Generator().manual_seed(variant_seed(seed)))
+    exact = exact or float64_copy(model, V)
     with eval_mode(model):
-        M, tol = dependency(model, V, x, seed)
+        gap = dependency(model, V, x, seed, exact)
+        M, tol = gap.deciding, gap.tolerance
         depends = M > tol
         leak = leak_report(depends, L)
         if leak:
-            raise Wrong(*leak)
-        appended = _prefix_report(model, V, x, logits(model, x[None], V)[0])
+            message, details = leak
+            raise Wrong(message, details + ([f"(not measured again in float64: {gap.why_not})"]
+                                            if gap.why_not else []))
+        appended = _prefix_report(model, V, x, exact)
     if appended:
         raise Wrong(appended + ".", picture(depends))
     details = picture(depends)
@@ -282,11 +330,12 @@ def check_causality(model, V: int | None = None, T: int = 8, seed: int = 0) -> t
     pass a shorter one if your model's T_max is below 8."""
     with eval_mode(model):
         V, T = sizes(model, V, T)
-        refuse_randomness(model, V, T)
-        mixed = batch_independence(model, V, T, seed)
+        exact = float64_copy(model, V)
+        refuse_randomness(model, V, T, exact)
+        mixed = batch_independence(model, V, T, seed, exact)
     if mixed:
         raise Wrong(f"{mixed}: each sequence must be computed on its own before causality can be checked.")
-    return causality_verdict(model, V, T, seed)
+    return causality_verdict(model, V, T, seed, exact=exact)
 
 
 # ---- the learner's own dependency map ----------------------------------------------------------
@@ -377,8 +426,8 @@ def check_dependency_map(dependency_map) -> tuple[str, list[str]]:
     models = map_models()
     for name, model in models.items():
         with eval_mode(model):
-            M, tol = dependency(model, V, idx)
-        truth = M > tol  # (T, T)
+            gap = dependency(model, V, idx)
+        truth = gap.deciding > gap.tolerance  # (T, T)
         M = as_matrix(call(dependency_map, model, idx.clone(), what="model, idx"), (T, T), "your map")
         got = M.abs() > RTOL * M.abs().max().clamp(min=1e-30)
         if not got.equal(truth):

@@ -25,7 +25,11 @@ from . import sealed
 from .result import PASSED, Wrong, as_matrix, call, checker, close, name_mistake, not_attempted, scale_of, variant_seed
 
 EX7 = "Exercise 7"
-RTOL, ATOL = 1e-5, 1e-6  # entries are O(1): loose enough for a Jacobian computed in float32
+# Entries agree when they differ by at most RTOL times the largest |entry| of the true Jacobian. A Jacobian
+# computed in float32 (the block and X cast down) is off by at most 1.3e-6 of it over 200 hidden variants
+# (tests/test_exercises_jacobian.py), every typical mistake by at least 0.05: RTOL sits 80 times above the
+# one and 500 times below the other, so neither rounding nor a mistake lands near it.
+RTOL = 1e-4
 _CONFIG = GPTConfig(V=11, T_max=4, d=8, H=2, L=1)
 T = 3
 
@@ -113,10 +117,10 @@ def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
     truth = jacobians.block_jacobian(post_norm_twin(block), X).detach()
     got = _as_jacobian(call(post_norm_jacobian, block, X, what="block, X"), T, d)
 
-    same = functools.partial(close, rtol=RTOL, atol=ATOL)  # loose enough for float32 work
+    same = functools.partial(close, rtol=RTOL, of_largest=True)
     if not same(got, truth):
         named = name_mistake({(block, X, truth): got}, JACOBIAN_MISTAKES, same)
-        s = scale_of(got, truth, RTOL, ATOL)
+        s = scale_of(got, truth, 0.0, RTOL * truth.abs().max().item())
         if not named and s is not None:
             named = f"your Jacobian is the right one times {s:.4g}: no constant factor belongs in it"
         gap = (got - truth).abs().max().item()
@@ -126,7 +130,7 @@ def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
         )
     identity_gap = (truth - torch.eye(T * d, dtype=truth.dtype)).abs().max().item()
     return (
-        f"equal to autograd's Jacobian of gptlib's post-norm block (rtol {RTOL:g}, atol {ATOL:g}).",
+        f"equal to autograd's Jacobian of gptlib's post-norm block (to within {RTOL:g} of its largest entry).",
         [f"J - I has entries as large as {identity_gap:.2f}: no identity term survives the final LayerNorm"],
     )
 

@@ -22,8 +22,14 @@ from .result import Wrong, as_float, as_matrix, as_numbers, call, checker, close
 
 EX4 = "Exercise 4"
 EPSILONS = (0.5, 1e-5, 0.0)  # 0.5 first: where eps sits is plain to see
-ATOL = 1e-6  # outputs are O(1); loose enough for an answer computed in float32
+# Outputs agree when they differ by at most RTOL times the largest |entry| expected. Answers computed in
+# float32 (inputs cast down) are off by at most 1.9e-7 of it over 200 hidden variants
+# (tests/test_exercises_layernorm.py); a fixed 1e-6, as before, refused 3 of them where entries reach 15.
+RTOL = 1e-5
 DECAY_RTOL = 1e-4  # loose enough for factors measured with autograd in float32; the mistakes differ by factors of c
+
+
+agree = functools.partial(close, rtol=RTOL, of_largest=True)
 
 
 def _inputs() -> list[torch.Tensor]:
@@ -75,11 +81,11 @@ RESCALE_MISTAKES = {
 def _rescales_rows(got: torch.Tensor, centred: torch.Tensor) -> bool:
     """Whether each row of got is a positive multiple of the centred row (right direction, other length)."""
     factor = (got * centred).sum(-1, keepdim=True) / centred.pow(2).sum(-1, keepdim=True)  # (..., 1)
-    return bool((factor > 0).all()) and close(got, factor * centred, atol=ATOL)
+    return bool((factor > 0).all()) and agree(got, factor * centred)
 
 
 def _project_mistake(u: torch.Tensor, got: torch.Tensor) -> str:
-    named = name_mistake({u: got}, PROJECT_MISTAKES, functools.partial(close, atol=ATOL))
+    named = name_mistake({u: got}, PROJECT_MISTAKES, agree)
     if named:
         return named
     if _rescales_rows(got, geometry.center(u)):
@@ -88,7 +94,7 @@ def _project_mistake(u: torch.Tensor, got: torch.Tensor) -> str:
 
 
 def _rescale_mistake(v: torch.Tensor, eps: float, got: torch.Tensor) -> str:
-    named = name_mistake({(v, eps): got}, RESCALE_MISTAKES, functools.partial(close, atol=ATOL))
+    named = name_mistake({(v, eps): got}, RESCALE_MISTAKES, agree)
     if named:
         return named
     if close(torch.linalg.vector_norm(got, dim=-1), torch.ones(got.shape[:-1]), atol=0.05):
@@ -105,13 +111,13 @@ def check_layer_norm(project, rescale) -> tuple[str, list[str]]:
     inputs = _inputs()
     for u in inputs:
         got = as_matrix(call(project, u, what="u"), u.shape, "project(u)")
-        if not close(got, geometry.center(u), atol=ATOL):
+        if not agree(got, geometry.center(u)):
             raise Wrong(_project_mistake(u, got) + ".", [f"u of shape {tuple(u.shape)}"])
     for u in inputs:
         v = geometry.center(u)
         for eps in EPSILONS:
             got = as_matrix(call(rescale, v, eps, what="v, eps"), v.shape, "rescale(v, eps)")
-            if not close(got, geometry.radial_rescale(v, eps), atol=ATOL):
+            if not agree(got, geometry.radial_rescale(v, eps)):
                 raise Wrong(_rescale_mistake(v, eps, got) + ".", [f"v of shape {tuple(v.shape)}, eps = {eps}"])
     generator = torch.Generator().manual_seed(variant_seed(1))
     for u in inputs:
@@ -119,11 +125,10 @@ def check_layer_norm(project, rescale) -> tuple[str, list[str]]:
         gamma, beta = torch.randn(2, d, generator=generator, dtype=torch.float64)
         centred = as_matrix(call(project, u), u.shape, "project(u)")
         ours = gamma * as_matrix(call(rescale, centred, 1e-5), u.shape, "rescale(v, eps)") + beta
-        if not close(ours, F.layer_norm(u, (d,), gamma, beta, 1e-5), atol=ATOL):
+        if not agree(ours, F.layer_norm(u, (d,), gamma, beta, 1e-5)):
             raise Wrong("each step is right alone, but gamma * rescale(project(u)) + beta differs from F.layer_norm.")
-    return f"gamma * rescale(project(u), eps) + beta equals F.layer_norm on {len(inputs)} shapes (to within {ATOL:g}).", [
-        f"each step checked alone for eps in {EPSILONS}"
-    ]
+    return (f"gamma * rescale(project(u), eps) + beta equals F.layer_norm on {len(inputs)} shapes"
+            f" (to within {RTOL:g} of the largest entry)."), [f"each step checked alone for eps in {EPSILONS}"]
 
 
 SCALES = (0.25, 0.5, 2.0, 3.0)

@@ -35,7 +35,15 @@ from .. import checks
 from ..config import GPTConfig
 from ..counting import theorem_5_2
 from ..model import LayerNorm, eval_mode
-from .causal import batch_independence, causality_verdict, logits, refuse_a_length_too_long, refuse_randomness, tried_length
+from .causal import (
+    batch_independence,
+    causality_verdict,
+    float64_copy,
+    logits,
+    refuse_a_length_too_long,
+    refuse_randomness,
+    tried_length,
+)
 from .count_differences import (
     BIASES,
     CONVENTION,
@@ -242,9 +250,9 @@ def _count(model, V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool | No
 
 
 @checker("batch independence")
-def _batch(model, V: int, T: int, seed: int) -> tuple[str, list[str]]:
+def _batch(model, V: int, T: int, seed: int, exact) -> tuple[str, list[str]]:
     with eval_mode(model):
-        mixed = batch_independence(model, V, T, seed)
+        mixed = batch_independence(model, V, T, seed, exact)
     if mixed:
         raise Wrong(mixed + ": something mixes examples (e.g. BatchNorm, or a mean or softmax over the batch dimension).")
     return "each sequence's logits are the same beside other sequences and alone (up to rounding).", []
@@ -270,9 +278,9 @@ def _initial_loss(model, V: int, T: int, seed: int) -> tuple[str, list[str]]:
 
 
 @checker(OWN)
-def _runs_on(model, V: int, T: int) -> tuple[str, list[str]]:
+def _runs_on(model, V: int, T: int, exact) -> tuple[str, list[str]]:
     refuse_a_length_too_long(model, T)
-    refuse_randomness(model, V, T)
+    refuse_randomness(model, V, T, exact)
     return f"runs on {T} tokens, the same logits each time.", []
 
 
@@ -294,12 +302,13 @@ def check_own_model(
     if tied not in (None, True, False):
         raise ValueError(f"tied must be True, False or None (read from the model), got {tied!r}")
     T = tried_length(T, T_max)
-    runs = _runs_on(model, V, T)
+    exact = float64_copy(model, V)  # one float64 copy of the model confirms every change the checks measure
+    runs = _runs_on(model, V, T, exact)
     if runs.status == FAILED:
         return runs
     parts = (
-        _batch(model, V, T, seed),
-        _causal(model, V, T, seed, L),
+        _batch(model, V, T, seed, exact),
+        _causal(model, V, T, seed, L, exact),
         _count(model, V, T_max, d, L, d_ff or 4 * d, tied),
         _initial_loss(model, V, T, seed),
     )

@@ -22,7 +22,8 @@ SIGNAL = signal.SIGUSR1
 
 
 def how_it_ended(code: int) -> str:
-    """'was killed by signal SIGILL (4)' or 'exited with code 3', from a Popen return code."""
+    """'was killed by signal SIGILL (4)' or 'exited with code 3', from a Popen return code: for a developer, any
+    signal by its name (the kit's judge words the few a submission meets for a student: judge._how_it_ended)."""
     if code >= 0:
         return f"exited with code {code}"
     try:

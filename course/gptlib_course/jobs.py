@@ -1,0 +1,76 @@
+"""What there is to grade: the assignments `assign` wrote into OUT/autograder and their test files, and one
+Job per entry of the class folder (SUBMISSIONS/<student>/) and assignment.
+
+The class folder is read as untrusted: every entry gets a job (a link, a file, a FIFO, an unreadable or
+odd name: a job with nothing to grade and the reason), and the notebooks are found by name only, never
+opened here (judge.read_notebook opens them). A student may hand in the zip grader.export() writes
+(SUBMISSIONS/<student>/<NN_name>.zip); duplicates such as NN_name-Copy1.ipynb become the job's notes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from gptlib.assignment import cases
+
+
+def assignments(autograder: Path) -> list[Path]:
+    """The assignments' folders in OUT/autograder, in name order."""
+    return sorted(p for p in autograder.iterdir() if (p / "questions.json").exists())
+
+
+@functools.cache
+def load_tests(folder: str) -> list[cases.TestFile]:
+    """The test files of one assignment, in the notebook's order."""
+    names = json.loads((Path(folder) / "questions.json").read_text(encoding="utf-8"))
+    return [cases.load(Path(folder) / "tests" / f"{name}.py") for name in names]
+
+
+@dataclass(frozen=True)
+class Job:
+    student: str  # the folder's name as the file system gives it (undecodable bytes as surrogates)
+    folder: str  # the assignment's folder in OUT/autograder
+    path: str | None  # the notebook to grade; None: nothing to grade, `reason` says why
+    reason: str = "not submitted"
+    notes: tuple[str, ...] = ()  # other files of the student's folder that look like this notebook
+
+
+def find(submissions: Path, autograder: Path, students: list[str] | None = None) -> list[Job]:
+    """One job per entry of the class folder (or only `students`'s) and assignment, whatever the entry is."""
+    folders = assignments(autograder)
+    entries = sorted(os.scandir(submissions), key=lambda e: os.fsencode(e.name))
+    if students is not None:
+        missing = set(students) - {e.name for e in entries}
+        if missing:
+            raise ValueError(f"no folder {submissions}/<student> for {', '.join(sorted(missing))}")
+        entries = [e for e in entries if e.name in students]
+    jobs = []
+    for entry in entries:
+        try:
+            names = set(os.listdir(entry.path)) if entry.is_dir(follow_symlinks=False) else None
+            reason = "the student's folder is a symbolic link: not followed" if entry.is_symlink() else "not a folder"
+        except OSError as error:
+            names, reason = None, f"the student's folder cannot be read ({error.strerror})"
+        for a in folders:
+            if names is None:
+                jobs.append(Job(entry.name, str(a), None, reason))
+                continue
+            wanted, zipped = f"{a.name}.ipynb", f"{a.name}.zip"  # the notebook, or grader.export()'s hand-in
+            others = sorted(n for n in names if n != wanted and n.startswith(a.name) and n.endswith(".ipynb"))
+            notes = tuple(f"{shown(n)} was handed in too: not graded (only {wanted} is)" for n in others)
+            if wanted in names or zipped in names:
+                jobs.append(Job(entry.name, str(a), os.path.join(entry.path, wanted if wanted in names else zipped),
+                                notes=notes))
+            else:
+                jobs.append(Job(entry.name, str(a), None, "not submitted" + (f" (only {shown(others[0])}: name it "
+                                                                              f"{wanted})" if others else ""), notes))
+    return jobs
+
+
+def shown(name: str) -> str:
+    """A file or folder name as text: bytes that are not UTF-8 written as \\xNN."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
