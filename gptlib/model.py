@@ -13,7 +13,7 @@ model runs is its fast form, tested equal to it (tests/test_model.py):
 Nothing but the lecture's formulas runs through the forward methods. The intermediates a reader may
 want (X^(l), Y^(l), A^h, the LayerNorm outputs, Z) are each the output of one module, listed by
 GPT.intermediates(): a LayerNorm, MultiHeadAttention or MLP where the value is one, else a
-HookPoint, an identity placed where the value is formed. gptlib.cache records them with torch's
+HookPoint, an identity placed where the value is formed. gptlib.analysis.cache records them with torch's
 forward hooks, as TransformerLens does with its HookPoints. attention_matrices_formed(model) makes
 every attention form A^h instead of calling the fused kernel, for as long as it lasts.
 
@@ -32,10 +32,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import checks
+from . import validation
 from .config import GPTConfig
 
-# The names of the intermediates, the lecture's symbols (gptlib.cache reads them back). A block
+# The names of the intermediates, the lecture's symbols (gptlib.analysis.cache reads them back). A block
 # has BLOCK_RECORD_NAMES (ln_2 and mlp_write only with an MLP; A is formed only while
 # attention_matrices_formed); the GPT names them, and each X^(l), record_key(name, l), then
 # FINAL_RECORD_NAMES.
@@ -50,7 +50,7 @@ def record_key(name: str, l: int) -> str:
 
 class HookPoint(nn.Identity):
     """A named place in the forward pass: it hands its input on unchanged. A forward hook registered
-    on it (torch's register_forward_hook; gptlib.cache.recording) sees the tensor that passes. It
+    on it (torch's register_forward_hook; gptlib.analysis.cache.recording) sees the tensor that passes. It
     holds no parameters, so a state_dict is the same with or without hook points."""
 
 
@@ -63,12 +63,12 @@ class LayerNorm(nn.Module):
     """Definition 4.1: LN(u) = gamma * (u - mean(u) 1) / sqrt(sigma(u)^2 + eps) + beta, each row alike.
 
     eps must be > 0: a constant row has sigma(u) = 0, and only eps keeps its denominator from
-    zero (there LN(u) = beta). Proposition 4.2's eps = 0 is studied on rows in gptlib.geometry.
+    zero (there LN(u) = beta). Proposition 4.2's eps = 0 is studied on rows in gptlib.analysis.layernorm.
     """
 
     def __init__(self, d: int, eps: float):
         super().__init__()
-        self.eps = checks.real("eps", eps, above=0)
+        self.eps = validation.real("eps", eps, above=0)
         self.gamma = nn.Parameter(torch.ones(d))  # (d,)
         self.beta = nn.Parameter(torch.zeros(d))  # (d,)
 
@@ -112,7 +112,7 @@ class MultiHeadAttention(nn.Module):
         Attn^h(X) = softmax(X W_Q^h (X W_K^h)^T / sqrt(d_head) + M) X W_V^h,
         MHA(X) = [Attn^1(X) | ... | Attn^H(X)] W_O + b_O.
         """
-        X = checks.batch(X, self.W_O.shape[0])
+        X = validation.batch(X, self.W_O.shape[0])
         M = self.mask(X.shape[1], X.dtype, X.device)  # (T, T)
         heads = []
         for h in range(self.H):
@@ -263,7 +263,7 @@ class GPT(nn.Module):
     def intermediates(self) -> dict[str, nn.Module]:
         """Every named intermediate of a forward pass, in the order it is formed, and the module whose
         output it is: X^(l) as record_key("X", l), each block's BLOCK_RECORD_NAMES as record_key(name, l),
-        then FINAL_RECORD_NAMES. gptlib.cache.recording hooks them."""
+        then FINAL_RECORD_NAMES. gptlib.analysis.cache.recording hooks them."""
         modules = {record_key("X", 0): self.hook_X[0]}
         for l, block in enumerate(self.blocks):
             modules.update((record_key(name, l), module) for name, module in block.intermediates().items())
@@ -280,7 +280,7 @@ class GPT(nn.Module):
     def reset_parameters(self) -> None:
         """Project aside 5.2: N(0, std^2) weights; W_O and W_2 further scaled by 1/sqrt(2L).
 
-        A model on the meta device holds shapes only (gptlib.cost, checkpoint validation), so
+        A model on the meta device holds shapes only (gptlib.analysis.cost, checkpoint validation), so
         there is nothing to draw; skipping also spares torch's Python fallback for meta normal_.
         """
         if self.E.is_meta:
@@ -298,17 +298,17 @@ class GPT(nn.Module):
                 nn.init.normal_(p, 0.0, std)
 
     def check_tokens(self, idx: torch.Tensor, name: str = "token ids") -> torch.Tensor:
-        """idx as int64 ids, after the checks of gptlib.checks.token_ids: a 1-D (T,) or 2-D (B, T)
+        """idx as int64 ids, after the checks of gptlib.validation.token_ids: a 1-D (T,) or 2-D (B, T)
         tensor of any integer dtype (not bool), non-empty, T <= T_max, every id in [0, V).
         """
-        return checks.token_ids(idx, self.config.V, T_max=self.config.T_max, name=name)
+        return validation.token_ids(idx, self.config.V, T_max=self.config.T_max, name=name)
 
     def check_embeddings(self, X: torch.Tensor) -> torch.Tensor:
         """X itself, if it is a residual stream X^(0) (B, T, d) this model can run (ValueError otherwise):
-        the model's width d (checks.batch), B >= 1, 1 <= T <= T_max, and the dtype and
+        the model's width d (validation.batch), B >= 1, 1 <= T <= T_max, and the dtype and
         device of the model's weights. Like check_tokens, it returns what it checked.
         """
-        X = checks.batch(X, self.config.d)
+        X = validation.batch(X, self.config.d)
         T_max = self.config.T_max
         if X.shape[0] < 1 or not 1 <= X.shape[1] <= T_max:
             raise ValueError(f"X must have B >= 1 and 1 <= T <= T_max={T_max}, got shape {tuple(X.shape)}")
@@ -329,7 +329,7 @@ class GPT(nn.Module):
         """X^(0) (B, T, d) -> logits Z (B, T, V): the blocks, LN_f and W_U of Section 5.
 
         Starting from the residual stream rather than token ids lets a caller differentiate
-        with respect to X^(0) (gptlib.causality) or run on the meta device (gptlib.cost).
+        with respect to X^(0) (gptlib.analysis.causality) or run on the meta device (gptlib.analysis.cost).
         """
         X = self.hook_X[0](self.check_embeddings(X))  # X^(0)
         for l, block in enumerate(self.blocks):
@@ -364,7 +364,7 @@ def attention_matrices_formed(module: nn.Module, formed: bool = True):
     """
     if not isinstance(module, nn.Module):
         raise ValueError(f"module must be a torch nn.Module, got {type(module).__name__}")
-    formed = checks.boolean("formed", formed)
+    formed = validation.boolean("formed", formed)
     attentions = [m for m in module.modules() if isinstance(m, MultiHeadAttention)]
     before = [attn.forms_A for attn in attentions]
     for attn in attentions:

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, run_with_cache
-from gptlib.cache import recording
+from gptlib.analysis.cache import recording
 from gptlib.model import (
     BLOCK_RECORD_NAMES,
     MLP,
