@@ -17,6 +17,7 @@ from .. import pretrained
 from ..decomposition import head_label, logit_pieces, stream_writes
 from ..induction import induction_eval_tokens
 from ..patching import PatchingPrompts, induction_patching_prompts, logits_from_writes, patching_restoration
+from .mistake_ids import Mistake
 from .result import Wrong, as_float, call, checker, close, name_mistake, variant_seed
 
 TOLERANCE = 1e-3  # fractions of order 1, from float32 runs of the same model in another order
@@ -52,15 +53,19 @@ def _fraction(r: dict, top: str) -> float:
 
 
 PATCHING_MISTAKES = {
-    "you returned the change of the log-probability itself; divide it by the gap metric(clean) - metric(corrupted)":
+    Mistake("patching-not-divided-by-gap",
+        "you returned the change of the log-probability itself; divide it by the gap metric(clean) - metric(corrupted)"):
         lambda r: r["patched"] - r["corrupted"],
-    "that is the part still missing, 1 - the fraction: measure from the corrupted run upwards":
+    Mistake("patching-one-minus-fraction",
+        "that is the part still missing, 1 - the fraction: measure from the corrupted run upwards"):
         lambda r: 1 - _fraction(r, "patched"),
-    "you put the corrupted run's write into the clean run (noising), which measures what the head's loss destroys, "
-    "not what its clean write restores":
+    Mistake("patching-noising",
+        "you put the corrupted run's write into the clean run (noising), which measures what the head's loss destroys, "
+    "not what its clean write restores"):
         lambda r: (r["clean"] - r["noised"]) / (r["clean"] - r["corrupted"]),
-    "you swapped only the head's direct contribution to the logits: rerun the model with the clean write in the "
-    "stream (stream_writes(..., replace=...)) so that later layers read it":
+    Mistake("patching-direct-only",
+        "you swapped only the head's direct contribution to the logits: rerun the model with the clean write in the "
+    "stream (stream_writes(..., replace=...)) so that later layers read it"):
         lambda r: _fraction(r, "direct only"),
 }
 

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .mistake_ids import Mistake, note, recording
+
 PASSED, FAILED, NOT_ATTEMPTED, ERROR = "passed", "failed", "not attempted yet", "error"
 _MARKS = {PASSED: "✔", FAILED: "✘", NOT_ATTEMPTED: "…", ERROR: "⚠"}
 _COLOURS = {PASSED: "#2e7d32", FAILED: "#c62828", NOT_ATTEMPTED: "#757575", ERROR: "#ef6c00"}
@@ -56,6 +58,7 @@ class Result:
     message: str
     details: tuple[str, ...] = ()
     parts: tuple["Result", ...] = ()  # sub-verdicts of a report (check_own_model)
+    mistakes: tuple[str, ...] = ()  # identifiers of the typical mistakes a failed check named (mistake_ids.py)
 
     @property
     def passed(self) -> bool:
@@ -201,11 +204,12 @@ def checker(exercise: str):
         @functools.wraps(body)
         def run(*args, **kwargs) -> Result:
             try:
-                with global_state_kept(), torch.inference_mode(False), torch.enable_grad():
+                with global_state_kept(), torch.inference_mode(False), torch.enable_grad(), recording() as named:
                     torch.set_default_dtype(torch.float32)
                     message, details = body(*args, **kwargs)
             except Wrong as wrong:
-                return Result(exercise, FAILED, wrong.message, wrong.details)
+                own = [wrong.message.id] if isinstance(wrong.message, Mistake) else []  # a Mistake raised as it is
+                return Result(exercise, FAILED, wrong.message, wrong.details, mistakes=tuple(dict.fromkeys(named + own)))
             except _NotAttempted as stub:
                 return Result(exercise, NOT_ATTEMPTED, stub.message)
             except _LearnerRaised as raised:
@@ -313,8 +317,11 @@ def name_mistake(answers: dict, mistakes: dict, same=close, pairs: bool = False)
     listed, as candidates.
     """
     names = [name for (name,) in explaining(answers, mistakes, same)]
+    note(*names)
     if not names and pairs:
-        found = [f"{a} and {b}" for a, b in explaining(answers, mistakes, same, size=2)]
+        twos = explaining(answers, mistakes, same, size=2)
+        note(*(name for two in twos for name in two))
+        found = [f"{a} and {b}" for a, b in twos]
         if len(found) == 1:
             return f"exactly what two mistakes together give: {found[0]}"
         names = [f"({pair})" for pair in found]
