@@ -3,13 +3,13 @@
     python -m benchmarks.course_report [--students 500] [--repeats 3] [--out benchmarks/results]
 
 The store is the project's synthetic class made larger, written directly as store records (OUT/grades/
-results/<student>.json, results.stored's shape; nothing is graded): every notebook of notebooks/ with its own
-questions, one public and one hidden case each, and for each question a few stable mistake identifiers taken
+results/<student>.json, results.stored's shape; nothing is graded): every notebook of notebooks/ with its
+own questions, one public and one hidden case each, and for each question a few stable mistake identifiers taken
 from the checkers' declarations (tests/test_exercises_mistake_ids.py reads the same ones). Each student
 passes, makes one of those mistakes (the first ones more often), fails with none named, leaves the stub, or
 does not hand in, drawn from a fixed seed; submission times spread around a deadline. Times report.write (load
-the store, count, draw, write both pages and both CSVs), prints the median wall-clock and CPU seconds (on a shared machine the wall clock grows with
-the load), the CPU (lscpu's model name) and the load average,
+the store, count, draw, write both pages and both CSVs), prints the median wall-clock and CPU seconds (on a
+shared machine the wall clock grows with the load), the CPU (lscpu's model name) and the load average,
 and writes course_report.json under --out.
 """
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from . import gradebook
 from .feedback import _COLOURS
+from .results import load_results
 
 THRESHOLD = 5  # the anonymised copy shows smaller groups (1 .. THRESHOLD - 1) as "fewer than THRESHOLD"
 BUILD_TRACK = "09_build_your_own_gpt"  # the assignment whose questions are build steps: the heat map's
@@ -306,8 +307,6 @@ def page(report: Report, anonymous: bool = False, threshold: int = THRESHOLD, te
 
 def write(grades: Path, book: gradebook.Book, threshold: int = THRESHOLD) -> list[Path]:
     """Write the two pages and the two CSVs into OUT/grades from its store; their paths."""
-    from .results import load_results
-
     if not (grades / "results").is_dir():
         raise ValueError(f"{grades / 'results'} does not exist: grade the class first")
     if not isinstance(threshold, int) or threshold < 2:
