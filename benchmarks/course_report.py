@@ -35,6 +35,7 @@ from gptlib_course import gradebook, report
 from gptlib_course.questions import questions
 
 ROOT = Path(__file__).resolve().parents[1]
+TABLES = {"gptlib.exercises.counts": "gptlib.exercises.count_differences"}  # a checker whose mistakes live elsewhere
 DEADLINE = dt.datetime(2026, 12, 9, 23, 59, tzinfo=dt.timezone.utc)
 
 
@@ -50,27 +51,35 @@ def cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def declared_mistakes() -> list[str]:
-    """Every mistake identifier written in the checkers' sources (Mistake("...", ...))."""
-    found = []
-    for path in sorted(Path(exercises.__file__).parent.rglob("*.py")):
+def declared_mistakes() -> dict[str, list[str]]:
+    """{checker module: the mistake identifiers written in its source (Mistake("...", ...))}."""
+    found = {}
+    package = Path(exercises.__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        module = ".".join(("gptlib", "exercises", *path.relative_to(package).with_suffix("").parts))
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Mistake":
-                found.append(node.args[0].value)
+                found.setdefault(module, []).append(node.args[0].value)
     return found
 
 
-def class_questions() -> dict[str, list[str]]:
-    """{notebook: its question names} for every notebook of notebooks/ (some have none)."""
-    return {p.stem: [q.name for q in questions(json.loads(p.read_text(encoding="utf-8")))]
-            for p in sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))}
+def class_questions() -> dict[str, dict[str, str]]:
+    """{notebook: {question: the checker module its check calls}} for every notebook of notebooks/ (some have none)."""
+    asked = {}
+    for p in sorted((ROOT / "notebooks").glob("[0-9]*.ipynb")):
+        asked[p.stem] = {}
+        for q in questions(json.loads(p.read_text(encoding="utf-8"))):
+            checker = eval(q.check.split("(")[0], {"exercises": exercises})  # exercises.check_x: a name, nothing called
+            asked[p.stem][q.name] = checker.__module__
+    return asked
 
 
-def synthetic_store(results: Path, students: int, asked: dict[str, list[str]], seed: int = 0) -> gradebook.Book:
-    """Write `students` store records into `results`; the gradebook they are graded against."""
+def synthetic_store(results: Path, students: int, asked: dict[str, dict[str, str]], seed: int = 0) -> gradebook.Book:
+    """Write `students` store records into `results`; the gradebook they are graded against. Each question's
+    mistakes are the first four its checker's module declares (none: its failures are unnamed)."""
     rng = random.Random(seed)
     ids = declared_mistakes()
-    planted = {(a, q): rng.sample(ids, 4) for a, qs in asked.items() for q in qs}
+    planted = {(a, q): ids.get(TABLES.get(module, module), [])[:4] for a, qs in asked.items() for q, module in qs.items()}
     results.mkdir(parents=True)
     for i in range(students):
         name = f"student-{i:04d}"
@@ -83,9 +92,10 @@ def synthetic_store(results: Path, students: int, asked: dict[str, list[str]], s
                 draw = rng.random()
                 if draw < 0.45:
                     status, named = "passed", []
-                elif draw < 0.85:
-                    status, named = "failed", [planted[(a, q)][min(int(rng.expovariate(1.0)), 3)]]
-                elif draw < 0.93:
+                elif draw < 0.85 and planted[(a, q)]:
+                    mine = planted[(a, q)]
+                    status, named = "failed", [mine[min(int(rng.expovariate(1.0)), len(mine) - 1)]]
+                elif draw < 0.93:  # (draw < 0.85 too where the checker names no mistake)
                     status, named = "failed", []
                 elif draw < 0.97:
                     status, named = "not attempted yet", []

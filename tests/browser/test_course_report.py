@@ -4,9 +4,8 @@ with a student named as markup. The store is the synthetic class of benchmarks/c
 
 import json
 
-from gptlib_course import report
-
 from benchmarks import course_report
+from gptlib_course import report
 
 MARKUP = "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>"
 
