@@ -35,7 +35,7 @@ from gptlib_course import gradebook, report
 from gptlib_course.questions import questions
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLES = {"gptlib.exercises.counts": "gptlib.exercises.count_differences"}  # a checker whose mistakes live elsewhere
+TABLES = {"gptlib.exercises.counting": "gptlib.exercises.count_differences"}  # a checker whose mistakes live elsewhere
 DEADLINE = dt.datetime(2026, 12, 9, 23, 59, tzinfo=dt.timezone.utc)
 
 

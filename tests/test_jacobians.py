@@ -4,8 +4,9 @@ import pytest
 import torch
 
 from benchmarks.peers import stacked_heads
-from gptlib import encode, jacobians
-from gptlib.jacobians import finite_difference_jacobian
+from gptlib import encode
+from gptlib.analysis import jacobians
+from gptlib.analysis.jacobians import finite_difference_jacobian
 from tests.support.scratch_gpt import ScratchBlock
 
 

@@ -5,7 +5,7 @@ root: ...")`: a str (the message the learner reads, unchanged) that also carries
 Messages may be reworded from one term to the next; the identifier stays, so a class report
 (gptlib_course/report.py) counts one mistake once whatever its wording, and compares terms.
 
-`result.name_mistake` notes the identifiers of the mistakes it names (candidates and pairs included)
+`mistakes.name_mistake` notes the identifiers of the mistakes it names (candidates and pairs included)
 while a checker runs (`recording`); a failed Result carries them as `Result.mistakes`, and the grader
 stores them in each student's results. tests/test_exercises_mistake_ids.py checks that every identifier
 is declared once across all checkers.
