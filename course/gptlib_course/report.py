@@ -235,8 +235,8 @@ def late_chart(late: list[Late], anonymous: bool, threshold: int) -> str:
     axes.yaxis.get_major_locator().set_params(integer=True)
     axes.legend(fontsize=7)
     axes.set_title("Late submissions over time", fontsize=9)
-    text = "; ".join(f"{x.assignment}: " + ", ".join(f"day {d} {n}" for d, n in sorted(Counter(
-        v for v in x.days.values() if v > 0).items())) for x in late)
+    text = "; ".join(f"{x.assignment}: " + ", ".join(f"day {d} {shown(n, anonymous, threshold)}" for d, n in sorted(
+        Counter(v for v in x.days.values() if v > 0).items())) for x in late)
     return _image(figure, f"Late submissions by day after the deadline. {text}")
 
 
