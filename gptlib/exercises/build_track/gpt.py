@@ -10,6 +10,7 @@ from ...config import GPTConfig
 from ...model import GPT as ReferenceGPT
 from ...model import attention_matrices_formed
 from ..checking import Wrong, checker
+from ..mistake_ids import Mistake
 from ..variants import variant_seed
 from . import roles
 from .attention import heads_of
@@ -101,11 +102,13 @@ def judge_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: i
         model = with_blocks(choice)
         E = F.embedding(idx, model.E)
         return {
-            "P is not added: X^(0)_t = E[x_t] + P[t]": lambda: logits(choice, E),
-            "the final LayerNorm LN_f is missing: Z = LN_f(X^(L)) W_U": lambda: logits(choice, final=False),
-            "P is read from its last rows: position t uses P[t], the first T rows":
+            Mistake("gpt-no-p", "P is not added: X^(0)_t = E[x_t] + P[t]"): lambda: logits(choice, E),
+            Mistake("gpt-no-final-ln",
+                "the final LayerNorm LN_f is missing: Z = LN_f(X^(L)) W_U"): lambda: logits(choice, final=False),
+            Mistake("gpt-p-last-rows", "P is read from its last rows: position t uses P[t], the first T rows"):
                 lambda: logits(choice, E + model.P[-idx.shape[1]:]),
-            "your model returns probabilities (a softmax of the logits): Section 5's Z are the logits themselves":
+            Mistake("gpt-softmax-output",
+                "your model returns probabilities (a softmax of the logits): Section 5's Z are the logits themselves"):
                 lambda: logits(choice).softmax(-1),
         }
 
