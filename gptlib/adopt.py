@@ -65,28 +65,29 @@ def _read(probe: nn.Module, sizes: dict, seed: int) -> dict:
     hide under small pre-activations). Every reading only rearranges entries, so with the random values
     made distinct, each entry of the chosen reference is found among the random ones, and the learner's
     own entry at that place is taken."""
-    own = [p.detach().reshape(-1).clone() for p in probe.parameters()]
+    own = torch.cat([p.detach().reshape(-1) for p in probe.parameters()])
     with random_weights(probe, seed=seed):
-        drawn = _distinct(list(probe.parameters()))
+        values, order = _distinct(list(probe.parameters()))
         parts = judge_gpt(probe, **sizes, seed=seed)
-    values, order = drawn.double().sort()
     weights = {}
-    for name, R in parts["reference"].state_dict().items():
-        at = torch.searchsorted(values, R.reshape(-1)).clamp(max=len(values) - 1)
-        if not torch.equal(values[at], R.reshape(-1)):
+    for name, reference in parts["reference"].state_dict().items():
+        R = reference.reshape(-1).float()  # float32 entries in float64: exact both ways
+        at = torch.searchsorted(values, R).clamp(max=len(values) - 1)
+        if not torch.equal(values[at], R):
             raise Wrong(f"{name} is not one of your model's entries rearranged (gptlib's GPT holds them as they are)")
-        weights[name] = torch.cat(own)[order[at]].reshape(R.shape)
+        weights[name] = own[order[at]].reshape(reference.shape)
     return parts | {"weights": weights}
 
 
-def _distinct(params: list[nn.Parameter]) -> torch.Tensor:
-    """Make the entries of all `params` pairwise different (a repeated value moves up by one ulp); all of them, flat."""
+def _distinct(params: list[nn.Parameter]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Make the entries of all `params` pairwise different (a repeated value moves up by one ulp); all of them,
+    flat, sorted, and where each sorted entry is in the flat order."""
     while True:
         flat = torch.cat([p.reshape(-1) for p in params])
         values, order = flat.sort()
         repeated = order[1:][values[1:] == values[:-1]]
         if not len(repeated):
-            return flat
+            return values, order
         flat[repeated] = torch.nextafter(flat[repeated], torch.tensor(float("inf")))
         for p, part in zip(params, flat.split([p.numel() for p in params])):
             p.copy_(part.reshape(p.shape))

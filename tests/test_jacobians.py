@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from benchmarks.peers import stacked_heads
+from gptlib.export import stacked_heads
 from gptlib import encode, jacobians
 from gptlib.jacobians import finite_difference_jacobian
 from tests.support.scratch_gpt import ScratchBlock
