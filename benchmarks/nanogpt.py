@@ -17,7 +17,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from gptlib import GPT, GPTConfig
-
 from gptlib.export import check_mappable, stacked_heads
 
 

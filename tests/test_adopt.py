@@ -14,7 +14,7 @@ from gptlib import GPT, GPTConfig, adopt, decomposition, induction, patching, pr
 from gptlib.exercises.answers import build as S
 from gptlib.exercises.build import TOL
 from tests.support import learner_gpts as layouts
-from tests.support.scratch_gpt import EinsumGPT, ScratchGPT
+from tests.support.scratch_gpt import ScratchGPT
 
 SIZES = dict(V=13, T_max=8, d=16, H=2, L=2, d_ff=64)
 CONFIG = GPTConfig(**SIZES)
@@ -69,7 +69,7 @@ ACCEPTED = {  # the build checkers' accepted layouts (tests/test_exercises_build
                               GPTConfig(**dict(SIZES, V=16), tie_weights=True)),
     "nanoGPT-like: fused nn.Linear(d, 3d), nn.LayerNorm, nn.Sequential MLP": (lambda: ScratchGPT(**SIZES), CONFIG),
     "the same with separate query/key/value": (lambda: ScratchGPT(**SIZES, fused=False), CONFIG),
-    "the same, tied": (lambda: ScratchGPT(**SIZES, tied=True), CONFIG.replace(tie_weights=True)),
+    "nanoGPT-like, tied": (lambda: ScratchGPT(**SIZES, tied=True), CONFIG.replace(tie_weights=True)),
     "the same with zero biases on Q, K, V": (lambda: zero_qkv_bias(ScratchGPT(**SIZES, qkv_bias=True)), CONFIG),
     "gptlib's own GPT": (lambda: GPT(CONFIG), CONFIG),
 }
@@ -141,7 +141,8 @@ REFUSED = {
                                              "block 0's attn fails on its own: cannot tell your W_Q, W_K, W_V apart"),
     "another head split, one fused matrix": (lambda: ScratchGPT(**dict(SIZES, H=4)), CONFIG,
                                              "block 0's attn fails on its own"),
-    "biases on Q, K, V": (lambda: ScratchGPT(**SIZES, qkv_bias=True), CONFIG, "no place for, not all zero: qkv.bias (in every block)"),
+    "biases on Q, K, V": (lambda: ScratchGPT(**SIZES, qkv_bias=True), CONFIG,
+                          "no place for, not all zero: qkv.bias (in every block)"),
     "tied, config untied": (lambda: layouts.TransposedGPT(**SIZES, tied=True), CONFIG, "ties W_U to E"),
     "untied, config tied": (lambda: S.GPT(**SIZES), CONFIG.replace(tie_weights=True), "has its own W_U"),
 }
@@ -188,7 +189,8 @@ BAD = {
     "wrong vocabulary size": (lambda: S.GPT(**SIZES), CONFIG.replace(V=65), ValueError, "config.V=65 is not"),
     "NaN weights": (with_nan, CONFIG, ValueError, "finite numbers; NaN or inf in: blocks.1.mlp.W_2"),
     "float64": (lambda: S.GPT(**SIZES).double(), CONFIG, ValueError, "float32 on the CPU"),
-    "another device": (lambda: S.GPT(**SIZES).to("meta"), CONFIG, ValueError, "float32 on the CPU (the course's); E is torch.float32 on meta"),
+    "another device": (lambda: S.GPT(**SIZES).to("meta"), CONFIG, ValueError,
+                       "float32 on the CPU (the course's); E is torch.float32 on meta"),
     "forward raises": (lambda: Raising(**SIZES), CONFIG, ValueError, "raised RuntimeError: my forward is broken"),
 }
 

@@ -13,8 +13,8 @@ import torch.nn.functional as F
 
 from benchmarks.nanogpt import nanogpt_from
 from benchmarks.peers import max_logit_difference, scrambled_model
-from gptlib.export import check_mappable, stacked_heads, to_huggingface, to_transformer_lens
 from gptlib import COURSE_CONFIG, GPTConfig, run_with_cache
+from gptlib.export import check_mappable, stacked_heads, to_huggingface, to_transformer_lens
 
 pytestmark = pytest.mark.slow  # starts processes or trains: `pytest -m slow` (not in `pytest -m unit`)
 

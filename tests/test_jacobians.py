@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from gptlib.export import stacked_heads
 from gptlib import encode, jacobians
+from gptlib.export import stacked_heads
 from gptlib.jacobians import finite_difference_jacobian
 from tests.support.scratch_gpt import ScratchBlock
 
