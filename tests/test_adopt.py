@@ -22,7 +22,9 @@ CONFIG = GPTConfig(**SIZES)
 
 def snapshot(model: nn.Module) -> dict:
     """Everything of the learner's that adopt must leave alone: tensors, modes, grad flags."""
-    return {"state": {k: v.clone() for k, v in model.state_dict(keep_vars=True).items()},
+    named = {**dict(model.named_parameters()), **dict(model.named_buffers())}  # non-persistent buffers too
+    return {"state": {k: v.detach().clone() for k, v in named.items()},
+            "grads": {k: None if p.grad is None else p.grad.clone() for k, p in model.named_parameters()},
             "identity": [id(p) for p in model.parameters()],
             "modes": [m.training for m in model.modules()],
             "grad": [p.requires_grad for p in model.parameters()]}
@@ -32,6 +34,8 @@ def assert_unchanged(model: nn.Module, before: dict) -> None:
     after = snapshot(model)
     assert after["identity"] == before["identity"] and after["modes"] == before["modes"]
     assert after["grad"] == before["grad"]
+    assert all((g is None) == (after["grads"][k] is None) and (g is None or torch.equal(g, after["grads"][k]))
+               for k, g in before["grads"].items())
     assert before["state"].keys() == after["state"].keys()
     for k, v in before["state"].items():
         assert torch.equal(v, after["state"][k]) or (v.isnan() == after["state"][k].isnan()).all(), k
@@ -86,6 +90,9 @@ def zero_qkv_bias(model):
 def test_every_accepted_layout_is_adopted_with_equal_logits_and_nothing_changed(make, config):
     torch.manual_seed(0)
     learner = make().train()
+    first, *_ = learner.parameters()
+    first.requires_grad_(False)  # a frozen parameter stays frozen, a gradient stays where it was
+    first.grad = torch.ones_like(first)
     before = snapshot(learner)
     adopted = adopt(learner, config)
     assert type(adopted) is GPT and adopted.config == config
