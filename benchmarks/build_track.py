@@ -7,7 +7,7 @@ curve tracks gptlib's own GPT trained with the same settings, batches and seed.
 
 Writes both runs (steps, wall and CPU seconds, held-out and training losses), the machine, the load
 average before and after, and the command (paths cut to file names), as JSON: notebook 09 reads it
-(own_training.load_measured_runs).
+(own_gpt.load_measured_runs).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import torch
 
 from gptlib import COURSE_CONFIG, GPT
 from gptlib.exercises.answers import build as build_solutions
-from gptlib.own_training import BUILD_SETTINGS, MEASURED_RUNS, TARGET_LOSS, TARGET_SECONDS, train_on_shakespeare
 from gptlib.train import keep_freed_memory
+from gptlib.train.own_gpt import BUILD_SETTINGS, MEASURED_RUNS, TARGET_LOSS, TARGET_SECONDS, train_on_shakespeare
 
 from .run import loadavg
 

@@ -22,7 +22,7 @@
    Each round also times a 2048 x 2048 float32 matmul: its median GFLOP/s is the machine's
    peak for the model FLOP utilisation (MFU) of each training step:
        model FLOPs per token = 6 N + 12 L T d
-   N = Theorem 5.2's parameters without E and P (gptlib.cost.non_embedding_parameters: the
+   N = Theorem 5.2's parameters without E and P (gptlib.analysis.cost.non_embedding_parameters: the
    6N rule of Section 6), 12 L T d = 3 x (Q K^T + A V) forward, counted in full T x T as a
    dense kernel computes them (PaLM's convention; a causal kernel skipping the upper triangle
    does about half that work, so this slightly flatters MFU at long T).
@@ -55,7 +55,7 @@ import torch.nn.functional as F
 
 import gptlib
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, run_with_cache
-from gptlib.cost import non_embedding_parameters
+from gptlib.analysis.cost import non_embedding_parameters
 from gptlib.export import to_huggingface, to_transformer_lens
 from gptlib.train import keep_freed_memory
 

@@ -3,11 +3,11 @@
 Importing gptlib loads torch only; plotting and widgets live in gptlib.viz and load on demand.
 """
 
-from . import portable
+from . import printing
 from .adopt import adopt
-from .cache import Cache, run_with_cache
+from .analysis.cache import Cache, run_with_cache
+from .analysis.counting import component_table, format_table, measured_table, theorem_5_2
 from .config import COURSE_CONFIG, GPTConfig
-from .counting import component_table, format_table, measured_table, theorem_5_2
 from .data import VOCABULARY, decode, encode
 from .model import GPT
 from .reproducibility import make_deterministic
@@ -25,7 +25,7 @@ __all__ = [
     "format_table",
     "make_deterministic",
     "measured_table",
-    "portable",
+    "printing",
     "run_with_cache",
     "theorem_5_2",
 ]

@@ -3,7 +3,7 @@
     mine = gptlib.adopt(my_gpt, GPTConfig(V=65, T_max=64, d=128, H=4, L=4))
 
 The learner's model is read by what it computes, with the build checkers' machinery
-(exercises/build: roles.py reads the tensors by shape, by name where a name says, otherwise
+(exercises/build_track: roles.py reads the tensors by shape, by name where a name says, otherwise
 every reading the shapes allow; gpt.judge_gpt keeps the reading under which the model computes
 Section 5's logits, judging each block and LN_f on its own first, so a mistake is named where
 it is). Every layout the checkers accept is adopted: separate, fused or stacked Q|K|V, per-head
@@ -23,9 +23,9 @@ import torch
 from torch import nn
 
 from .config import GPTConfig
-from .exercises.build.gpt import judge_gpt
-from .exercises.build.judging import TOL, output, random_weights, same
-from .exercises.result import Wrong, _LearnerRaised, _NotAttempted, global_state_kept
+from .exercises.build_track.gpt import judge_gpt
+from .exercises.build_track.judging import TOL, output, random_weights, same
+from .exercises.checking import Wrong, _LearnerRaised, _NotAttempted, global_state_kept
 from .model import GPT
 
 PROOF_SHAPES = ((1, None), (3, 5))  # (B, T) of the proof's random ids; None: T_max (T is capped at T_max)

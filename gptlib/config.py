@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from . import checks
+from . import validation
 
 NORM_PLACEMENTS = ("pre", "post")
 
@@ -27,21 +27,21 @@ class GPTConfig:
     init_std: float = 0.02  # std of the normal init (Project aside 5.2)
 
     def __post_init__(self) -> None:
-        """Check every field (gptlib.checks) and store it in its plain form (object.__setattr__: the dataclass is frozen)."""
+        """Check every field (gptlib.validation) and store it in its plain form (object.__setattr__: the dataclass is frozen)."""
         for name in ("V", "T_max", "d", "H", "L"):
-            object.__setattr__(self, name, checks.integer(name, getattr(self, name), at_least=1))
-        object.__setattr__(self, "d_ff", 4 * self.d if self.d_ff is None else checks.integer("d_ff", self.d_ff, at_least=1))
+            object.__setattr__(self, name, validation.integer(name, getattr(self, name), at_least=1))
+        object.__setattr__(self, "d_ff", 4 * self.d if self.d_ff is None else validation.integer("d_ff", self.d_ff, at_least=1))
         if self.d % self.H != 0:
             raise ValueError(f"H must divide d (Section 0): d={self.d} is not a multiple of H={self.H}")
         if not isinstance(self.norm, str) or self.norm not in NORM_PLACEMENTS:
             raise ValueError(f"norm must be one of {NORM_PLACEMENTS}, got {self.norm!r}")
         for name in ("tie_weights", "causal", "attn_only"):
-            checks.boolean(name, getattr(self, name))
+            validation.boolean(name, getattr(self, name))
         if self.attn_only and self.norm == "post":
             raise ValueError("attn_only=True needs norm='pre': an attention-only block is X' = X + MHA(LN_1(X)), "
                              "with no post-norm form")
-        object.__setattr__(self, "ln_eps", checks.real("ln_eps", self.ln_eps, above=0))
-        object.__setattr__(self, "init_std", checks.real("init_std", self.init_std, above=0))
+        object.__setattr__(self, "ln_eps", validation.real("ln_eps", self.ln_eps, above=0))
+        object.__setattr__(self, "init_std", validation.real("init_std", self.init_std, above=0))
 
     @property
     def d_head(self) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from . import checks
+from . import validation
 
 # sorted(set(tinyshakespeare.txt)): newline, space, 11 punctuation marks and digit 3, A-Z, a-z.
 VOCABULARY = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -44,12 +44,12 @@ def decode(ids) -> str:
         if isinstance(ids, (str, bytes, bytearray, set, frozenset, dict)) or not isinstance(ids, Iterable):
             raise ValueError("decode takes token ids (a 1-D integer tensor or a list of ints), "
                              f"got {type(ids).__name__}")
-        ids = [checks.integer("each token id", i) for i in ids]  # Python ints (numpy ints too; bools refused)
+        ids = [validation.integer("each token id", i) for i in ids]  # Python ints (numpy ints too; bools refused)
         huge = [i for i in ids if not -(2**63) <= i < 2**63]  # beyond int64, so far outside [0, V)
         if huge:
             raise ValueError(f"token ids must lie in [0, V) = [0, {V}), got {huge[0]}")
         ids = torch.tensor(ids, dtype=torch.long)
-    ids = checks.token_ids(ids, V, dims=(1,), allow_empty=True)
+    ids = validation.token_ids(ids, V, dims=(1,), allow_empty=True)
     return "".join(VOCABULARY[i] for i in ids.tolist())
 
 
@@ -129,7 +129,7 @@ def read_text(path: Path) -> str:
 
 def train_val_split(ids: torch.Tensor, val_fraction: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:
     """Deterministic split of a 1-D id sequence: the first (1 - val_fraction) for training, the rest held out."""
-    if not 0 < checks.real("val_fraction", val_fraction) < 1:
+    if not 0 < validation.real("val_fraction", val_fraction) < 1:
         raise ValueError(f"val_fraction must lie strictly between 0 and 1, got {val_fraction!r}")
     if ids.dim() != 1:
         raise ValueError(f"ids must be 1-D (N,), got shape {tuple(ids.shape)}")
@@ -141,8 +141,8 @@ def train_val_split(ids: torch.Tensor, val_fraction: float = 0.1) -> tuple[torch
 
 def sample_batch(ids: torch.Tensor, B: int, T: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """B random windows of a 1-D id sequence: inputs (B, T) and next-token targets (B, T)."""
-    B = checks.integer("B", B, at_least=1)
-    if not len(ids) > checks.integer("T", T, at_least=1):
+    B = validation.integer("B", B, at_least=1)
+    if not len(ids) > validation.integer("T", T, at_least=1):
         raise ValueError(f"need 1 <= T < len(ids) to cut windows of T+1 tokens, got T={T}, len(ids)={len(ids)}")
     starts = torch.randint(len(ids) - T, (B,), generator=generator)  # (B,)
     windows = torch.stack([ids[s : s + T + 1] for s in starts.tolist()])  # (B, T + 1)
@@ -154,9 +154,9 @@ def heldout_windows(ids: torch.Tensor, T: int, max_windows: int | None = None) -
 
     The same ids always give the same windows, so a validation loss computed on them is a fixed figure.
     """
-    n = (len(ids) - 1) // checks.integer("T", T, at_least=1)
+    n = (len(ids) - 1) // validation.integer("T", T, at_least=1)
     if max_windows is not None:
-        n = min(n, checks.integer("max_windows", max_windows, at_least=1))
+        n = min(n, validation.integer("max_windows", max_windows, at_least=1))
     if n < 1:
         raise ValueError(f"need at least T+1={T + 1} held-out tokens, got {len(ids)}")
     x = ids[: n * T].view(n, T)  # (N, T)

@@ -42,7 +42,7 @@ import warnings
 import torch
 
 from .config import GPTConfig
-from .exercises.build.judging import TOL  # |theirs - ours| <= TOL x (1 + max |ours|): float32 rounding
+from .exercises.build_track.judging import TOL  # |theirs - ours| <= TOL x (1 + max |ours|): float32 rounding
 from .model import GPT
 
 

@@ -25,10 +25,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import checks
+from . import validation
 from .config import GPTConfig
 
-# The names a forward record uses, the lecture's symbols (gptlib.cache reads them back).
+# The names a forward record uses, the lecture's symbols (gptlib.analysis.cache reads them back).
 # A block records BLOCK_RECORD_NAMES (A only on the explicit path; ln_2, mlp_write only with
 # an MLP); the GPT files them, and each X^(l), under record_key(name, l), then FINAL_RECORD_NAMES.
 BLOCK_RECORD_NAMES = ("ln_1", "A", "attn_write", "Y", "ln_2", "mlp_write")
@@ -44,12 +44,12 @@ class LayerNorm(nn.Module):
     """Definition 4.1: LN(u) = gamma * (u - mean(u) 1) / sqrt(sigma(u)^2 + eps) + beta, each row alike.
 
     eps must be > 0: a constant row has sigma(u) = 0, and only eps keeps its denominator from
-    zero (there LN(u) = beta). Proposition 4.2's eps = 0 is studied on rows in gptlib.geometry.
+    zero (there LN(u) = beta). Proposition 4.2's eps = 0 is studied on rows in gptlib.analysis.layernorm.
     """
 
     def __init__(self, d: int, eps: float):
         super().__init__()
-        self.eps = checks.real("eps", eps, above=0)
+        self.eps = validation.real("eps", eps, above=0)
         self.gamma = nn.Parameter(torch.ones(d))  # (d,)
         self.beta = nn.Parameter(torch.zeros(d))  # (d,)
 
@@ -91,7 +91,7 @@ class MultiHeadAttention(nn.Module):
         Attn^h(X) = softmax(X W_Q^h (X W_K^h)^T / sqrt(d_head) + M) X W_V^h,
         MHA(X) = [Attn^1(X) | ... | Attn^H(X)] W_O + b_O.
         """
-        X = checks.batch(X, self.W_O.shape[0])
+        X = validation.batch(X, self.W_O.shape[0])
         M = self.mask(X.shape[1], X.dtype, X.device)  # (T, T)
         heads = []
         for h in range(self.H):
@@ -246,7 +246,7 @@ class GPT(nn.Module):
     def reset_parameters(self) -> None:
         """Project aside 5.2: N(0, std^2) weights; W_O and W_2 further scaled by 1/sqrt(2L).
 
-        A model on the meta device holds shapes only (gptlib.cost, checkpoint validation), so
+        A model on the meta device holds shapes only (gptlib.analysis.cost, checkpoint validation), so
         there is nothing to draw; skipping also spares torch's Python fallback for meta normal_.
         """
         if self.E.is_meta:
@@ -264,17 +264,17 @@ class GPT(nn.Module):
                 nn.init.normal_(p, 0.0, std)
 
     def check_tokens(self, idx: torch.Tensor, name: str = "token ids") -> torch.Tensor:
-        """idx as int64 ids, after the checks of gptlib.checks.token_ids: a 1-D (T,) or 2-D (B, T)
+        """idx as int64 ids, after the checks of gptlib.validation.token_ids: a 1-D (T,) or 2-D (B, T)
         tensor of any integer dtype (not bool), non-empty, T <= T_max, every id in [0, V).
         """
-        return checks.token_ids(idx, self.config.V, T_max=self.config.T_max, name=name)
+        return validation.token_ids(idx, self.config.V, T_max=self.config.T_max, name=name)
 
     def check_embeddings(self, X: torch.Tensor) -> torch.Tensor:
         """X itself, if it is a residual stream X^(0) (B, T, d) this model can run (ValueError otherwise):
-        the model's width d (checks.batch), B >= 1, 1 <= T <= T_max, and the dtype and
+        the model's width d (validation.batch), B >= 1, 1 <= T <= T_max, and the dtype and
         device of the model's weights. Like check_tokens, it returns what it checked.
         """
-        X = checks.batch(X, self.config.d)
+        X = validation.batch(X, self.config.d)
         T_max = self.config.T_max
         if X.shape[0] < 1 or not 1 <= X.shape[1] <= T_max:
             raise ValueError(f"X must have B >= 1 and 1 <= T <= T_max={T_max}, got shape {tuple(X.shape)}")
@@ -297,11 +297,11 @@ class GPT(nn.Module):
         """X^(0) (B, T, d) -> logits Z (B, T, V): the blocks, LN_f and W_U of Section 5.
 
         Starting from the residual stream rather than token ids lets a caller differentiate
-        with respect to X^(0) (gptlib.causality) or run on the meta device (gptlib.cost).
+        with respect to X^(0) (gptlib.analysis.causality) or run on the meta device (gptlib.analysis.cost).
         `explicit` and `record` are those of GPT.forward.
         """
         X = self.check_embeddings(X)
-        explicit = checks.boolean("explicit", explicit)
+        explicit = validation.boolean("explicit", explicit)
         if record is not None and not isinstance(record, dict):
             raise ValueError(f"record must be a dict or None, got {type(record).__name__}")
         if record is not None:
@@ -330,7 +330,7 @@ class GPT(nn.Module):
 
         explicit=True runs every head's attention as Definition 1.1 writes it, forming A^h
         (see MultiHeadAttention.forward). `record`, if a dict, receives every named
-        intermediate under record_key(name, l) (read back by gptlib.cache.run_with_cache,
+        intermediate under record_key(name, l) (read back by gptlib.analysis.cache.run_with_cache,
         which sets explicit=True so that A^h is among them).
         """
         idx = self.check_tokens(idx)

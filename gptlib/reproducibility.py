@@ -1,4 +1,4 @@
-"""One call that makes a notebook print the same text on every machine (its printing: gptlib.portable)."""
+"""One call that makes a notebook print the same text on every machine (its printing: gptlib.printing)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import torch
 
-from . import checks
+from . import validation
 
 THREADS_VARIABLE = "GPTLIB_NUM_THREADS"
 
@@ -30,7 +30,7 @@ def make_deterministic(seed: int = 0, threads: int = 1) -> None:
     message, without the frames (whose file paths differ on every machine). `%xmode Context`
     brings the frames back.
     """
-    seed = checks.integer("seed", seed, at_least=0, at_most=2**64 - 1)  # torch's seed range, as in training
+    seed = validation.integer("seed", seed, at_least=0, at_most=2**64 - 1)  # torch's seed range, as in training
     threads = thread_count("threads", threads)
     if THREADS_VARIABLE in os.environ:
         text = os.environ[THREADS_VARIABLE]
@@ -46,7 +46,7 @@ def make_deterministic(seed: int = 0, threads: int = 1) -> None:
 
 def thread_count(name: str, value) -> int:
     """value as a torch CPU thread count: an integer from 1 to the number of CPUs."""
-    return checks.integer(name, value, at_least=1, at_most=os.cpu_count() or 1)
+    return validation.integer(name, value, at_least=1, at_most=os.cpu_count() or 1)
 
 
 @contextmanager

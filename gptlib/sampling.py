@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from . import checks
+from . import validation
 from .model import GPT, eval_mode
 
 
@@ -20,8 +20,8 @@ def next_token_probabilities(model: GPT, ids: torch.Tensor, temperature: float =
     maximum is 0 before dividing, in double precision: any temperature > 0, however small,
     gives finite probabilities (the limit is greedy decoding, ties shared).
     """
-    ids = checks.token_ids(ids, model.config.V, dims=(1,), name="ids")
-    temperature = checks.real("temperature", temperature, above=0)
+    ids = validation.token_ids(ids, model.config.V, dims=(1,), name="ids")
+    temperature = validation.real("temperature", temperature, above=0)
     return _next_token_probabilities(model, ids, temperature)
 
 
@@ -44,9 +44,9 @@ def sample(model: GPT, prompt: torch.Tensor, new_tokens: int, temperature: float
     step, also when new_tokens is 0, and the model's train/eval mode is restored even when
     a call fails.
     """
-    prompt = checks.token_ids(prompt, model.config.V, dims=(1,), name="prompt")
-    new_tokens = checks.integer("new_tokens", new_tokens, at_least=0)
-    temperature = checks.real("temperature", temperature, above=0)
+    prompt = validation.token_ids(prompt, model.config.V, dims=(1,), name="prompt")
+    new_tokens = validation.integer("new_tokens", new_tokens, at_least=0)
+    temperature = validation.real("temperature", temperature, above=0)
     if generator is not None and not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
     ids = prompt.clone()

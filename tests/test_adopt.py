@@ -10,9 +10,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gptlib import GPT, GPTConfig, adopt, decomposition, induction, patching, pretrained
+from gptlib import GPT, GPTConfig, adopt, pretrained
+from gptlib.analysis import decomposition, induction, patching
 from gptlib.exercises.answers import build as S
-from gptlib.exercises.build import TOL
+from gptlib.exercises.build_track import TOL
 from tests.support import learner_gpts as layouts
 from tests.support.scratch_gpt import ScratchGPT
 
@@ -288,7 +289,7 @@ def test_the_adopted_course_model_gives_the_readings_of_notebooks_08_and_10(cour
 
 def test_the_explorers_take_an_adopted_model(course_pair):
     from gptlib.viz.attention import AttentionExplorer
-    from gptlib.viz.stream_explorer import StreamExplorer
+    from gptlib.viz.decomposition import StreamExplorer
 
     course, adopted = course_pair
     text = "First Citizen:\nWe are accounted poor citizens."

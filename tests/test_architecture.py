@@ -1,6 +1,7 @@
-"""ARCHITECTURE.md: the layer rule holds for every import in gptlib, read from the source, and the
-grading kit (gptlib_course) sits above gptlib; every name the symbol index cites is importable, every
-notebook it cites exists."""
+"""ARCHITECTURE.md: its table of layers places every gptlib module and names no module that is not
+there; the layer rule holds for every import in gptlib, read from the source, and the grading kit
+(gptlib_course) sits above gptlib; every name the symbol index cites is importable, every notebook it
+cites exists."""
 
 import ast
 import importlib
@@ -14,18 +15,29 @@ from tests.support.notebook_files import NOTEBOOKS
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = (ROOT / "ARCHITECTURE.md").read_text()
 NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
-LAYERS = ("config", "model", "analysis", "viz")  # each imports only its own layer and those to its left
 PLOTTING = ("matplotlib", "ipywidgets")  # imported by the viz layer only
 
 
-def layer(module: str) -> str:
-    """The layer of a gptlib module: config (with checks, the input rules every layer uses), model,
-    viz (gptlib.viz and below), and analysis for the rest (gptlib itself, exercises, ...)."""
-    parts = module.split(".")[1:]
-    top = parts[0] if parts else ""
-    if top in ("config", "checks"):
-        return "config"
-    return top if top in ("model", "viz") else "analysis"
+def layer_table(text: str = TEXT) -> dict[str, str]:
+    """ARCHITECTURE.md's table of layers, first layer first: {entry: its layer}. An entry is a module or
+    package relative to gptlib (`__init__` is gptlib itself); it holds everything below it."""
+    block = text[text.index("## Layers"):].split("```")[3]
+    return {entry: row.split()[0] for row in block.strip().splitlines() for entry in row.split()[1:]}
+
+
+TABLE = layer_table()
+LAYERS = tuple(dict.fromkeys(TABLE.values()))  # each imports only its own layer and those to its left
+
+
+def entry(module: str, table: dict[str, str] = TABLE) -> str | None:
+    """The table's entry a gptlib module falls under: the longest that is it or a package above it."""
+    name = module.removeprefix("gptlib.") if module != "gptlib" else "__init__"
+    return max((e for e in table if name == e or name.startswith(e + ".")), key=len, default=None)
+
+
+def layer(module: str, table: dict[str, str] = TABLE) -> str:
+    """The layer of a gptlib module, as the table places it."""
+    return table[entry(module, table)]
 
 
 def package_sources(package: Path = ROOT / "gptlib") -> dict[str, str]:
@@ -60,11 +72,14 @@ KIT_SOURCES = package_sources(ROOT / "course" / "gptlib_course")  # the instruct
 
 
 def back_edges(sources: dict[str, str]) -> list[str]:
-    """The imports that break the layer rule, or that bring plotting outside the viz layer."""
+    """The imports that break the layer rule, that bring plotting outside the viz layer, or that name a
+    gptlib module that is not there (an import left behind by a move)."""
     broken = []
     for module, source in sources.items():
         for target in sorted(imports(module, source, sources)):
-            if target.split(".")[0] == "gptlib" and LAYERS.index(layer(target)) > LAYERS.index(layer(module)):
+            if target.split(".")[0] == "gptlib" and target not in sources:
+                broken.append(f"{module} imports {target}, not a module of gptlib")
+            elif target.split(".")[0] == "gptlib" and LAYERS.index(layer(target)) > LAYERS.index(layer(module)):
                 broken.append(f"{module} ({layer(module)}) imports {target} ({layer(target)})")
             if target.split(".")[0] in PLOTTING and layer(module) != "viz":
                 broken.append(f"{module} ({layer(module)}) imports {target}, which only viz may")
@@ -72,7 +87,23 @@ def back_edges(sources: dict[str, str]) -> list[str]:
 
 
 def test_no_module_imports_a_layer_to_its_right():
+    assert LAYERS == ("config", "model", "analysis", "viz")
     assert back_edges(SOURCES) == []
+
+
+def unplaced(sources: dict[str, str], table: dict[str, str]) -> list[str]:
+    """Modules the table places in no layer, and entries of the table that name no module of gptlib."""
+    missing = [f"{module} is in no layer" for module in sources if entry(module, table) is None]
+    names = {module.removeprefix("gptlib.") if module != "gptlib" else "__init__" for module in sources}
+    return sorted(missing + [f"{e} names no module" for e in table if e not in names])
+
+
+def test_the_table_of_layers_places_every_module_and_names_only_modules_that_exist():
+    assert unplaced(SOURCES, TABLE) == []
+    assert layer("gptlib.analysis.layernorm") == "analysis" and layer("gptlib.train.own_gpt") == "model"
+    assert layer("gptlib.train.__main__") == "analysis" and layer("gptlib.viz.decomposition") == "viz"
+    scratch = {name: source for name, source in SOURCES.items() if name != "gptlib.data"} | {"gptlib.scratch": ""}
+    assert unplaced(scratch, TABLE) == ["data names no module", "gptlib.scratch is in no layer"]
 
 
 def kit_edges(sources: dict[str, str], kit: dict[str, str]) -> list[str]:
@@ -125,18 +156,22 @@ def test_what_runs_inside_the_sandbox_imports_nothing_of_the_host_side():
                                      "gptlib_course.inside.zygote imports gptlib_course.sandbox"]
 
 def test_the_layer_check_resolves_every_form_of_import_and_catches_back_edges():
-    assert {"gptlib.config", "gptlib.checks"} <= imports("gptlib.model", SOURCES["gptlib.model"], SOURCES)
+    assert {"gptlib.config", "gptlib.validation"} <= imports("gptlib.model", SOURCES["gptlib.model"], SOURCES)
     scratch = SOURCES | {
-        "gptlib.model": SOURCES["gptlib.model"] + "\nfrom . import geometry\n",
-        "gptlib.exercises.scratch": "from .. import checks\nfrom ..viz import attention\n",
-        "gptlib.counting": SOURCES["gptlib.counting"] + "\ndef f():\n    import matplotlib.pyplot\n",
+        "gptlib.model": SOURCES["gptlib.model"] + "\nfrom .analysis import layernorm\n",
+        "gptlib.data": SOURCES["gptlib.data"] + "\nfrom . import model\n",  # plumbing sits in its layer too
+        "gptlib.exercises.scratch": "from .. import validation\nfrom ..viz import attention\n",
+        "gptlib.analysis.counting": SOURCES["gptlib.analysis.counting"] + "\ndef f():\n    import matplotlib.pyplot\n",
+        "gptlib.viz.cost": SOURCES["gptlib.viz.cost"] + "\nfrom ..cost import TokenTimes\n",  # the old place
     }
     assert imports("gptlib.exercises.scratch", scratch["gptlib.exercises.scratch"], scratch) == {
-        "gptlib.checks", "gptlib.viz.attention"}
+        "gptlib.validation", "gptlib.viz.attention"}
     assert back_edges(scratch) == [
-        "gptlib.counting (analysis) imports matplotlib.pyplot, which only viz may",
+        "gptlib.analysis.counting (analysis) imports matplotlib.pyplot, which only viz may",
+        "gptlib.data (config) imports gptlib.model (model)",
         "gptlib.exercises.scratch (analysis) imports gptlib.viz.attention (viz)",
-        "gptlib.model (model) imports gptlib.geometry (analysis)",
+        "gptlib.model (model) imports gptlib.analysis.layernorm (analysis)",
+        "gptlib.viz.cost imports gptlib.cost, not a module of gptlib",
     ]
 
 
@@ -151,10 +186,12 @@ def cited_names():
 
 
 def resolve(name):
+    """A cited name's object: relative to gptlib.analysis when its first part is an analysis module, else to gptlib."""
     parts = name.split(".")
+    package = "gptlib.analysis." if f"gptlib.analysis.{parts[0]}" in SOURCES else "gptlib."
     for split in range(len(parts) - 1, 0, -1):  # the longest prefix that is a module
         try:
-            obj = importlib.import_module("gptlib." + ".".join(parts[:split]))
+            obj = importlib.import_module(package + ".".join(parts[:split]))
         except ModuleNotFoundError:
             continue
         for attribute in parts[split:]:
@@ -166,8 +203,9 @@ def resolve(name):
 def test_the_index_cites_names_from_every_layer():
     names = cited_names()
     assert len(names) > 40
-    examples = {"circuits.W_QK", "counting.theorem_5_2", "model.GPT.embed", "viz.residual.init_variance_figure"}
+    examples = {"attention.W_QK", "counting.theorem_5_2", "model.GPT.embed", "viz.residual.init_variance_figure"}
     assert examples <= set(names)
+    assert resolve("attention.W_QK").__module__ == "gptlib.analysis.attention"
 
 
 @pytest.mark.parametrize("name", cited_names())
@@ -188,19 +226,20 @@ def test_every_cited_notebook_exists():
 
 
 def test_the_training_loop_imports_no_task_only_its_command_line_does():
-    assert "gptlib.induction" not in imports("gptlib.train", SOURCES["gptlib.train"], SOURCES)
-    assert "gptlib.induction" in imports("gptlib.train.__main__", SOURCES["gptlib.train.__main__"], SOURCES)
+    assert "gptlib.analysis.induction" not in imports("gptlib.train", SOURCES["gptlib.train"], SOURCES)
+    assert "gptlib.analysis.induction" in imports("gptlib.train.__main__", SOURCES["gptlib.train.__main__"], SOURCES)
 
 
 def analysis_rows() -> list[list[str]]:
     """ARCHITECTURE.md's order inside the analysis layer: its rows of module names, first row first."""
-    block = TEXT[TEXT.index("Inside the layer, the order below"):].split("```")[1]
+    block = TEXT[TEXT.index("Inside the layer, each row below"):].split("```")[1]
     return [line.split() for line in block.strip().splitlines()]
 
 
 def unit(module: str, rows: list[list[str]]) -> str | None:
-    """The row entry a gptlib module falls under: the longest listed name that is it or a package above it."""
-    name = module.removeprefix("gptlib.")
+    """The row entry a gptlib module falls under: the longest listed name that is it or a package above it
+    (an analysis module is listed by its own name)."""
+    name = module.removeprefix("gptlib.analysis.").removeprefix("gptlib.")
     listed = [entry for row in rows for entry in row if name == entry or name.startswith(entry + ".")]
     return max(listed, key=len, default=None)
 
@@ -210,7 +249,7 @@ def order_breaks(sources: dict[str, str], rows: list[list[str]]) -> list[str]:
     row_of = {entry: i for i, row in enumerate(rows) for entry in row}
     broken = []
     for module, source in sources.items():
-        if module == "gptlib" or layer(module) != "analysis":
+        if module in ("gptlib", "gptlib.analysis") or layer(module) != "analysis":  # the packages' own files
             continue
         here = unit(module, rows)
         if here is None:
@@ -229,16 +268,28 @@ def test_inside_the_analysis_layer_each_row_imports_only_the_rows_above_it():
 
 def test_the_order_check_catches_an_import_up_or_across_and_a_module_left_out():
     rows = analysis_rows()
-    assert rows[0][0] == "data" and rows[-1] == ["assignment"]
+    assert rows[0][0] == "positionwise" and rows[-1] == ["assignment"]
     scratch = SOURCES | {
-        "gptlib.cache": SOURCES["gptlib.cache"] + "\nfrom . import jacobians\n",  # up
-        "gptlib.cost": SOURCES["gptlib.cost"] + "\nfrom . import residual\n",  # across one row
-        "gptlib.scratch": "from . import data\n",  # in no row
+        "gptlib.analysis.cache": SOURCES["gptlib.analysis.cache"] + "\nfrom . import jacobians\n",  # up
+        "gptlib.analysis.cost": SOURCES["gptlib.analysis.cost"] + "\nfrom . import residual\n",  # across one row
+        "gptlib.analysis.scratch": "from .. import data\n",  # in no row
         "gptlib.exercises.extra": "from . import result\nfrom .. import assignment\n",  # its own package, then up
     }
     assert sorted(order_breaks(scratch, rows)) == [
-        "gptlib.cache (row 1) imports gptlib.jacobians (row 2)",
-        "gptlib.cost (row 2) imports gptlib.residual (row 2)",
+        "gptlib.analysis.cache (row 1) imports gptlib.analysis.jacobians (row 2)",
+        "gptlib.analysis.cost (row 2) imports gptlib.analysis.residual (row 2)",
+        "gptlib.analysis.scratch is in no row of the analysis layer's order",
         "gptlib.exercises.extra (row 5) imports gptlib.assignment (row 6)",
-        "gptlib.scratch is in no row of the analysis layer's order",
     ]
+
+
+def listed_modules(docstring: str) -> set[str]:
+    """The first word of each line of a package docstring's map (lines indented by four spaces)."""
+    return {line.split()[0] for line in docstring.splitlines() if line.startswith("    ") and line.strip()}
+
+
+def test_the_analysis_package_maps_every_module_it_holds_and_no_other():
+    package = importlib.import_module("gptlib.analysis")
+    files = {module.removeprefix("gptlib.analysis.") for module in SOURCES if module.startswith("gptlib.analysis.")}
+    assert listed_modules(package.__doc__) == files
+    assert listed_modules("    cache  x\n    missing  y\n") - files == {"missing"}  # a stale line would show

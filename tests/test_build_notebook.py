@@ -12,12 +12,13 @@ import pytest
 import torch
 
 from gptlib import exercises
-from gptlib.exercises import build, hints
+from gptlib.exercises import build_track, hints
 from tests.support.notebook_files import cells, notebook, texts
 
-CHECKS = ["build.check_layer_norm_module(LayerNorm)", "build.check_attention_head(AttentionHead)",
-          "build.check_multi_head_attention(MultiHeadAttention)", "build.check_mlp(MLP)", "build.check_block(Block)",
-          "build.check_gpt(GPT)", "build.check_init(init_weights, GPT)", "build.attempt(course_gpt)"]
+CHECKS = ["build_track.check_layer_norm_module(LayerNorm)", "build_track.check_attention_head(AttentionHead)",
+          "build_track.check_multi_head_attention(MultiHeadAttention)", "build_track.check_mlp(MLP)",
+          "build_track.check_block(Block)",
+          "build_track.check_gpt(GPT)", "build_track.check_init(init_weights, GPT)", "build_track.attempt(course_gpt)"]
 
 
 def test_each_step_reads_not_attempted_in_order_with_its_hints_behind_a_comment():
@@ -136,7 +137,7 @@ def test_every_solution_runs_as_printed_in_the_notebook():
 
 def test_the_notebook_states_the_build_checkers_tolerance():
     """09's closing and the learner's guide say the same tolerance as the build checkers use."""
-    mantissa, exponent = f"{build.TOL:.0e}".split("e")  # 2e-05: "2", "-05"
+    mantissa, exponent = f"{build_track.TOL:.0e}".split("e")  # 2e-05: "2", "-05"
     closing = next(c.source for c in cells(notebook("09")) if c.source.startswith("## What you saw"))
     assert f"{mantissa}\\cdot10^{{{int(exponent)}}}\\,(1 + \\max|\\text{{output}}|)" in closing
     assert "exactly" not in closing

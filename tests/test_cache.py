@@ -1,11 +1,11 @@
-"""gptlib.cache: the Cache holds the lecture's intermediates of the model's own forward pass,
+"""gptlib.analysis.cache: the Cache holds the lecture's intermediates of the model's own forward pass,
 under the model's record names."""
 
 import pytest
 import torch
 
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, run_with_cache
-from gptlib.cache import Cache, shape_table
+from gptlib.analysis.cache import Cache, shape_table
 from gptlib.model import BLOCK_RECORD_NAMES, FINAL_RECORD_NAMES, record_key
 
 

@@ -1,4 +1,4 @@
-"""Remark 5.1 / Exercise 2: the dependency maps of gptlib.causality, and that they catch a leak."""
+"""Remark 5.1 / Exercise 2: the dependency maps of gptlib.analysis.causality, and that they catch a leak."""
 
 import re
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from gptlib import GPT, encode
-from gptlib.causality import future_dependence, gradient_map, perturbation_map, weakest_present_dependence
+from gptlib.analysis.causality import future_dependence, gradient_map, perturbation_map, weakest_present_dependence
 
 IDX = encode("First")  # T = 5
 

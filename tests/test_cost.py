@@ -1,11 +1,12 @@
-"""Section 6 and Rule-of-thumb 6.1: gptlib.cost's closed forms against FlopCounterMode."""
+"""Section 6 and Rule-of-thumb 6.1: gptlib.analysis.cost's closed forms against FlopCounterMode."""
 
 import re
 
 import pytest
 import torch
 
-from gptlib import COURSE_CONFIG, GPT, cost
+from gptlib import COURSE_CONFIG, GPT
+from gptlib.analysis import cost
 
 CONFIGS = [
     (COURSE_CONFIG, 64, 1),

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, component_table, format_table, measured_table, theorem_5_2
-from gptlib.counting import Row
+from gptlib.analysis.counting import Row
 
 
 def numel(model):

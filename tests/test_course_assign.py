@@ -33,14 +33,14 @@ def _releases_stay_in_their_test(monkeypatch):
 
 
 def _checker_calls(notebook: dict) -> list[str]:
-    """Every `exercises.check_*(` and `build.check_*(` call written at the top level of the notebook's code
-    cells, not commented out (read independently, by text), as `check_*` or `build.check_*`. A call indented
+    """Every `exercises.check_*(` and `build_track.check_*(` call written at the top level of the notebook's code
+    cells, not commented out (read independently, by text), as `check_*` or `build_track.check_*`. A call indented
     inside the learner's own flow (notebook 09 checks the learner's GPT only once it builds) is practice, not
     a question the kit can grade."""
     lines = [line for cell in notebook["cells"] if cell["cell_type"] == "code"
              for line in "".join(cell["source"]).splitlines() if not line.startswith(("#", " ", "\t"))]
     return [call.removeprefix("exercises.") for line in lines
-            for call in re.findall(r"\b((?:exercises\.(?:build\.)?|build\.)check_\w+)\(", line)]
+            for call in re.findall(r"\b((?:exercises\.(?:build_track\.)?|build_track\.)check_\w+)\(", line)]
 
 
 @pytest.fixture(scope="module")
@@ -220,7 +220,7 @@ def test_hidden_variant_replaces_nothing_global():
     import torch
 
     from gptlib.assignment.variants import shifted_seeds
-    from gptlib.exercises.result import variant_seed
+    from gptlib.exercises.variants import variant_seed
 
     functions = (torch.manual_seed, torch.Generator, random.Random.seed)
     torch.manual_seed(3)

@@ -13,7 +13,7 @@ from torch import nn
 
 from gptlib import exercises
 from gptlib.assignment.variants import shifted_seeds
-from gptlib.exercises import build
+from gptlib.exercises import build_track
 from gptlib.exercises.answers import build as S
 from gptlib_course.inside import module_server, zygote
 from gptlib_course.inside.module_server import ModuleServer
@@ -69,7 +69,7 @@ CHECKS = ["check_layer_norm_module(LayerNorm)", "check_attention_head(AttentionH
 def test_a_checker_judges_the_mirror_as_the_module_itself(check, code, offset):
     """Verdict, message and details through the mirror equal the checker's on the classes in this process,
     on the public sizes and on a hidden variant's."""
-    check = f"exercises.build.{check}"
+    check = f"exercises.build_track.{check}"
     submission = InProcess(_namespace(code))
     names = [n for n in course_class.BUILD if f"{n})" in check or f"({n}," in check]
     namespace = {"exercises": exercises, **{n: submission.function(n) for n in names}}
@@ -193,4 +193,4 @@ def test_the_submissions_side_refuses_what_it_will_not_describe():
 def test_build_checkers_run_unchanged_on_a_module_given_as_a_mirror():
     """The checkers' other entry, a module already built: a mirror is one (an nn.Module)."""
     _, mirror = _mirror(S.GPT, 13, 8, 16, 2, 2, 64)
-    assert build.check_gpt(mirror, V=13, T_max=8, d=16, H=2, L=2).passed
+    assert build_track.check_gpt(mirror, V=13, T_max=8, d=16, H=2, L=2).passed

@@ -1,4 +1,4 @@
-"""gptlib.decomposition: the stream as a sum of writes, and the logits as a sum of direct contributions.
+"""gptlib.analysis.decomposition: the stream as a sum of writes, and the logits as a sum of direct contributions.
 
 The references are the model's own forward pass (cache.X(L), the logits Z) and closed forms; each
 check is paired with a broken decomposition (a write missing, one counted twice, a wrong LN_f scale)
@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from benchmarks.peers import scrambled_model
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, data, pretrained, run_with_cache
-from gptlib.decomposition import (
+from gptlib.analysis.decomposition import (
     StreamWrites,
     decomposition_gap,
     direct_logit_attribution,

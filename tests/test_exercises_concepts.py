@@ -6,9 +6,10 @@ import re
 import pytest
 import torch
 
-from gptlib import circuits, exercises
+from gptlib import exercises
+from gptlib.analysis import attention
+from gptlib.analysis.counting import measured_table
 from gptlib.config import COURSE_CONFIG, GPTConfig
-from gptlib.counting import measured_table
 from gptlib.exercises.answers import concepts
 from gptlib.exercises.result import FAILED, NOT_ATTEMPTED, PASSED
 from gptlib.model import GPT
@@ -140,7 +141,7 @@ def test_the_course_model_choices_state_its_own_numbers():
     assert _large_numbers(why) == _large_numbers(f"{blocks / total:.0%} {total:,}")
     torch.manual_seed(0)
     attn = GPT(COURSE_CONFIG).double().blocks[0].attn
-    d_head = circuits.numerical_rank(circuits.W_OV(attn, 0)).rank  # measured: W_OV^h's rank
+    d_head = attention.numerical_rank(attention.W_OV(attn, 0)).rank  # measured: W_OV^h's rank
     spec = concepts.QUESTIONS["1.4"]
     assert f"at most d_head = {d_head}." in spec.why and f"rank at most {d_head}:" in spec.wrong["a"]
     assert _large_numbers(spec.why + spec.wrong["a"]) == {d_head}

@@ -3,10 +3,10 @@ mistake, written as a learner would write it, is named; a copied table fails."""
 
 import torch
 
-from gptlib.decomposition import head_label, stream_writes
+from gptlib.analysis.decomposition import head_label, stream_writes
+from gptlib.analysis.patching import logits_from_writes
 from gptlib.exercises.patching import TOLERANCE, check_head_patching
 from gptlib.exercises.result import FAILED
-from gptlib.patching import logits_from_writes
 
 
 def log_probs(model, prompts, layer, head, into="corrupted", direct_only=False):
@@ -24,7 +24,7 @@ def correct(model, prompts, layer, head):
 
 
 def correct_with_hooks(model, prompts, layer, head):
-    """The same measurement another way: forward hooks on the model's own blocks, no gptlib.decomposition."""
+    """The same measurement another way: forward hooks on the model's own blocks, no gptlib.analysis.decomposition."""
     attn = model.blocks[layer].attn
     saved = {}
 

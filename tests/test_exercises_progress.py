@@ -4,8 +4,8 @@ import pytest
 
 from gptlib import exercises
 from gptlib.exercises import hints, result
-from gptlib.exercises import progress_table as progress
 from gptlib.exercises.answers import build as build_solutions
+from gptlib.exercises.progress import NOT_YET, PARTLY, PASSED, ROWS
 from tests.support.notebook_files import NOTEBOOKS, cells
 
 
@@ -19,12 +19,12 @@ def status(table, what):
 
 
 def test_a_passing_checker_marks_its_row_and_a_failing_one_does_not(fresh_kernel):
-    assert all(s == progress.NOT_YET for _, s, _ in exercises.progress().rows)
-    exercises.build.check_mlp(build_solutions.LayerNorm)  # fails: not an MLP
-    assert status(exercises.progress(), "Build 4") == progress.NOT_YET
-    assert exercises.build.check_mlp(build_solutions.MLP).passed
+    assert all(s == NOT_YET for _, s, _ in exercises.progress().rows)
+    exercises.build_track.check_mlp(build_solutions.LayerNorm)  # fails: not an MLP
+    assert status(exercises.progress(), "Build 4") == NOT_YET
+    assert exercises.build_track.check_mlp(build_solutions.MLP).passed
     table = exercises.progress()
-    assert status(table, "Build 4") == progress.PASSED
+    assert status(table, "Build 4") == PASSED
     assert "1 of 16 passed" in repr(table) and "09, Step 4" in repr(table) and "passed" in table._repr_html_()
 
 
@@ -32,15 +32,15 @@ def test_a_row_needing_two_checkers_is_partly_passed_after_one(fresh_kernel):
     from gptlib.exercises.answers import solutions
 
     assert exercises.check_parameter_count(solutions.count).passed
-    assert status(exercises.progress(), "Exercise 1 ★") == progress.PARTLY
+    assert status(exercises.progress(), "Exercise 1 ★") == PARTLY
     assert exercises.check_parameter_table(solutions.rows).passed
-    assert status(exercises.progress(), "Exercise 1 ★") == progress.PASSED
+    assert status(exercises.progress(), "Exercise 1 ★") == PASSED
 
 
 def test_every_row_names_checkers_that_exist_and_a_section_that_exists():
-    names = {name for module in (exercises, exercises.build) for name in dir(module)}
+    names = {name for module in (exercises, exercises.build_track) for name in dir(module)}
     parts = {"_count", "causality_verdict"}  # check_own_model's verdicts on the count and on causality
-    for what, where, needed in progress.ROWS:
+    for what, where, needed in ROWS:
         assert all(any(n in names | parts for n in alternative.split("|")) for alternative in needed), what
         number, heading = where.split(", ", 1)
         path = next(p for p in NOTEBOOKS if p.name.startswith(number + "_"))

@@ -10,9 +10,11 @@ import torch
 
 import gptlib
 from gptlib import GPT, GPTConfig, exercises
-from gptlib.exercises import flops, heads, hints, layernorm, result
+from gptlib.exercises import attention, checking, cost, hints, layernorm, mistakes, result
 from gptlib.exercises.answers import solutions
-from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, PASSED, Wrong, as_float, as_int, as_numbers, call, checker
+from gptlib.exercises.checking import Wrong, call, checker
+from gptlib.exercises.reading import as_float, as_int, as_numbers
+from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, PASSED
 
 
 @checker("Exercise 0")
@@ -137,7 +139,7 @@ def test_not_attempted_says_which_stub_or_what_placeholder():
     @checker("Exercise 0")
     def check_choice(choice):
         if choice is None:
-            result.not_attempted("no choice made yet")
+            checking.not_attempted("no choice made yet")
         return "chosen.", []
 
     r = check_choice(None)
@@ -168,11 +170,11 @@ def test_as_int_refuses_anything_else_with_wrong(value):
 @pytest.mark.parametrize(
     "points, mistakes",
     [
-        (heads.FACTOR_SHAPES, heads.FACTOR_MISTAKES),
-        (heads.RANK_SHAPES, heads.RANK_MISTAKES),
+        (attention.FACTOR_SHAPES, attention.FACTOR_MISTAKES),
+        (attention.RANK_SHAPES, attention.RANK_MISTAKES),
         ([(c,) for c in layernorm.SCALES], layernorm.DECAY_MISTAKES),
-        (flops.FLOP_POINTS, flops.FLOP_MISTAKES),
-        ([(c,) for c in flops.TAKEOVER_CONFIGS], flops.TAKEOVER_MISTAKES),
+        (cost.FLOP_POINTS, cost.FLOP_MISTAKES),
+        ([(c,) for c in cost.TAKEOVER_CONFIGS], cost.TAKEOVER_MISTAKES),
     ],
 )
 def test_the_points_a_checker_tries_tell_its_typical_mistakes_apart(points, mistakes):
@@ -184,32 +186,32 @@ def test_the_points_a_checker_tries_tell_its_typical_mistakes_apart(points, mist
 
 
 def test_name_mistake_names_one_lists_candidates_or_a_pair_or_nothing():
-    mistakes = {"doubled": lambda x: 2 * x, "squared": lambda x: x * x, "added to itself": lambda x: x + x}
-    assert result.name_mistake({2: 4, 3: 9}, mistakes) == "squared"
-    both = result.name_mistake({2: 4, 3: 6}, mistakes)
+    typical = {"doubled": lambda x: 2 * x, "squared": lambda x: x * x, "added to itself": lambda x: x + x}
+    assert mistakes.name_mistake({2: 4, 3: 9}, typical) == "squared"
+    both = mistakes.name_mistake({2: 4, 3: 6}, typical)
     assert both.startswith("your answer is what each of 2 typical mistakes gives") and "doubled; or added to itself" in both
-    assert result.name_mistake({2: 4, 3: 7}, mistakes) is None  # each explains one point, none both
-    assert result.name_mistake({2: 8, 3: 15}, {"doubled": lambda x: 2 * x, "squared": lambda x: x * x}, pairs=True) == (
+    assert mistakes.name_mistake({2: 4, 3: 7}, typical) is None  # each explains one point, none both
+    assert mistakes.name_mistake({2: 8, 3: 15}, {"doubled": lambda x: 2 * x, "squared": lambda x: x * x}, pairs=True) == (
         "exactly what two mistakes together give: doubled and squared"
     )
     near = {"doubled": lambda x: 2 * x, "tripled": lambda x: 3 * x}
-    assert result.name_mistake({3: 6.3}, near, lambda got, predicted: abs(got - predicted) < 0.5) == "doubled"
+    assert mistakes.name_mistake({3: 6.3}, near, lambda got, predicted: abs(got - predicted) < 0.5) == "doubled"
     several = {"sum": lambda a, b: a + b, "product": lambda a, b: a * b}  # a tuple point is several arguments
-    assert result.name_mistake({(2, 3): 5, (1, 1): 2}, several) == "sum"
+    assert mistakes.name_mistake({(2, 3): 5, (1, 1): 2}, several) == "sum"
     same = {name: (lambda x: x) for name in "abc"}
-    assert result.name_mistake({1: 2, 5: 10}, same, pairs=True).endswith("(a and b); or (a and c); or (b and c)")
+    assert mistakes.name_mistake({1: 2, 5: 10}, same, pairs=True).endswith("(a and b); or (a and c); or (b and c)")
     six = {name: (lambda x: x) for name in "abcdef"}
-    assert result.name_mistake({1: 1}, six).endswith("a; or b; or c; or d; or 2 more")
+    assert mistakes.name_mistake({1: 1}, six).endswith("a; or b; or c; or d; or 2 more")
 
 
 def test_explaining_lists_every_combination_of_a_size_that_adds_up_at_every_point():
-    mistakes = {"once": lambda n: n, "twice": lambda n: 2 * n, "three times": lambda n: 3 * n}
-    assert result.explaining({1: 3, 2: 6}, mistakes) == [("three times",)]
-    assert result.explaining({1: 3, 2: 6}, mistakes, size=2) == [("once", "twice")]
-    assert result.explaining({1: 4, 2: 8}, mistakes, size=2) == [("once", "three times")]
-    assert result.explaining({1: 3, 2: 7}, mistakes) == []  # "three times" explains only the first point
-    assert result.explaining({(): 0}, mistakes, size=0) == [()] and result.explaining({(): 1}, mistakes, size=0) == []
-    assert result.explaining({2: (2, 4)}, {"pair": lambda n: (n, 2 * n)}) == [("pair",)]  # one prediction as it is
+    typical = {"once": lambda n: n, "twice": lambda n: 2 * n, "three times": lambda n: 3 * n}
+    assert mistakes.explaining({1: 3, 2: 6}, typical) == [("three times",)]
+    assert mistakes.explaining({1: 3, 2: 6}, typical, size=2) == [("once", "twice")]
+    assert mistakes.explaining({1: 4, 2: 8}, typical, size=2) == [("once", "three times")]
+    assert mistakes.explaining({1: 3, 2: 7}, typical) == []  # "three times" explains only the first point
+    assert mistakes.explaining({(): 0}, typical, size=0) == [()] and mistakes.explaining({(): 1}, typical, size=0) == []
+    assert mistakes.explaining({2: (2, 4)}, {"pair": lambda n: (n, 2 * n)}) == [("pair",)]  # one prediction as it is
 
 
 @pytest.mark.parametrize(
@@ -229,7 +231,7 @@ def test_explaining_lists_every_combination_of_a_size_that_adds_up_at_every_poin
     ],
 )
 def test_close_is_one_rule_for_numbers_tensors_and_tuples(got, expected, tolerances, equal):
-    assert result.close(got, expected, **tolerances) is equal
+    assert mistakes.close(got, expected, **tolerances) is equal
 
 
 def test_hints_are_progressive_and_point_to_the_next_level(capsys):

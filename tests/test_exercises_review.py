@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from gptlib import COURSE_CONFIG, exercises
-from gptlib.exercises import build
+from gptlib.exercises import build_track
 from gptlib.exercises.result import PASSED
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -691,20 +691,20 @@ CASES = {
     "takeover at 2d + d_ff + 1": (C.check_attention_takeover, lambda: lambda c: 2 * c.d + c.d_ff + 1, "beyond"),
     "takeover at 4d": (C.check_attention_takeover, lambda: lambda c: 4 * c.d, "below"),
     # build track
-    "LayerNorm via F.layer_norm": (build.check_layer_norm_module, lambda: FunctionalLayerNorm, OK),
-    "LayerNorm with torch.var": (build.check_layer_norm_module, lambda: UnbiasedLayerNorm, "unbiased"),
-    "LayerNorm without centring": (build.check_layer_norm_module, lambda: RMSOnlyNorm, "RMSNorm"),
-    "MLP in einsum": (build.check_mlp, lambda: EinsumMLP, OK),
-    "MLP with tanh GELU": (build.check_mlp, lambda: lambda d, d_ff: EinsumMLP(d, d_ff, "tanh"), "tanh"),
-    "MLP with ReLU": (build.check_mlp, lambda: ReluMLP, "ReLU"),
-    "head in einsum with a -1e9 mask": (build.check_attention_head, lambda: EinsumHead, OK),
-    "head scaled by sqrt(d)": (build.check_attention_head, lambda: lambda d, k: EinsumHead(d, k, scale="d"), "sqrt(d)"),
-    "block with ModuleDict parts": (build.check_block, lambda: Block, OK),
-    "post-norm block": (build.check_block, lambda: lambda d, H, d_ff: Block(d, H, d_ff, post_norm=True), "post"),
-    "block masking after the softmax": (build.check_block, lambda: lambda d, H, d_ff: Block(d, H, d_ff, mask="after softmax"),
-                                        "softmax"),
-    "GPT with ModuleDict blocks, (logits, loss)": (build.check_gpt, lambda: LearnerGPT, OK),
-    "GPT with no LN_f": (build.check_gpt, lambda: lambda *sizes: LearnerGPT(*sizes, final_norm=False), "LN_f"),
+    "LayerNorm via F.layer_norm": (build_track.check_layer_norm_module, lambda: FunctionalLayerNorm, OK),
+    "LayerNorm with torch.var": (build_track.check_layer_norm_module, lambda: UnbiasedLayerNorm, "unbiased"),
+    "LayerNorm without centring": (build_track.check_layer_norm_module, lambda: RMSOnlyNorm, "RMSNorm"),
+    "MLP in einsum": (build_track.check_mlp, lambda: EinsumMLP, OK),
+    "MLP with tanh GELU": (build_track.check_mlp, lambda: lambda d, d_ff: EinsumMLP(d, d_ff, "tanh"), "tanh"),
+    "MLP with ReLU": (build_track.check_mlp, lambda: ReluMLP, "ReLU"),
+    "head in einsum with a -1e9 mask": (build_track.check_attention_head, lambda: EinsumHead, OK),
+    "head scaled by sqrt(d)": (build_track.check_attention_head, lambda: lambda d, k: EinsumHead(d, k, scale="d"), "sqrt(d)"),
+    "block with ModuleDict parts": (build_track.check_block, lambda: Block, OK),
+    "post-norm block": (build_track.check_block, lambda: lambda d, H, d_ff: Block(d, H, d_ff, post_norm=True), "post"),
+    "block masking after the softmax": (build_track.check_block,
+                                        lambda: lambda d, H, d_ff: Block(d, H, d_ff, mask="after softmax"), "softmax"),
+    "GPT with ModuleDict blocks, (logits, loss)": (build_track.check_gpt, lambda: LearnerGPT, OK),
+    "GPT with no LN_f": (build_track.check_gpt, lambda: lambda *sizes: LearnerGPT(*sizes, final_norm=False), "LN_f"),
 }
 
 

@@ -1,11 +1,12 @@
-"""Induction-head measurements against straightforward second implementations (gptlib.induction)."""
+"""Induction-head measurements against straightforward second implementations (gptlib.analysis.induction)."""
 
 import numpy as np
 import pytest
 import torch
 
-from gptlib import GPT, GPTConfig, induction, run_with_cache
-from gptlib.induction import INDUCTION_CONFIG
+from gptlib import GPT, GPTConfig, run_with_cache
+from gptlib.analysis import induction
+from gptlib.analysis.induction import INDUCTION_CONFIG
 
 
 @pytest.fixture

@@ -3,9 +3,10 @@
 import pytest
 import torch
 
-from gptlib import encode, jacobians
+from gptlib import encode
+from gptlib.analysis import jacobians
+from gptlib.analysis.jacobians import finite_difference_jacobian
 from gptlib.export import stacked_heads
-from gptlib.jacobians import finite_difference_jacobian
 from tests.support.scratch_gpt import ScratchBlock
 
 

@@ -1,6 +1,6 @@
-"""gptlib.patching on the shipped induction model: patching names the heads notebook 08's scores name.
+"""gptlib.analysis.patching on the shipped induction model: patching names the heads notebook 08's scores name.
 
-The independent reference is gptlib.induction.head_scores (attention patterns, no intervention):
+The independent reference is gptlib.analysis.induction.head_scores (attention patterns, no intervention):
 heads found by restoring the clean run's writes must be the previous-token heads of layer 0 and the
 induction heads of layer 1 it finds, and the heads it finds neither must restore nothing.
 """
@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from gptlib import pretrained
-from gptlib.decomposition import logit_pieces, stream_writes
-from gptlib.induction import head_scores, induction_eval_tokens
-from gptlib.patching import ablation_effects, induction_patching_prompts, patching_restoration
+from gptlib.analysis.decomposition import logit_pieces, stream_writes
+from gptlib.analysis.induction import head_scores, induction_eval_tokens
+from gptlib.analysis.patching import ablation_effects, induction_patching_prompts, patching_restoration
 
 SCORE = 0.5  # notebook 08's threshold on previous-token and induction scores
 FOUND = 0.1  # a head restoring at least a tenth of the log-probability gap counts as found by patching

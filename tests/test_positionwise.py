@@ -1,4 +1,4 @@
-"""gptlib.positionwise (Lecture 5, Section 2) against torch's GELU, closed forms and attention as a counter-example."""
+"""gptlib.analysis.positionwise (Lecture 5, Section 2) against torch's GELU, closed forms and attention as a counter-example."""
 
 import math
 
@@ -7,8 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from gptlib import COURSE_CONFIG, GPTConfig, encode, run_with_cache
-from gptlib.model import MLP, MultiHeadAttention
-from gptlib.positionwise import (
+from gptlib.analysis.positionwise import (
     convex_weights_error,
     definition_error,
     gelu_exact,
@@ -18,6 +17,7 @@ from gptlib.positionwise import (
     row_isolation_error,
     separating_direction,
 )
+from gptlib.model import MLP, MultiHeadAttention
 from gptlib.pretrained import load_pretrained
 
 

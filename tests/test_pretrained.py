@@ -9,8 +9,9 @@ import math
 import pytest
 import torch
 
-from gptlib import GPT, data, induction, pretrained
-from gptlib.induction import INDUCTION_CONFIG, induction_eval_tokens
+from gptlib import GPT, data, pretrained
+from gptlib.analysis import induction
+from gptlib.analysis.induction import INDUCTION_CONFIG, induction_eval_tokens
 from gptlib.train import TrainSettings, mean_loss
 
 MARGIN = 0.01  # nats: room for summation-order differences across machines and thread counts

@@ -7,10 +7,11 @@ import re
 import pytest
 import torch
 
-from gptlib import jacobians, make_deterministic
+from gptlib import make_deterministic
+from gptlib.analysis import jacobians
+from gptlib.analysis.residual import initial_loss_gap, residual_write_variance
 from gptlib.config import GPTConfig
 from gptlib.reproducibility import seeded
-from gptlib.residual import initial_loss_gap, residual_write_variance
 
 SMALL = GPTConfig(V=7, T_max=4, d=8, H=2, L=1)
 

@@ -1,4 +1,4 @@
-"""gptlib.residual (Remarks 3.2-3.4, Empirical aside 3.5, Project aside 5.2) against direct formulas
+"""gptlib.analysis.residual (Remarks 3.2-3.4, Empirical aside 3.5, Project aside 5.2) against direct formulas
 and a model built without the dropped block."""
 
 import math
@@ -7,8 +7,9 @@ import re
 import pytest
 import torch
 
-from gptlib import COURSE_CONFIG, GPT, encode, residual, run_with_cache
-from gptlib.residual import initial_loss_gap, residual_write_variance
+from gptlib import COURSE_CONFIG, GPT, encode, run_with_cache
+from gptlib.analysis import residual
+from gptlib.analysis.residual import initial_loss_gap, residual_write_variance
 
 
 def test_stream_measurements_against_direct_formulas(sharp_model):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from gptlib import GPT, GPTConfig, data
-from gptlib.induction import INDUCTION_CONFIG
+from gptlib.analysis.induction import INDUCTION_CONFIG
 from gptlib.sampling import next_token_probabilities, sample
 
 

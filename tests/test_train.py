@@ -12,9 +12,10 @@ import urllib.request
 import pytest
 import torch
 
-from gptlib import GPT, data, induction
+from gptlib import GPT, data
+from gptlib.analysis import induction
+from gptlib.analysis.induction import INDUCTION_CONFIG
 from gptlib.checkpoint import load_checkpoint, load_weights_into, save_checkpoint
-from gptlib.induction import INDUCTION_CONFIG
 from gptlib.train import (
     DEVICES,
     Diverged,

@@ -15,7 +15,8 @@ pytest.importorskip("matplotlib")
 
 from PIL import Image  # noqa: E402
 
-from gptlib import COURSE_CONFIG, GPT, GPTConfig, circuits, encode, run_with_cache  # noqa: E402
+from gptlib import COURSE_CONFIG, GPT, GPTConfig, encode, run_with_cache
+from gptlib.analysis import attention  # noqa: E402
 from gptlib.viz.attention import (  # noqa: E402
     AttentionExplorer,
     AttentionView,
@@ -45,7 +46,7 @@ def test_view_holds_the_cached_attention_and_per_head_write_norms(model):
     torch.testing.assert_close(view.A, cache.A(2)[0, 3])
     # the write norms are per-head terms: their sum (plus b_O) is the cached attention write
     X = cache.ln_1(2)
-    terms = circuits.head_contributions(model.blocks[2].attn, X)[0]  # (H, T, d)
+    terms = attention.head_contributions(model.blocks[2].attn, X)[0]  # (H, T, d)
     torch.testing.assert_close(view.write_norms, terms.norm(dim=-1))
     torch.testing.assert_close(terms.sum(0) + model.blocks[2].attn.b_O, cache.attn_write(2)[0], atol=1e-5, rtol=1e-5)
     assert view.labels[2] == "␣" and view.labels[13] == "\\n"

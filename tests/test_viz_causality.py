@@ -7,7 +7,7 @@ import torch
 pytest.importorskip("matplotlib")
 
 from gptlib import COURSE_CONFIG, GPT, encode  # noqa: E402
-from gptlib.causality import gradient_map, perturbation_map  # noqa: E402
+from gptlib.analysis.causality import gradient_map, perturbation_map  # noqa: E402
 from gptlib.viz.causality import dependency_maps_figure  # noqa: E402
 
 

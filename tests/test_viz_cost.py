@@ -7,7 +7,8 @@ pytest.importorskip("matplotlib")
 
 from matplotlib.colors import LogNorm  # noqa: E402
 
-from gptlib import COURSE_CONFIG, cost  # noqa: E402
+from gptlib import COURSE_CONFIG
+from gptlib.analysis import cost  # noqa: E402
 from gptlib.viz.cost import cost_vs_T_figure, six_n_rule_error_figure  # noqa: E402
 from tests.support import notebook_files  # noqa: E402
 

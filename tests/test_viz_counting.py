@@ -166,7 +166,7 @@ JS_TYPED = ["65", " 50,257 ", "12_288", "1e3", "1.5e3", "12.5", "abc", "", "nan"
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_the_front_ends_theorem_and_reading_of_sizes_are_the_kernels(tmp_path):
-    """js/count.js evaluates Theorem 5.2 in the page and reads typed sizes itself: both must agree with gptlib."""
+    """js/counting.js evaluates Theorem 5.2 in the page and reads typed sizes itself: both must agree with gptlib."""
     source = tmp_path / "count.mjs"
     source.write_text(ParameterCountExplorer._esm)
     configs = [{"V": c.V, "T_max": c.T_max, "d": c.d, "L": c.L, "d_ff": c.d_ff, "tie": c.tie_weights,

@@ -16,7 +16,7 @@ from gptlib import COURSE_CONFIG, GPT  # noqa: E402
 from gptlib.viz.attention import AttentionExplorer  # noqa: E402
 from gptlib.viz.counting import ParameterCountExplorer  # noqa: E402
 from gptlib.viz.explorer import FROM_STATE, WIDGET_VIEW, module, script_json  # noqa: E402
-from gptlib.viz.geometry import LayerNormSphere  # noqa: E402
+from gptlib.viz.layernorm import LayerNormSphere  # noqa: E402
 
 HOSTILE = ["<!--<script>", "</script><script>alert(1)</script>", "<!-- x --> & y", "]]>", "\u2028\u2029"]
 
@@ -130,8 +130,8 @@ def test_an_explorer_with_nothing_drawn_shows_the_widget_and_its_repr_only():
     assert explorer.message.startswith("Cannot draw:") and "nothing is drawn" in explorer.message
 
 
-EXPLORER_NOTEBOOKS = {"01_multi_head_attention": "attention", "04_layernorm_geometry": "sphere",
-                      "05_gpt_and_parameter_count": "count", "08_trained_model_tour": "attention"}
+EXPLORER_NOTEBOOKS = {"01_multi_head_attention": "attention", "04_layernorm_geometry": "layernorm",
+                      "05_gpt_and_parameter_count": "counting", "08_trained_model_tour": "attention"}
 
 
 @pytest.mark.parametrize("name, front_end", EXPLORER_NOTEBOOKS.items())

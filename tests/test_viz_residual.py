@@ -6,8 +6,8 @@ import torch
 
 pytest.importorskip("matplotlib")
 
-from gptlib.jacobians import DepthStudyRow  # noqa: E402
-from gptlib.residual import BlockDropLosses, BranchWriteRatios, WriteVariance  # noqa: E402
+from gptlib.analysis.jacobians import DepthStudyRow  # noqa: E402
+from gptlib.analysis.residual import BlockDropLosses, BranchWriteRatios, WriteVariance  # noqa: E402
 from gptlib.viz import residual as figures  # noqa: E402
 
 

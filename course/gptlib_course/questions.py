@@ -2,7 +2,7 @@
 student's version of that notebook.
 
 A question is one top-level statement `exercises.check_NAME(args)` (or the build track's
-`build.check_NAME(args)`, read as `exercises.build.check_NAME(args)`) in a code cell. Its name is
+`build_track.check_NAME(args)`, read as `exercises.build_track.check_NAME(args)`) in a code cell. Its name is
 NAME plus its constant string arguments ("parameter_count", "concept_7_1"); its check is the
 call's own source; its answers are the names the call reads from the learner's namespace. A
 literal None among the arguments is the answer slot of a value question (check_concept("7.1",
@@ -44,17 +44,17 @@ class Question:
 
 
 def _checker_calls(tree: ast.Module) -> list[ast.Expr]:
-    """The top-level statements `exercises.check_*(...)`, `build.check_*(...)` and `exercises.build.check_*(...)`
-    of a cell; each call's function is made `exercises.[build.]check_*` (the name the tests run it by)."""
+    """The top-level statements `exercises.check_*(...)`, `build_track.check_*(...)` and `exercises.build_track.check_*(...)`
+    of a cell; each call's function is made `exercises.[build_track.]check_*` (the name the tests run it by)."""
     found = []
     for node in tree.body:
         call = node.value if isinstance(node, ast.Expr) else None
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr.startswith("check_")):
             continue
         owner = ast.unparse(call.func.value)
-        if owner in ("build", "exercises.build"):
-            call.func.value = ast.Attribute(ast.Name("exercises"), "build")
-        if owner in ("exercises", "build", "exercises.build"):
+        if owner in ("build_track", "exercises.build_track"):
+            call.func.value = ast.Attribute(ast.Name("exercises"), "build_track")
+        if owner in ("exercises", "build_track", "exercises.build_track"):
             found.append(node)
     return found
 

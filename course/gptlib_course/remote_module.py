@@ -1,5 +1,5 @@
 """A submission's nn.Module as the judge's checkers see it: a mirror in the judge whose forward runs in the
-submission's confined process (the build track of notebook 09: `build.check_mlp(MLP)` and the others).
+submission's confined process (the build track of notebook 09: `build_track.check_mlp(MLP)` and the others).
 
 The submission's process keeps each module its calls return and describes it (inside/module_server.py,
 which states the protocol both sides speak and its bounds); here, the judge's side, `Link.mirror` builds a

@@ -13,6 +13,6 @@ list of shapes) stay the same (tests/test_course_assign.py measures which questi
 
 from __future__ import annotations
 
-from gptlib.exercises.result import hidden_variant as shifted_seeds
+from gptlib.exercises.variants import shifted_seeds
 
 __all__ = ["shifted_seeds"]

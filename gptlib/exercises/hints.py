@@ -64,7 +64,7 @@ HINTS = {
 }
 
 
-# The build track of notebook 09, one step per piece of the GPT (gptlib.exercises.build checks them).
+# The build track of notebook 09, one step per piece of the GPT (gptlib.exercises.build_track checks them).
 # Each piece of code between backquotes runs as printed when pasted into the step's stub in 09, in the
 # method the hint names (`__init__` or `forward`; `forward` where it names none; init's function body),
 # using only the stub's own arguments, 09's first cell's imports and what an earlier piece defined:

@@ -17,8 +17,11 @@ import functools
 import torch
 import torch.nn.functional as F
 
-from .. import geometry
-from .result import Wrong, as_float, as_matrix, as_numbers, call, checker, close, name_mistake, variant_points, variant_seed
+from ..analysis import layernorm
+from .checking import Wrong, call, checker
+from .mistakes import close, name_mistake
+from .reading import as_float, as_matrix, as_numbers
+from .variants import variant_points, variant_seed
 
 EX4 = "Exercise 4"
 EPSILONS = (0.5, 1e-5, 0.0)  # 0.5 first: where eps sits is plain to see
@@ -88,7 +91,7 @@ def _project_mistake(u: torch.Tensor, got: torch.Tensor) -> str:
     named = name_mistake({u: got}, PROJECT_MISTAKES, agree)
     if named:
         return named
-    if _rescales_rows(got, geometry.center(u)):
+    if _rescales_rows(got, layernorm.center(u)):
         return "your projection also rescales each row (its direction is right): step 1 only subtracts the mean, step 2 rescales"
     return "project(u) is not u - mean(u) 1 row by row"
 
@@ -111,13 +114,13 @@ def check_layer_norm(project, rescale) -> tuple[str, list[str]]:
     inputs = _inputs()
     for u in inputs:
         got = as_matrix(call(project, u, what="u"), u.shape, "project(u)")
-        if not agree(got, geometry.center(u)):
+        if not agree(got, layernorm.center(u)):
             raise Wrong(_project_mistake(u, got) + ".", [f"u of shape {tuple(u.shape)}"])
     for u in inputs:
-        v = geometry.center(u)
+        v = layernorm.center(u)
         for eps in EPSILONS:
             got = as_matrix(call(rescale, v, eps, what="v, eps"), v.shape, "rescale(v, eps)")
-            if not agree(got, geometry.radial_rescale(v, eps)):
+            if not agree(got, layernorm.radial_rescale(v, eps)):
                 raise Wrong(_rescale_mistake(v, eps, got) + ".", [f"v of shape {tuple(v.shape)}, eps = {eps}"])
     generator = torch.Generator().manual_seed(variant_seed(1))
     for u in inputs:
@@ -158,7 +161,7 @@ def measured_decay_factors(c: float) -> tuple[float, float]:
     W = torch.randn(16, 12, generator=generator, dtype=torch.float64)  # (m, n)
     X = torch.randn(32, 12, generator=generator, dtype=torch.float64)  # (B, n)
     readout = torch.randn(32, 16, generator=generator, dtype=torch.float64)  # (B, m)
-    grads = geometry.weight_scale_before_layernorm(W, X, readout, torch.tensor([1.0, c], dtype=torch.float64)).grad_norm
+    grads = layernorm.weight_scale_before_layernorm(W, X, readout, torch.tensor([1.0, c], dtype=torch.float64)).grad_norm
     gradient = (grads[1] / grads[0]).item()
     return gradient, gradient / c  # the relative step lr ||g|| / ||W|| also divides by ||cW|| = c ||W||
 

@@ -31,11 +31,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import checks
+from .. import validation
+from ..analysis.counting import theorem_5_2
 from ..config import GPTConfig
-from ..counting import theorem_5_2
 from ..model import LayerNorm, eval_mode
-from .causal import (
+from .causality import (
     batch_independence,
     causality_verdict,
     float64_copy,
@@ -44,6 +44,7 @@ from .causal import (
     refuse_randomness,
     tried_length,
 )
+from .checking import Wrong, checker
 from .count_differences import (
     BIASES,
     CONVENTION,
@@ -58,7 +59,8 @@ from .count_differences import (
     TIED_W_U_BIAS,
     W_U_BIAS,
 )
-from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, checker, explaining
+from .mistakes import explaining
+from .result import FAILED, NOT_ATTEMPTED, PASSED, Result
 
 OWN = "Your own GPT"
 LOSS_RTOL = 0.1  # initial loss within 10% of ln V
@@ -67,7 +69,7 @@ UNEXPLAINED = " (compare the shapes below with Theorem 5.2's)"
 
 
 def theorem_5_2_count(V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool) -> int:
-    """Theorem 5.2 (gptlib.counting.theorem_5_2) for these sizes; H does not enter it."""
+    """Theorem 5.2 (gptlib.analysis.counting.theorem_5_2) for these sizes; H does not enter it."""
     return theorem_5_2(GPTConfig(V=V, T_max=T_max, d=d, H=1, L=L, d_ff=d_ff, tie_weights=tied))
 
 
@@ -296,8 +298,8 @@ def check_own_model(
     Returns a report whose parts are the four verdicts; it passes when all four pass.
     """
     for name, value in (("V", V), ("T_max", T_max), ("d", d), ("L", L), ("d_ff", d_ff if d_ff is not None else 1)):
-        checks.integer(name, value, at_least=1)
-    if H is not None and d % checks.integer("H", H, at_least=1):
+        validation.integer(name, value, at_least=1)
+    if H is not None and d % validation.integer("H", H, at_least=1):
         raise ValueError(f"H must divide d, got H = {H}, d = {d}")
     if tied not in (None, True, False):
         raise ValueError(f"tied must be True, False or None (read from the model), got {tied!r}")

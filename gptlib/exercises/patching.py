@@ -3,7 +3,7 @@
     check_head_patching(fn)   fn(model, prompts, layer, head) -> the fraction of the log-probability gap
                               that the clean run's write of that head restores in the corrupted run
 
-compared with gptlib.patching.patching_restoration on the shipped induction model, for every head,
+compared with gptlib.analysis.patching.patching_restoration on the shipped induction model, for every head,
 on two corruptions of the evaluation rows (seeds 0 and 1), so a table copied from the notebook fails.
 """
 
@@ -14,10 +14,13 @@ import functools
 import torch
 
 from .. import pretrained
-from ..decomposition import head_label, logit_pieces, stream_writes
-from ..induction import induction_eval_tokens
-from ..patching import PatchingPrompts, induction_patching_prompts, logits_from_writes, patching_restoration
-from .result import Wrong, as_float, call, checker, close, name_mistake, variant_seed
+from ..analysis.decomposition import head_label, logit_pieces, stream_writes
+from ..analysis.induction import induction_eval_tokens
+from ..analysis.patching import PatchingPrompts, induction_patching_prompts, logits_from_writes, patching_restoration
+from .checking import Wrong, call, checker
+from .mistakes import close, name_mistake
+from .reading import as_float
+from .variants import variant_seed
 
 TOLERANCE = 1e-3  # fractions of order 1, from float32 runs of the same model in another order
 ROWS = 16  # evaluation rows per corruption: enough for stable fractions, quick to rerun 16 times
@@ -67,7 +70,7 @@ PATCHING_MISTAKES = {
 
 @checker("Patching")
 def check_head_patching(restored_fraction) -> tuple[str, list[str]]:
-    """restored_fraction(model, prompts, layer, head) -> float, for gptlib.patching.PatchingPrompts."""
+    """restored_fraction(model, prompts, layer, head) -> float, for gptlib.analysis.patching.PatchingPrompts."""
     seeds = tuple(variant_seed(seed) for seed in SEEDS)  # other corruptions in a hidden variant
     model, all_prompts = _points(seeds)
     with torch.no_grad():

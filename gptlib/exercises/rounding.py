@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .result import Wrong, _LearnerRaised
+from .checking import Wrong, _LearnerRaised
 
 AGAIN = "in float64, on a copy of your model"
 

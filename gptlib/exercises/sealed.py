@@ -26,7 +26,10 @@ import hashlib
 import json
 import secrets
 
-from .result import FAILED, NOT_ATTEMPTED, PASSED, Result, Wrong, as_int, name_mistake
+from .checking import Wrong
+from .mistakes import name_mistake
+from .reading import as_int
+from .result import FAILED, NOT_ATTEMPTED, PASSED, Result
 
 ITERATIONS = 10_000  # PBKDF2 rounds per answer tried: milliseconds for a learner, slow for a table of all numbers
 _RELEASED: dict[str, dict] = {}  # id -> the sealed record a class release loaded

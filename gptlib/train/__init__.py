@@ -18,7 +18,7 @@ from typing import Callable
 import torch
 from tqdm.auto import tqdm
 
-from .. import checks, data
+from .. import data, validation
 from ..config import COURSE_CONFIG
 from ..model import GPT, eval_mode
 
@@ -64,19 +64,20 @@ class TrainSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        """Check every field (gptlib.checks) and store it as a plain int or float, fit for a checkpoint
+        """Check every field (gptlib.validation) and store it as a plain int or float, fit for a checkpoint
         (object.__setattr__: the dataclass is frozen)."""
         for name in ("steps", "batch_size", "T", "eval_every"):
-            object.__setattr__(self, name, checks.integer(name, getattr(self, name), at_least=1))
-        object.__setattr__(self, "warmup", checks.integer("warmup", self.warmup, at_least=0))
-        object.__setattr__(self, "seed", checks.integer("seed", self.seed, at_least=0, at_most=2**64 - 1))  # torch's seed range
+            object.__setattr__(self, name, validation.integer(name, getattr(self, name), at_least=1))
+        object.__setattr__(self, "warmup", validation.integer("warmup", self.warmup, at_least=0))
+        # torch's seed range
+        object.__setattr__(self, "seed", validation.integer("seed", self.seed, at_least=0, at_most=2**64 - 1))
         if self.batch_size * self.T > MAX_TOKENS_PER_STEP:
             raise ValueError(f"batch_size * T must be <= {MAX_TOKENS_PER_STEP:,} tokens a step, "
                              f"got {self.batch_size} * {self.T}")
-        object.__setattr__(self, "lr", checks.real("lr", self.lr, above=0))
-        object.__setattr__(self, "min_lr", checks.real("min_lr", self.min_lr, above=0, at_most=self.lr))
-        object.__setattr__(self, "weight_decay", checks.real("weight_decay", self.weight_decay, at_least=0))
-        object.__setattr__(self, "grad_clip", checks.real("grad_clip", self.grad_clip, above=0))
+        object.__setattr__(self, "lr", validation.real("lr", self.lr, above=0))
+        object.__setattr__(self, "min_lr", validation.real("min_lr", self.min_lr, above=0, at_most=self.lr))
+        object.__setattr__(self, "weight_decay", validation.real("weight_decay", self.weight_decay, at_least=0))
+        object.__setattr__(self, "grad_clip", validation.real("grad_clip", self.grad_clip, above=0))
 
 
 class Diverged(RuntimeError):
@@ -129,7 +130,7 @@ def mean_loss(model: GPT, inputs: torch.Tensor, targets: torch.Tensor, chunk: in
     The windows may live on the CPU; each chunk is moved to the model's device. The model's
     train/eval mode is restored afterwards, also when a chunk is refused.
     """
-    chunk = checks.integer("chunk", chunk, at_least=1)
+    chunk = validation.integer("chunk", chunk, at_least=1)
     if len(inputs) == 0:
         raise ValueError("mean_loss needs at least one window, got none")
     total = 0.0
@@ -220,7 +221,7 @@ def start_state(model: GPT, settings: TrainSettings, resume: dict | None):
     missing = [k for k in ("step", "optimizer", "generator", "history") if k not in resume]
     if missing:
         raise ValueError(f"the resume state lacks {missing}")
-    step = checks.integer("the resume state's step", resume["step"], at_least=0)
+    step = validation.integer("the resume state's step", resume["step"], at_least=0)
     if step > settings.steps:
         raise ValueError(f"the resume state is at step {step}, beyond steps={settings.steps}: ask for more steps")
     if not isinstance(resume["history"], list):
@@ -258,7 +259,7 @@ def require_finite_weights(model: GPT, step: int) -> None:
 
 
 def shakespeare_task(settings: TrainSettings, args: argparse.Namespace):
-    """The course GPT's recipe (the command line's and gptlib.own_training's): batches from the training
+    """The course GPT's recipe (the command line's and gptlib.train.own_gpt's): batches from the training
     split; evaluation on fixed held-out windows (and as many training ones). Returns (config,
     next_batch, evaluate, final_metrics)."""
     text = data.load_corpus(args.corpus, download=args.download)

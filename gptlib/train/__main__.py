@@ -16,7 +16,8 @@ from pathlib import Path
 
 import torch
 
-from .. import checks, induction
+from .. import validation
+from ..analysis import induction
 from ..checkpoint import check_writable, load_weights_into, save_checkpoint
 from ..model import GPT
 from ..reproducibility import thread_count
@@ -134,7 +135,7 @@ def prepare(args: argparse.Namespace):
     """
     if args.threads is not None:
         thread_count("--threads", args.threads)
-    checks.integer("--eval-windows", args.eval_windows, at_least=1)
+    validation.integer("--eval-windows", args.eval_windows, at_least=1)
     if args.task != "shakespeare" and (args.corpus is not None or args.download):
         raise ValueError(f"--corpus and --download are for the shakespeare task; the {args.task} task has no corpus")
     device = check_device(args.device)
@@ -159,7 +160,7 @@ def prepare(args: argparse.Namespace):
             payload = load_weights_into(model, args.state)
             if "training" not in payload:
                 raise ValueError(f"{args.state} holds no resume state (a final --out checkpoint?)")
-            checks.real("the resume state's wall_time_s", payload["training"].get("wall_time_s", 0.0), at_least=0)
+            validation.real("the resume state's wall_time_s", payload["training"].get("wall_time_s", 0.0), at_least=0)
         except (ValueError, OSError) as error:
             raise ValueError(f"--state: {error}") from None
         resume = payload["training"]

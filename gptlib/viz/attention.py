@@ -17,11 +17,12 @@ import traitlets
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from .. import checks, circuits
-from ..cache import run_with_cache
+from .. import validation
+from ..analysis import attention
+from ..analysis.cache import run_with_cache
 from ..data import encode
 from ..model import GPT, eval_mode
-from ..portable import coarse
+from ..printing import coarse
 from .display import render_png
 from .explorer import Explorer, module
 
@@ -44,8 +45,8 @@ class AttentionRun:
     def view(self, layer: int, head: int) -> AttentionView:
         """The numbers of one layer and head; ValueError for a layer or head the model does not have."""
         L, H = self.write_norms.shape[:2]
-        layer = checks.integer("layer", layer, at_least=0, at_most=L - 1)
-        head = checks.integer("head", head, at_least=0, at_most=H - 1)
+        layer = validation.integer("layer", layer, at_least=0, at_most=L - 1)
+        head = validation.integer("head", head, at_least=0, at_most=H - 1)
         return AttentionView(self.labels, layer, head, self.A[layer, head], self.write_norms[layer])
 
 
@@ -77,7 +78,7 @@ def attention_run(model: GPT, text: str) -> AttentionRun:
     with eval_mode(model):
         _, cache = run_with_cache(model, idx)
         writes = [
-            circuits.head_contributions(model.blocks[l].attn, circuits.attention_input(model, cache, l), cache.A(l))
+            attention.head_contributions(model.blocks[l].attn, attention.attention_input(model, cache, l), cache.A(l))
             for l in range(config.L)
         ]  # L tensors (1, H, T, d)
         A = torch.stack([cache.A(l)[0] for l in range(config.L)])  # (L, H, T, T)

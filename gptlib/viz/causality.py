@@ -1,4 +1,4 @@
-"""Heatmaps of the dependency maps of gptlib.causality (Remark 5.1, Exercise 2)."""
+"""Heatmaps of the dependency maps of gptlib.analysis.causality (Remark 5.1, Exercise 2)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
-from ..cost import TokenTimes
+from ..analysis.cost import TokenTimes
 
 
 def cost_vs_T_figure(T_values, rows_per_token: dict[str, list[float]], times: TokenTimes, crossover: int) -> Figure:

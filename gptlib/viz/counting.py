@@ -1,7 +1,7 @@
 """Theorem 5.2: the parameter-count explorer widget and its figure.
 
     whole_number(name, typed)     a size typed by the learner, exactly, or a ValueError saying why not
-    ParameterCountExplorer()      the explorer: Theorem 5.2 in the page (js/count.js), measured in the kernel
+    ParameterCountExplorer()      the explorer: Theorem 5.2 in the page (js/counting.js), measured in the kernel
     CountPicture().draw(rows, config)   that table beside bars of each component's share
 """
 
@@ -14,9 +14,9 @@ import torch
 import traitlets
 from matplotlib.figure import Figure
 
-from .. import checks
+from .. import validation
+from ..analysis.counting import COMPONENTS, component_table, format_table, theorem_5_2
 from ..config import COURSE_CONFIG, GPTConfig
-from ..counting import COMPONENTS, component_table, format_table, theorem_5_2
 from ..model import GPT
 from .display import render_png
 from .explorer import Explorer, Switch, module, shown
@@ -25,7 +25,7 @@ SIZES = ("V", "T_max", "d", "H", "L")
 MAX_L = 10_000  # blocks: a meta-device model is built block by block, and GPT-3 has 96
 MAX_SIZE = 2**63 - 1  # every size must fit torch's int64 shapes
 MAX_DIGITS = 400  # whole_number refuses longer numbers before making them ints
-# A decimal as a size box reads it (js/count.js's wholeNumber has the same): sign, whole digits,
+# A decimal as a size box reads it (js/counting.js's wholeNumber has the same): sign, whole digits,
 # fraction digits, exponent. ASCII digits only ([0-9], not \d, which takes every script's digits).
 DECIMAL = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?")
 NOT_FINITE = re.compile(r"[+-]?(inf|infinity|nan|snan)", re.IGNORECASE)
@@ -68,7 +68,7 @@ def whole_number(name: str, typed: str) -> int:
 class ParameterCountExplorer(Explorer):
     """Theorem 5.2 for any (V, T_max, d, H, L, tying), evaluated in the page, measured in the kernel.
 
-    Drawn by js/count.js: every typed size evaluates Theorem 5.2 in the page, exactly and per
+    Drawn by js/counting.js: every typed size evaluates Theorem 5.2 in the page, exactly and per
     component, and sends what was typed to the kernel, which builds the model on
     torch.device("meta") (no memory, so GPT-3 sizes count too), sums its named_parameters
     and answers with the measured count in .message. Every other field of the config it is
@@ -86,7 +86,7 @@ class ParameterCountExplorer(Explorer):
     gptlib-count-message (the kernel's line).
     """
 
-    _esm = module("count")
+    _esm = module("counting")
     what = "Theorem 5.2's parameter count for sizes you type"
     typed = traitlets.Dict().tag(sync=True)
     tie = Switch(False, "tie")
@@ -121,7 +121,7 @@ class ParameterCountExplorer(Explorer):
                 limit = MAX_L if name == "L" else MAX_SIZE
                 if value > limit:  # quoted as typed, shortened: a 400-digit number is not echoed in full
                     raise ValueError(f"{name} must be an integer <= {limit}, got {shown(self.typed[name])}")
-                checks.integer(name, value, at_least=1)
+                validation.integer(name, value, at_least=1)
             config = self.base.replace(**sizes, tie_weights=self.tie)
             with torch.device("meta"):
                 model = GPT(config)  # shapes only, no memory

@@ -1,6 +1,6 @@
-"""What the three explorers share: a front end that draws in the page, fed by the kernel.
+"""What the four explorers share: a front end that draws in the page, fed by the kernel.
 
-Every explorer (AttentionExplorer, LayerNormSphere, ParameterCountExplorer) is an anywidget:
+Every explorer (AttentionExplorer, LayerNormSphere, ParameterCountExplorer, StreamExplorer) is an anywidget:
 its controls and its picture are drawn by a small ES module of its own (gptlib/viz/js/, with
 common.js in front), so moving a control redraws without a kernel round trip. The kernel
 holds the same values as traits, checks them, and answers with what only it can compute.
@@ -39,7 +39,7 @@ from pathlib import Path
 import anywidget
 import traitlets
 
-from .. import checks
+from .. import validation
 
 JS = Path(__file__).with_name("js")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -53,9 +53,9 @@ def shown(typed: str) -> str:
 
 
 class Checked:
-    """A synced trait whose every value passes `rule(label, value)`, a gptlib.checks function: what it
+    """A synced trait whose every value passes `rule(label, value)`, a gptlib.validation function: what it
     refuses raises ValueError where it is set (from code, or sent by a page) and never reaches the page.
-    Subclasses name the rule: `rule = staticmethod(checks.real)`."""
+    Subclasses name the rule: `rule = staticmethod(validation.real)`."""
 
     def __init__(self, default, label: str):
         super().__init__(default)
@@ -69,13 +69,13 @@ class Checked:
 class Real(Checked, traitlets.Float):
     """A number: only a finite real number, never a bool, NaN or inf (JSON has no NaN)."""
 
-    rule = staticmethod(checks.real)
+    rule = staticmethod(validation.real)
 
 
 class Switch(Checked, traitlets.Bool):
     """A switch: only True or False, never 1 or "False"."""
 
-    rule = staticmethod(checks.boolean)
+    rule = staticmethod(validation.boolean)
 
 
 def script_json(value) -> str:

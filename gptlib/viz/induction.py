@@ -1,4 +1,4 @@
-"""Figures for the induction-head model (gptlib.induction)."""
+"""Figures for the induction-head model (gptlib.analysis.induction)."""
 
 from __future__ import annotations
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from matplotlib.figure import Figure
 
-from ..portable import coarse
-from ..positionwise import gelu_exact, gelu_tanh
+from ..analysis.positionwise import gelu_exact, gelu_tanh
+from ..printing import coarse
 
 
 def gelu_figure(t: torch.Tensor) -> Figure:

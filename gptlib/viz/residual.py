@@ -1,7 +1,7 @@
 """Figures for Section 3 and Project aside 5.2: block Jacobian spectra, depth studies (Exercise 7),
 the stream across depth, the variance of the 2L residual writes at initialization.
 
-Pure functions: each takes numbers computed by gptlib.jacobians / gptlib.residual and returns a
+Pure functions: each takes numbers computed by gptlib.analysis.jacobians / gptlib.analysis.residual and returns a
 matplotlib Figure (show it with gptlib.viz.display.show_figure).
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 import torch
 from matplotlib.figure import Figure
 
-from ..jacobians import DepthStudyRow
-from ..portable import coarse
-from ..residual import BlockDropLosses, BranchWriteRatios, WriteVariance
+from ..analysis.jacobians import DepthStudyRow
+from ..analysis.residual import BlockDropLosses, BranchWriteRatios, WriteVariance
+from ..printing import coarse
 
 NEGLIGIBLE = 1e-6  # a singular value below this is counted as zero in the text alternative
 NORM_STYLE = {"pre": {"color": "tab:blue", "label": "pre-norm"}, "post": {"color": "tab:red", "label": "post-norm"}}
@@ -41,7 +41,7 @@ def block_spectrum_figure(singular_values: dict[str, torch.Tensor]) -> Figure:
 def depth_study_figure(studies: dict[str, list[DepthStudyRow]]) -> Figure:
     """Exercise 7: left, the largest / median / smallest singular value of d X^(L) / d X^(0) against L;
     right, ||d loss / d X^(l)|| against l for the deepest model. `studies` maps 'pre'/'post' to
-    the rows of gptlib.jacobians.depth_study."""
+    the rows of gptlib.analysis.jacobians.depth_study."""
     fig = Figure(figsize=(11, 3.8))
     left, right = fig.subplots(1, 2)
     for norm, rows in studies.items():

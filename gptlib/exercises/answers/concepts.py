@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ... import circuits, cost, decomposition, geometry, jacobians
+from ...analysis import attention, cost, decomposition, jacobians, layernorm
+from ...analysis.counting import theorem_5_2
 from ...config import COURSE_CONFIG, GPTConfig
-from ...counting import theorem_5_2
 from ...model import GPT
 from ...reproducibility import seeded
 
@@ -68,7 +68,7 @@ def _score_rank(d: int, H: int, T: int) -> int:
     with seeded(0):
         attn = GPT(GPTConfig(V=5, T_max=T, d=d, H=H, L=1)).blocks[0].attn
         X = torch.randn(1, T, d)
-    return circuits.numerical_rank(circuits.scores(attn, X)[0, 0].detach()).rank
+    return attention.numerical_rank(attention.scores(attn, X)[0, 0].detach()).rank
 
 
 def _mlp_parameters(d: int) -> int:
@@ -80,7 +80,7 @@ def _rms_norm_image_dimension(d: int) -> int:
     """Rank of RMSNorm's Jacobian (eps = 0, gamma = 1) at a random u: the dimension of RMSNorm's image."""
     with seeded(0):
         u = torch.randn(1, d, dtype=torch.float64)  # one row
-    return circuits.numerical_rank(jacobians.jacobian_of(geometry.rms_norm, u)).rank
+    return attention.numerical_rank(jacobians.jacobian_of(layernorm.rms_norm, u)).rank
 
 
 def _block_parameters(d: int) -> int:

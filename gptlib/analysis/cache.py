@@ -1,0 +1,95 @@
+"""Run a GPT once and keep every named intermediate, under the lecture's symbols.
+
+    Z, cache = run_with_cache(model, idx)
+    cache.X(0)            X^(0) = E[x] + P         (B, T, d)
+    cache.Y(l)            Y^(l), after attention     (B, T, d)
+    cache.X(l + 1)        X^(l+1), after the MLP     (B, T, d)
+    cache.A(l)            A^h for every head h       (B, H, T, T)
+    cache.ln_1(l), cache.ln_2(l), cache.ln_f          LayerNorm outputs (B, T, d)
+    cache.attn_write(l)   MHA(LN_1(X^(l)))           (B, T, d)
+    cache.mlp_write(l)    MLP(LN_2(Y^(l)))           (B, T, d)
+    cache.Z               logits                     (B, T, V)
+
+shape_table(rows) writes such a trace as text, one line per (symbol, tensor, meaning), for a notebook to print.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .. import validation
+from ..model import BLOCK_RECORD_NAMES, GPT, record_key
+
+
+@dataclass(frozen=True)
+class Cache:
+    """Named intermediates of one forward pass; tensors keep their batch dimension."""
+
+    tensors: dict[str, torch.Tensor]
+
+    def _get(self, name: str, l: int) -> torch.Tensor:
+        l = validation.integer("layer l", l)
+        key = record_key(name, l)
+        if key in self.tensors:
+            return self.tensors[key]
+        if not 0 <= l < self.n_layers:
+            raise ValueError(f"no {name} for layer {l}: this model has layers 0..{self.n_layers - 1}")
+        recorded = [n for n in ("X",) + BLOCK_RECORD_NAMES if record_key(n, l) in self.tensors]
+        raise ValueError(f"no {name} in layer {l}: this run recorded only {', '.join(recorded)} there "
+                       "(an attention-only model has no ln_2 or mlp_write; A needs the explicit path, run_with_cache)")
+
+    @property
+    def n_layers(self) -> int:
+        L = 0
+        while record_key("X", L + 1) in self.tensors:
+            L += 1
+        return L
+
+    # One plain accessor per name, so that help(Cache) and completion list the lecture's symbols.
+    # They repeat one shape on purpose: a generated accessor would hide the names.
+    def X(self, l: int) -> torch.Tensor:
+        return self._get("X", l)
+
+    def Y(self, l: int) -> torch.Tensor:
+        return self._get("Y", l)
+
+    def A(self, l: int) -> torch.Tensor:
+        return self._get("A", l)
+
+    def ln_1(self, l: int) -> torch.Tensor:
+        return self._get("ln_1", l)
+
+    def ln_2(self, l: int) -> torch.Tensor:
+        return self._get("ln_2", l)
+
+    def attn_write(self, l: int) -> torch.Tensor:
+        return self._get("attn_write", l)
+
+    def mlp_write(self, l: int) -> torch.Tensor:
+        return self._get("mlp_write", l)
+
+    @property
+    def ln_f(self) -> torch.Tensor:
+        return self.tensors["ln_f"]
+
+    @property
+    def Z(self) -> torch.Tensor:
+        return self.tensors["Z"]
+
+
+def run_with_cache(model: GPT, idx: torch.Tensor) -> tuple[torch.Tensor, Cache]:
+    """Forward pass on the explicit attention path; returns the logits and the Cache.
+
+    A 1-D idx is treated as a batch of one: the logits come back as (T, V) and every
+    cached tensor keeps a leading batch dimension of 1.
+    """
+    record: dict[str, torch.Tensor] = {}
+    Z = model(idx, explicit=True, record=record)
+    return Z, Cache(record)
+
+
+def shape_table(rows, width: int = 22) -> str:
+    """One line per (symbol, tensor, meaning): the symbol padded to `width`, then the shape, then the meaning."""
+    return "\n".join(f"{symbol:<{width}}{str(tuple(tensor.shape)):<18}{meaning}" for symbol, tensor, meaning in rows)

@@ -1,0 +1,286 @@
+"""Reading the residual stream (Remark 3.4; gptlib.analysis.decomposition and .patching): the figures,
+and the stream explorer, who wrote one prediction, drawn in the page.
+
+    attribution_figure(a, title)  a bar per write at its direct contribution to one logit
+    logit_lens_figure(readings, u)  a line per lens reading through its losses, depth by depth
+    stream_run(model, text)       every write's direct contribution at every position, to the
+                                  predicted, the true next and one chosen character, and every A^h
+    describe_row(run, l, h, t)    the text alternative of one attention row
+    StreamExplorer(model, text)   the widget: text, position, token; a bar per write; a head's attention row
+
+The numbers are gptlib.analysis.decomposition's (logit_pieces, attribution_from): the page only draws them.
+Every text the page shows as a picture's alternative is written here, once (describe_attribution for
+the bars, describe_row for an attention row), and sent with the numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import traitlets
+from matplotlib.figure import Figure
+
+from .. import validation
+from ..analysis.cache import run_with_cache
+from ..analysis.decomposition import Attribution, LensReading, LogitPieces, attribution_from, logit_pieces, stream_writes
+from ..data import VOCABULARY, encode
+from ..model import GPT, eval_mode
+from .attention import token_labels
+from .display import render_png
+from .explorer import Explorer, module
+
+# The token whose logit the bars split: the model's top prediction at the position, the
+# difference predicted - true next character, or a character the learner picks.
+MODES = ("predicted", "difference", "character")
+
+
+def quoted(label: str) -> str:
+    """A character label (token_labels: '\\n' and '␣' already visible) in plain single quotes, never
+    escaped again as repr would ('\\\\n')."""
+    return f"'{label}'"
+
+
+@dataclass(frozen=True)
+class StreamRun:
+    """One forward pass on a text, with every write's direct contribution to every logit kept."""
+
+    labels: list[str]  # T characters, made visible
+    writes: tuple[str, ...]  # n write labels, decomposition.write_labels
+    predicted: list[int]  # (T,) the model's top prediction at each position
+    true_next: list[int]  # (T - 1,) the character that follows each position in the text
+    pieces: LogitPieces  # of the run: direct (n, 1, T, V)
+    Z: torch.Tensor  # (1, T, V) the model's own logits
+    A: torch.Tensor  # (L, H, T, T) float32, every head's attention pattern
+
+    def attribution(self, mode: str, position: int, character: int) -> Attribution:
+        """The direct contributions at `position` for `mode`; ValueError where the mode has no token."""
+        if mode == "difference" and position == len(self.labels) - 1:
+            raise ValueError(f"position {position} is the text's last: no true next character to subtract")
+        token = character if mode == "character" else self.predicted[position]
+        against = self.true_next[position] if mode == "difference" else None
+        return attribution_from(self.pieces, self.Z, position, token, against)
+
+    def title(self, mode: str, position: int, character: int) -> str:
+        """What the bars at `position` split, in words ('... to z('e') - z('o') at position 39 after 'h'')."""
+        def z(token: int) -> str:
+            return f"z({quoted(token_labels(VOCABULARY[token])[0])})"
+        if mode == "character":
+            target = z(character)
+        elif mode == "predicted":
+            target = f"{z(self.predicted[position])} (the prediction)"
+        else:
+            target = f"{z(self.predicted[position])} - {z(self.true_next[position])} (prediction minus true next)"
+        return f"Direct contributions to {target} at position {position} after {quoted(self.labels[position])}"
+
+
+def stream_run(model: GPT, text: str) -> StreamRun:
+    """Run `model` on `text` once, keeping every write apart (decomposition.stream_writes) and every A^h.
+
+    Raises ValueError for empty text, text longer than T_max, characters outside the vocabulary
+    (naming them) or a post-norm model. The model's train/eval mode is left as it came.
+    """
+    if not text:
+        raise ValueError("type at least one character")
+    if len(text) > model.config.T_max:
+        raise ValueError(f"the text has {len(text)} characters; this model reads at most T_max = {model.config.T_max}")
+    idx = encode(text)  # (T,)
+    writes = stream_writes(model, idx)
+    with eval_mode(model), torch.no_grad():
+        Z, cache = run_with_cache(model, idx)
+        A = torch.stack([cache.A(l)[0] for l in range(model.config.L)])  # (L, H, T, T)
+    Z = Z.float().reshape(1, len(text), -1)  # (1, T, V)
+    return StreamRun(token_labels(text), writes.labels, Z[0].argmax(dim=-1).tolist(), idx[1:].tolist(),
+                     logit_pieces(model, writes), Z, A.float())
+
+
+def describe_row(run: StreamRun, layer: int, head: int, t: int) -> str:
+    """The text alternative of head `head` of layer `layer`'s attention row at query t: its three strongest keys."""
+    row = run.A[layer, head, t, : t + 1].double()  # (t + 1,): causal, keys 0..t
+    weights, keys = row.topk(min(3, t + 1))
+    strongest = ", ".join(f"{int(s)} {quoted(run.labels[int(s)])} {w:.2f}" for w, s in zip(weights.tolist(), keys))
+    return f"L{layer}H{head} at query {t} {quoted(run.labels[t])}, strongest keys: {strongest}."
+
+
+class Whole(traitlets.Int):
+    """A synced whole number in [0, bound(obj)] (no upper bound where bound gives None): validation.integer names
+    the rule, and refuses bools, floats and NaN."""
+
+    def __init__(self, label: str, bound):
+        super().__init__(0)
+        self.label, self.bound = label, bound
+        self.tag(sync=True)
+
+    def validate(self, obj, value) -> int:
+        return validation.integer(self.label, value, at_least=0, at_most=self.bound(obj))
+
+
+class StreamExplorer(Explorer):
+    """Pick a text, a position and a token; see each write's direct contribution to its logit.
+
+    One bar per write into the stream (E[x], P, every head, every attention bias b_O, every MLP),
+    at its direct contribution through LN_f with the run's scale frozen
+    (gptlib.analysis.decomposition.direct_logit_attribution's numbers); hover a bar for its value, click a
+    head (or its button) for its attention row A^h[t, :] (sent as bytes round(255 A^h) to draw; its
+    caption, describe_row, gives the strongest weights from the float32 run). The kernel runs the model once per text
+    and sends, for every position, the contributions to the predicted, the true next and the chosen
+    character's logits with every A^h; moving the position, the mode or the head is answered in
+    the page. A new character is checked and computed by the kernel.
+    Traits: text (refused in .message when unreadable, as the attention explorer does), position
+    (0..T-1), mode (one of MODES), character (one character of the vocabulary), layer and head
+    (the head whose attention row is shown). A number or mode that breaks its rule raises
+    ValueError where it is set; .message and .stale as in gptlib.viz.explorer.
+    CSS classes: gptlib-stream-explorer, gptlib-stream-text, gptlib-stream-position,
+    gptlib-stream-mode, gptlib-stream-character, gptlib-stream-message, gptlib-stream-bars,
+    gptlib-stream-caption, gptlib-stream-heads (the head buttons), gptlib-stream-row (the attention row).
+    """
+
+    _esm = module("decomposition")
+    what = "each write's direct contribution to one prediction"
+    text = traitlets.Unicode().tag(sync=True)
+    position = Whole("position", lambda self: len(self.run.labels) - 1 if self.run else None)
+    mode = traitlets.Unicode("predicted").tag(sync=True)
+    character = traitlets.Unicode("e").tag(sync=True)
+    layer = Whole("layer", lambda self: self.model.config.L - 1)
+    head = Whole("head", lambda self: self.model.config.H - 1)
+    # sent per text: values float32 (3, T, n + 2), for each mode and position the n writes' direct
+    # contributions, then LN_f's part beta W_U, then the model's logit (NaN where the mode has no token)
+    values = traitlets.Bytes().tag(sync=True)
+    A = traitlets.Bytes().tag(sync=True)  # uint8 (L, H, T, T), C order: round(255 A^h), for drawing only
+    shape = traitlets.List(traitlets.Int(), [0, 0, 0, 0]).tag(sync=True)  # [n, T, L, H]
+    labels = traitlets.List(traitlets.Unicode()).tag(sync=True)  # T characters
+    writes = traitlets.List(traitlets.Unicode()).tag(sync=True)  # n write labels
+    descriptions = traitlets.List(traitlets.List(traitlets.Unicode())).tag(sync=True)  # [mode][t]
+    rows = traitlets.List(traitlets.Unicode()).tag(sync=True)  # [(l * H + h) * T + t]: describe_row
+
+    def __init__(self, model: GPT, text: str = "PETRUCHIO:\nWhy, how now, Kate! I hope thou art not mad:",
+                 position: int = 0, mode: str = "predicted", character: str = "e", layer: int = 0, head: int = 0):
+        if not isinstance(model, GPT):
+            raise ValueError(f"model must be a gptlib GPT, got {type(model).__name__}")
+        self.model = model
+        self.run: StreamRun | None = None  # the last readable text's run: what the static copy shows
+        self.readable = False  # whether the text and character now set could be read
+        self.token = 0  # the id of the last character that could be read (set with each run)
+        super().__init__(text=text)
+        self.observe(self.rerun, names=["text", "character"])
+        self.observe(self.redraw, names=["position", "mode", "layer", "head"])
+        self.rerun()
+        with self.hold_trait_notifications():
+            self.position, self.mode, self.character, self.layer, self.head = position, mode, character, layer, head
+
+    @traitlets.validate("mode")
+    def _check_mode(self, proposal) -> str:
+        if proposal.value not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {proposal.value!r}")
+        return proposal.value
+
+    def rerun(self, _change=None) -> None:
+        """Run the model on the text, and send every position's numbers; what cannot be read keeps the last ones."""
+        try:
+            if len(self.character) != 1 or self.character not in VOCABULARY:
+                raise ValueError(f"the character must be one character of the {len(VOCABULARY)}-character "
+                                 f"vocabulary, got {self.character[:12]!r}")
+            run = stream_run(self.model, self.text)
+        except ValueError as error:
+            self.readable = False
+            self.refuse(str(error))
+            return
+        self.run, self.token, self.readable = run, encode(self.character).item(), True
+        n, T = len(run.writes), len(run.labels)
+        L, H = run.A.shape[:2]
+        values = torch.full((len(MODES), T, n + 2), math.nan)
+        descriptions = []
+        for m, mode in enumerate(MODES):
+            said = []
+            for t in range(T):
+                try:
+                    attribution = run.attribution(mode, t, self.token)
+                except ValueError as error:
+                    said.append(str(error))
+                    continue
+                values[m, t] = torch.cat([attribution.values, torch.tensor([attribution.rest, attribution.logit])])
+                said.append(describe_attribution(attribution, run.title(mode, t, self.token)))
+            descriptions.append(said)
+        with self.hold_sync():  # one message to the page
+            self.position = min(self.position, T - 1)  # a shorter text: its last position
+            self.values = values.numpy().tobytes()
+            self.A = (run.A * 255).round().to(torch.uint8).contiguous().numpy().tobytes()
+            self.labels, self.writes, self.descriptions = run.labels, list(run.writes), descriptions
+            self.rows = [describe_row(run, l, h, t) for l in range(L) for h in range(H) for t in range(T)]
+            self.shape = [n, T, L, H]
+        self.redraw()
+
+    def attribution(self) -> Attribution:
+        """The direct contributions the bars show now (ValueError where the mode has no token there)."""
+        return self.run.attribution(self.mode, self.position, self.token)
+
+    def redraw(self, _change=None) -> None:
+        if not self.readable:
+            return  # the text's or the character's message stays
+        try:
+            attribution = self.attribution()
+        except ValueError as error:
+            self.refuse(str(error))
+            return
+        self.show(f"{len(self.run.labels)} characters, position {self.position}, {self.mode}: "
+                  f"logit {attribution.logit:+.2f}; attention row of L{self.layer}H{self.head}")
+
+    def shown(self) -> tuple[Attribution, str]:
+        """The attribution and title of the last input drawn (what the static copy shows)."""
+        drawn = self.last_drawn
+        mode, t = drawn["mode"], drawn["position"]
+        return self.run.attribution(mode, t, self.token), self.run.title(mode, t, self.token)
+
+    def static_png(self) -> bytes:
+        return render_png(attribution_figure(*self.shown()))
+
+    def alt_text(self) -> str:
+        return describe_attribution(*self.shown())
+
+
+def attribution_figure(attribution: Attribution, title: str, quantity: str = "logit") -> Figure:
+    """One bar per write: its direct contribution to a logit (Attribution), the largest three named in the label.
+    quantity names what the bars add up to on the y-axis: "logit", or "logit difference" for an attribution made
+    `against` a second token."""
+    values = attribution.values.detach().numpy()
+    fig = Figure(figsize=(max(6, 0.28 * len(values)), 3.6), layout="constrained")
+    ax = fig.subplots()
+    colours = ["#1565c0" if v >= 0 else "#c62828" for v in values]
+    ax.bar(range(len(values)), values, color=colours)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(values)), attribution.labels, rotation=90, fontsize=8)
+    ax.set_xlabel("write into the stream")
+    ax.set_ylabel(f"direct contribution to the {quantity}")
+    ax.set_title(title)
+    fig.set_label(describe_attribution(attribution, title))
+    return fig
+
+
+def describe_attribution(attribution: Attribution, title: str) -> str:
+    """The text alternative of an attribution's bars (attribution_figure's, and the stream explorer's):
+    how many writes, the three largest in size, and the logit they add up to with LN_f's bias."""
+    values = attribution.values.tolist()
+    top = sorted(zip(attribution.labels, values), key=lambda pair: -abs(pair[1]))[:3]
+    return (f"{title}: a bar per write into the stream ({len(values)} writes); the largest in size are "
+            + ", ".join(f"{label} ({value:+.2f})" for label, value in top)
+            + f"; with LN_f's bias ({attribution.rest:+.2f}) they add up to the logit {attribution.logit:+.2f}.")
+
+
+def logit_lens_figure(readings: dict[str, LensReading], uniform: float) -> Figure:
+    """The loss of the stream read out after each block (LensReading.loss), one line per reading, and ln V."""
+    fig = Figure(figsize=(5.5, 3.6), layout="constrained")
+    ax = fig.subplots()
+    for name, reading in readings.items():
+        depth = torch.arange(len(reading.loss)).numpy()
+        ax.plot(depth, reading.loss.numpy(), marker="o", label=name)
+    ax.axhline(uniform, color="gray", linestyle="--", linewidth=0.8, label="uniform guess, ln V")
+    ax.set_xlabel("depth l: X^(l) read out through LN_f and W_U (0 = the embeddings)")
+    ax.set_ylabel("loss, nats per character")
+    ax.set_xticks(depth)
+    ax.legend()
+    fig.set_label("The logit lens: loss of the stream read out after each block, "
+                  + "; ".join(f"{name} from {r.loss[0]:.2f} at depth 0 to {r.loss[-1]:.2f} at depth {len(r.loss) - 1}"
+                              for name, r in readings.items())
+                  + f" nats per character (uniform guessing: {uniform:.2f}).")
+    return fig
