@@ -30,7 +30,7 @@ def make_deterministic(seed: int = 0, threads: int = 1) -> None:
     message, without the frames (whose file paths differ on every machine). `%xmode Context`
     brings the frames back.
     """
-    seed = validation.integer("seed", seed, at_least=0, at_most=2**64 - 1)  # torch's seed range, as in training
+    seed = validation.seed("seed", seed)  # torch's seed range, as in training
     threads = thread_count("threads", threads)
     if THREADS_VARIABLE in os.environ:
         text = os.environ[THREADS_VARIABLE]

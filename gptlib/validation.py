@@ -1,12 +1,12 @@
 """The rules an input must meet, one function per kind of input, each raising one ValueError
 that names the input and the rule it breaks.
 
-One scheme: each function is named after the kind of input it takes (integer, real, boolean,
-token_ids, token_sequence, tensor_of_shape, rows, batch, sequence) and returns that input in its
-checked form, so every call reads `value = validation.kind(...)`. Numbers come back as a plain Python
-int, float or bool, token ids as an int64 tensor, other tensors as they were. GPTConfig,
-TrainSettings, GPT, sampling, encode/decode and the analysis modules call them, so every rule is
-written once.
+One scheme: each function is named after the kind of input it takes (integer, real, boolean, seed,
+token_ids, token_sequence, positions, tensor_of_shape, rows, batch, sequence, finite_weights) and
+returns that input in its checked form, so every call reads `value = validation.kind(...)`. Numbers come
+back as a plain Python int, float or bool, token ids and positions as an int64 tensor, other tensors
+and models as they were. GPTConfig, TrainSettings, GPT, sampling, encode/decode and the analysis
+modules call them, so every rule is written once.
 """
 
 from __future__ import annotations
@@ -49,6 +49,11 @@ def real(name: str, value, *, above: float | None = None, at_least: float | None
     return value
 
 
+def seed(name: str, value) -> int:
+    """value as a seed for torch's generators: an integer in [0, 2^64 - 1], torch's seed range."""
+    return integer(name, value, at_least=0, at_most=2**64 - 1)
+
+
 def boolean(name: str, value) -> bool:
     """value itself when it is True or False; a string such as "False" is refused, not read as truthy."""
     if not isinstance(value, bool):
@@ -67,14 +72,14 @@ def _bounds(at_least, at_most, joiner: str = " ") -> str:
 
 
 def token_ids(ids, V: int, *, T_max: int | None = None, dims: tuple[int, ...] = (1, 2),
-              allow_empty: bool = False, name: str = "token ids") -> torch.Tensor:
+              allow_empty: bool = False, name: str = "token ids", bound: str = "V") -> torch.Tensor:
     """ids as an int64 tensor after checking every rule token ids meet in gptlib.
 
     A torch.Tensor (lists and arrays are refused: build one with torch.tensor or gptlib.encode)
     of any integer dtype, uint8 to int64, computed with as int64 (bool is refused: indexing
     with it would select by mask, not by id); dim in `dims`, 1-D (T,) or 2-D (B, T); at least
     one sequence of at least one token unless allow_empty; T <= T_max when T_max is given;
-    every id in [0, V).
+    every id in [0, V), the bound named `bound` in messages (positions(): "T").
     """
     if not isinstance(ids, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor of integers (see gptlib.encode), got {type(ids).__name__}")
@@ -96,8 +101,36 @@ def token_ids(ids, V: int, *, T_max: int | None = None, dims: tuple[int, ...] = 
         outside = ids[(wide < 0) | (wide >= V)]  # (N,) the offending ids, in their own dtype
         shown = ", ".join(str(i) for i in outside[:5].tolist())
         more = f" and {len(outside) - 5} more" if len(outside) > 5 else ""
-        raise ValueError(f"{name} must lie in [0, V) = [0, {V}), got {shown}{more}")
+        raise ValueError(f"{name} must lie in [0, {bound}) = [0, {V}), got {shown}{more}")
     return wide
+
+
+def positions(p, T: int, name: str = "positions") -> torch.Tensor:
+    """p as int64: a non-empty 1-D tensor of positions of a sequence of T tokens, each in [0, T)."""
+    return token_ids(p, T, dims=(1,), name=name, bound="T")
+
+
+def finite_weights(model: torch.nn.Module, name: str = "model") -> torch.nn.Module:
+    """model itself, if every parameter holds values (not the meta device) that are all finite.
+
+    A NaN or inf weight is refused, naming the parameter: the fused attention kernel and the explicit
+    path (A^h formed) would not even agree on what such a model computes. One sum per parameter
+    screens them all (a NaN or inf makes its sum one); only a non-finite sum, which a sum too large
+    for its dtype also gives, is counted value by value.
+    """
+    weights = dict(model.named_parameters())
+    for label, weight in weights.items():
+        if weight.is_meta:
+            raise ValueError(f"{name} must hold real weights, got {label} on the meta device")
+    if not weights:
+        return model
+    with torch.no_grad():
+        screened = torch.stack([weight.sum().float() for weight in weights.values()]).isfinite().tolist()
+        for (label, weight), finite in zip(weights.items(), screened):
+            bad = 0 if finite else weight.numel() - int(torch.isfinite(weight).sum())
+            if bad:
+                raise ValueError(f"{name}'s weights must be finite, got {bad} NaN or inf values in {label}")
+    return model
 
 
 def _shape(x) -> object:

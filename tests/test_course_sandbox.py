@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from gptlib_course import assign, sandbox
+from gptlib_course import assign, gradebook, sandbox
 from gptlib_course.__main__ import UNCONFINED, main
 from gptlib_course.judge import Limits, Submission, SubmissionStopped
 from gptlib_course.questions import questions
@@ -70,6 +70,13 @@ def seen(limits: Limits, code: str, *names: str) -> list:
         submission.close()
 
 
+def bound_in_tmp(limits: Limits) -> list[str]:
+    """The folders right under /tmp that hold code the sandbox binds (in a clone under a temp folder,
+    gptlib's): they stay there, read-only, when /tmp is emptied between submissions."""
+    paths = [Path(p) for p in [*sandbox.python_paths(), *limits.read_only]]
+    return sorted({p.parts[2] for p in paths if p.is_relative_to("/tmp")})
+
+
 def _status(pid) -> dict[str, str]:
     text = Path(f"/proc/{pid}/status").read_text()
     return {key: value.strip() for key, value in (line.split(":", 1) for line in text.splitlines())}
@@ -105,7 +112,7 @@ def test_a_submission_runs_as_nobody_with_no_capability_and_no_way_back(limits):
 
 def test_a_submission_sees_no_process_and_no_file_of_the_host(limits, shared):
     """Its /proc holds its zygote (PID 1) and itself; its / holds the libraries, Python, gptlib, the kit's
-    inside package (/kit), the shared test folder, its writable folder (/tmp links to it), /proc and /dev;
+    inside package (/kit), the shared test folder, its writable /tmp, /proc and /dev;
     no /etc/shadow, no home, no host /proc."""
     code = ("import os\npids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\nme = os.getpid()\n"
             "top = sorted(os.listdir('/'))\netc = sorted(os.listdir('/etc'))\n"
@@ -173,7 +180,7 @@ def test_only_tmp_is_writable_and_it_is_bounded(limits):
     assert where == [True, False, False, False, False, False]
     assert written <= limits.tmp
     left = "import os\nleft = [f for f in os.listdir('/tmp') if not f.startswith('.')]"  # IPython makes /tmp/.ipython
-    assert seen(limits, left, "left") == [[]]  # the next one starts with an empty /tmp
+    assert seen(limits, left, "left") == [bound_in_tmp(limits)]  # the next one starts with an empty /tmp
 
 
 KIT = sandbox.KIT  # gptlib_course, the grading kit: the judge's code, the hidden tests' reader
@@ -207,6 +214,34 @@ def test_where_a_bound_folder_holds_the_grading_kit_its_folder_is_empty(limits):
     imports, kit, beside, held = seen(beside_the_kit, LOOK_FOR_THE_KIT, "imports", "kit", "beside", "held")
     assert kit == [] and KIT.name in beside and "pyproject.toml" in beside
     assert imports == ["ModuleNotFoundError"] * len(HOST_SIDE) and held == INSIDE
+
+
+def test_code_under_the_temp_folder_is_bound_read_only_inside_a_writable_tmp(limits):
+    """Where Python, the virtualenv or gptlib lives under /tmp (a clone in a CI runner's or an instructor's
+    temp folder), the sandbox binds it there read-only, over the submission's own /tmp: the submission
+    reads the code and writes temp files, but cannot write, move or remove the code or a folder above it;
+    the next submission finds the code there and nothing else the last one left."""
+    top = Path(tempfile.mkdtemp(prefix="sandbox-code-", dir="/tmp"))  # 0700, root's when the tests run as root
+    try:
+        code = top / "clone" / "lib"
+        code.mkdir(parents=True)
+        (code / "shipped.py").write_text("VALUE = 42\n")
+        in_tmp = dataclasses.replace(limits, read_only=(*limits.read_only, str(code)))
+        tries = (
+            "import os, sys, tempfile\n"
+            f"sys.path.insert(0, {str(code)!r})\nimport shipped\nvalue = shipped.VALUE\n"
+            "def attempt(action):\n    try:\n        action()\n        return True\n"
+            "    except OSError:\n        return False\n"
+            f"done = [attempt(a) for a in (lambda: open('/tmp/mine', 'w').close(), tempfile.mkstemp,\n"
+            f"    lambda: open({str(code / 'mine')!r}, 'w').close(), lambda: open({str(top / 'mine')!r}, 'w').close(),\n"
+            f"    lambda: os.rename({str(top)!r}, '/tmp/moved'), lambda: os.rename({str(code.parent)!r}, '/tmp/moved'),\n"
+            f"    lambda: os.rename({str(code.parent)!r}, {str(top / 'moved')!r}), lambda: os.rmdir({str(top)!r}))]")
+        assert seen(in_tmp, tries, "value", "done") == [42, [True, True, False, False, False, False, False, False]]
+        after = (f"import os\nleft = sorted(f for f in os.listdir('/tmp') if not f.startswith('.'))\n"
+                 f"code = sorted(os.listdir({str(code)!r}))")
+        assert seen(in_tmp, after, "left", "code") == [bound_in_tmp(in_tmp), ["shipped.py"]]
+    finally:
+        shutil.rmtree(top)
 
 
 def test_grade_refuses_to_run_unconfined_unless_told(tmp_path, monkeypatch, capsys):
@@ -260,7 +295,9 @@ def _reachable(path: str) -> list[str]:
 def test_an_ordinary_user_grades_a_class_under_any_locale(tmp_path_factory):
     """`python -m gptlib_course grade` as uid 54321 (no account, no capability) with LC_ALL=C: the
     sandbox confines each submission (the process snoop and the fork bomb score full points only
-    so), and a student's folder name that is not UTF-8 reaches the CSV as text."""
+    so), and a student's folder name reaches the CSV and the feedback's file name as it is spelled in
+    UTF-8 (Python reads file names as ASCII there, PYTHONUTF8=0 and PYTHONCOERCECLOCALE=0 keeping it so),
+    one that is not UTF-8 as text, its odd byte as \\xNN."""
     name = "05_gpt_and_parameter_count"
     root = Path(tempfile.mkdtemp(prefix="gptlib-ordinary-"))
     try:
@@ -270,15 +307,15 @@ def test_an_ordinary_user_grades_a_class_under_any_locale(tmp_path_factory):
         asked = questions(json.loads(next(p for p in NOTEBOOKS if p.stem == name).read_text()))
         correct = course_class.code(name, asked, wrong=False)
         hostile = course_class.confined()
-        students = {os.fsdecode(b"stud\xe9nt"): correct, "procsnoop": correct + "\n" + hostile["procsnoop"],
-                    "bomb": correct + "\n" + hostile["bomb"]}
+        students = {b"stud\xe9nt": correct, "José".encode(): correct, b"procsnoop": correct + "\n" + hostile["procsnoop"],
+                    b"bomb": correct + "\n" + hostile["bomb"]}
         for student, code in students.items():
-            (subs / student).mkdir(parents=True)
-            (subs / student / f"{name}.ipynb").write_text(json.dumps(course_class.submission(released, code)))
+            (subs / os.fsdecode(student)).mkdir(parents=True)
+            (subs / os.fsdecode(student) / f"{name}.ipynb").write_text(json.dumps(course_class.submission(released, code)))
         command = [sys.executable, "-m", "gptlib_course", "grade", str(subs), "--out", str(build), "--workers", "1",
                    "--no-progress", "--cells-s", "90", "--call-s", "10"]
-        env = {"PATH": os.environ["PATH"], "LC_ALL": "C", "HOME": str(root), "PYTHONPATH": f"{ROOT}:{ROOT / 'course'}",
-               "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {"PATH": os.environ["PATH"], "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0", "HOME": str(root),
+               "PYTHONPATH": f"{ROOT}:{ROOT / 'course'}", "PYTHONDONTWRITEBYTECODE": "1"}
         if os.geteuid() == 0:
             subprocess.run(["chown", "-R", f"{ORDINARY}:{ORDINARY}", str(root)], check=True, timeout=60)
             view = [a for p in sandbox.python_paths() for a in _reachable(p)]
@@ -289,7 +326,9 @@ def test_an_ordinary_user_grades_a_class_under_any_locale(tmp_path_factory):
         assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
         with open(build / "grades" / "grades.csv", encoding="utf-8") as file:
             rows = {row["student"]: row for row in csv.DictReader(file)}
-        assert set(rows) == {"stud\\xe9nt", "procsnoop", "bomb"}
+        assert set(rows) == {"stud\\xe9nt", "José", "procsnoop", "bomb"}
+        assert sorted(p.name for p in (build / "grades" / "feedback").iterdir()) == sorted(
+            f"{gradebook.file_name(s.decode('utf-8', 'surrogateescape'))}.html" for s in students)
         assert all(float(row[f"{name}:score"]) > 0 and float(row["overall_percent"]) == 100 for row in rows.values()), rows
     finally:
         shutil.rmtree(root, ignore_errors=True)

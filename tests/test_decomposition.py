@@ -6,6 +6,7 @@ that the same tolerance must reject.
 """
 
 import copy
+import math
 
 import pytest
 import torch
@@ -17,6 +18,7 @@ from gptlib.analysis.decomposition import (
     StreamWrites,
     decomposition_gap,
     direct_logit_attribution,
+    ln_f_scale,
     logit_lens,
     logit_pieces,
     stream_writes,
@@ -56,7 +58,8 @@ def broken(writes: StreamWrites, change: str) -> StreamWrites:
         stack = torch.cat([stack[:head], stack[head + 1 :]])
     elif change == "a head counted twice":
         stack = torch.cat([stack, stack[head : head + 1]])
-    return StreamWrites(writes.labels[: len(stack)], stack)
+    labels = writes.labels[: len(stack)] + ("L1H2",) * (len(stack) - len(writes.labels))  # one label per write
+    return StreamWrites(labels, stack)
 
 
 @pytest.mark.parametrize("change", ["a head missing", "a head counted twice"])
@@ -188,3 +191,148 @@ def test_transformer_lens_agrees_on_logits_head_attribution_and_the_lens():
         lens_loss = [F.cross_entropy(z[0, :-1], idx[0, 1:]).item() for z in lens_tl]
         ours_lens = logit_lens(model, idx[:, :-1], idx[:, 1:]).loss
         assert ours_lens.tolist() == pytest.approx(lens_loss, abs=1e-4)
+
+
+# --- What the readers refuse: each message names the argument and the rule it breaks ---------------
+
+SMALL = GPTConfig(T_max=16, d=12, H=3, L=2)
+
+
+@pytest.fixture(scope="module")
+def small():
+    torch.manual_seed(0)
+    return GPT(SMALL).eval()
+
+
+def small_ids() -> torch.Tensor:
+    return data.encode("abcdef")  # (6,)
+
+
+def test_a_reader_given_something_that_is_not_a_gpt_names_the_rule(small):
+    idx, writes = small_ids(), stream_writes(small, small_ids())
+    for call in (lambda m: stream_writes(m, idx), lambda m: logit_pieces(m, writes),
+                 lambda m: direct_logit_attribution(m, idx, 0, 1), lambda m: logit_lens(m, idx, idx)):
+        for model in ("gpt", small.state_dict(), torch.nn.Linear(12, 65)):
+            with pytest.raises(ValueError, match=f"^model must be a gptlib GPT, got {type(model).__name__}$"):
+                call(model)
+
+
+@pytest.mark.parametrize("writes, words", [
+    ("writes", r"writes must be a StreamWrites \(decomposition.stream_writes\), got str"),
+    (StreamWrites(("E[x]",), torch.zeros(1, 1, 6, 8)), r"writes must be a stack \(n, B, T, d\) of this model's "
+                                                       r"dtype torch.float32 with d = 12, got shape \(1, 1, 6, 8\)"),
+    (StreamWrites(("E[x]",), torch.zeros(1, 6, 12)), r"with d = 12, got shape \(1, 6, 12\)"),
+    (StreamWrites(("E[x]",), torch.zeros(1, 1, 6, 12, dtype=torch.float64)), "torch.float32 .* got dtype torch.float64"),
+    (StreamWrites(("E[x]", "P"), torch.zeros(1, 1, 6, 12)), r"writes must have one label per write, got 2 labels for 1"),
+])
+def test_logit_pieces_refuses_writes_of_another_width_or_kind(small, writes, words):
+    with pytest.raises(ValueError, match=words):
+        logit_pieces(small, writes)
+
+
+def test_writes_of_a_model_of_another_width_are_refused_by_the_model_reading_them(small):
+    torch.manual_seed(1)
+    narrow = GPT(SMALL.replace(d=8, H=2))
+    with pytest.raises(ValueError, match=r"with d = 8, got shape \(12, 1, 6, 12\)"):
+        logit_pieces(narrow, stream_writes(small, small_ids()))
+
+
+@pytest.mark.parametrize("scale, words", [
+    (torch.ones(3), r"scale must be LN_f's s, a floating-point tensor broadcastable to \(B, T, 1\) = \(1, 6, 1\), "
+                    r"got shape \(3,\)"),
+    (torch.ones(1, 6, 12), r"got shape \(1, 6, 12\)"),
+    (torch.ones(2, 6, 1), r"got shape \(2, 6, 1\)"),
+    (torch.ones(1, 6, 1, dtype=torch.int64), "got dtype torch.int64"),
+    (2.0, "got float"),
+])
+def test_logit_pieces_refuses_a_scale_of_the_wrong_shape(small, scale, words):
+    writes = stream_writes(small, small_ids())
+    with pytest.raises(ValueError, match=words):
+        logit_pieces(small, writes, scale=scale)
+
+
+def test_a_scale_that_broadcasts_is_used_as_given(small):
+    writes = stream_writes(small, small_ids())
+    s = ln_f_scale(small, writes.final_stream)  # (1, 6, 1)
+    for scale in (s, s[0], s.squeeze(-1).unsqueeze(-1)):
+        assert torch.equal(logit_pieces(small, writes, scale=scale).direct, logit_pieces(small, writes).direct)
+
+
+@pytest.mark.parametrize("replace, words", [
+    ({"P": torch.zeros(5)}, r"replace\['P'\] must be a tensor of the model's dtype torch.float32 broadcastable to "
+                            r"\(B, T, d\) = \(1, 6, 12\), got shape \(5,\)"),
+    ({"P": torch.zeros(2, 6, 12)}, r"got shape \(2, 6, 12\)"),
+    ({"P": torch.zeros(1, 1, 6, 12)}, r"got shape \(1, 1, 6, 12\)"),
+    ({"P": [0.0] * 12}, r"replace\['P'\] must be a tensor .* got list"),
+    ({"P": torch.zeros(12, dtype=torch.float64)}, r"replace\['P'\] must be a tensor of the model's dtype "
+                                                  r"torch.float32 .* got dtype torch.float64"),
+    ({"P": torch.zeros(12, dtype=torch.int64)}, "got dtype torch.int64"),
+    ([("P", torch.zeros(12))], r"replace must be a mapping \{label: tensor\} or None, got list"),
+    ("P", r"replace must be a mapping \{label: tensor\} or None, got str"),
+    ({0: torch.zeros(12), "L7H0": torch.zeros(12)}, "replace names writes this model does not make: 0, 'L7H0'"),
+])
+def test_stream_writes_refuses_a_replacement_that_is_not_a_write_of_this_run(small, replace, words):
+    with pytest.raises(ValueError, match=words):
+        stream_writes(small, small_ids(), replace=replace)
+
+
+def test_every_replacement_shape_that_broadcasts_to_one_write_is_taken(small):
+    idx = small_ids().unsqueeze(0)  # (1, 6)
+    write = stream_writes(small, idx)["L0H1"]  # (1, 6, 12)
+    for replacement in (write, write[0], torch.zeros(12), torch.zeros(1, 1, 12)):
+        assert torch.equal(stream_writes(small, idx, replace={"L0H1": replacement})["L0H1"],
+                           replacement.expand(1, 6, 12))
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda m, idx: logit_lens(m, idx, torch.full((6,), 70)), r"^targets must lie in \[0, V\) = \[0, 65\), got 70"),
+    (lambda m, idx: logit_lens(m, torch.full((6,), 70), idx), r"^idx must lie in \[0, V\)"),
+    (lambda m, idx: logit_lens(m, idx, idx.float()), "^targets must have an integer dtype"),
+])
+def test_messages_name_the_argument_that_breaks_the_rule(small, call, words):
+    with pytest.raises(ValueError, match=words):
+        call(small, small_ids())
+
+
+def nan_model(value: float = math.nan) -> GPT:
+    torch.manual_seed(0)
+    model = GPT(SMALL).eval()
+    with torch.no_grad():
+        model.blocks[1].attn.W_Q[0, 0, 0] = value
+    return model
+
+
+def test_a_nan_weight_gives_two_answers_so_readers_refuse_it():
+    """Why the rule: the fused attention kernel turns a NaN query row into finite logits, the explicit path
+    (run_with_cache, which the writes follow) into NaN. One model, two answers."""
+    model, idx = nan_model(), small_ids()
+    fast, (explicit, _) = model(idx), run_with_cache(model, idx)
+    assert explicit.isnan().all() and fast.isfinite().all()
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_every_reader_refuses_a_model_with_non_finite_weights_naming_the_weight(small, value):
+    model, idx = nan_model(value), small_ids()
+    writes = stream_writes(small, idx)  # another model's: the check is on the model, before the writes are read
+    words = r"^model's weights must be finite, got 1 NaN or inf values in blocks.1.attn.W_Q$"
+    for call in (lambda: stream_writes(model, idx), lambda: logit_pieces(model, writes),
+                 lambda: direct_logit_attribution(model, idx, 2, 1), lambda: logit_lens(model, idx, idx)):
+        with pytest.raises(ValueError, match=words):
+            call()
+
+
+def test_a_model_on_the_meta_device_is_refused():
+    with torch.device("meta"):
+        model = GPT(SMALL)
+    with pytest.raises(ValueError, match="model must hold real weights, got E on the meta device"):
+        stream_writes(model, small_ids())
+
+
+def test_labels_and_gaps_name_what_they_were_given(small):
+    with pytest.raises(ValueError, match="^model must be a gptlib GPT, got str$"):
+        write_labels("gpt")
+    Z = torch.zeros(1, 6, 65)
+    with pytest.raises(ValueError, match=r"^Z and total must have one shape, got \(1, 6, 65\) and \(6, 65\)$"):
+        decomposition_gap(Z, Z[0])
+    with pytest.raises(ValueError, match="^total must be a non-empty floating-point tensor, got list$"):
+        decomposition_gap(Z, [0.0])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from gptlib.exercises import check_factor_pair_dimension, check_head_circuits, check_rank_bounds, heads
+from gptlib.exercises import attention, check_factor_pair_dimension, check_head_circuits, check_rank_bounds
 from gptlib.exercises.answers import solutions
 from gptlib.exercises.result import ERROR, FAILED
 from gptlib.exercises.variants import shifted_seeds
@@ -223,7 +223,7 @@ def test_circuits_computed_in_float32_pass_in_200_hidden_variants_and_an_entry_o
     def off(size):
         def head_circuits(attn, h):
             W_QK, W_OV = solutions.head_circuits(attn, h)
-            W_QK[0, 0] += size * heads.RTOL * (1 + W_QK[0, 0].abs())  # close(rtol=RTOL, atol=RTOL), entry by entry
+            W_QK[0, 0] += size * attention.RTOL * (1 + W_QK[0, 0].abs())  # close(rtol=RTOL, atol=RTOL), entry by entry
             return W_QK, W_OV
         return head_circuits
 

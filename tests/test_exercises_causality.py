@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from gptlib import COURSE_CONFIG, GPT, GPTConfig
-from gptlib.exercises import causal, check_causality, check_dependency_map, rounding
+from gptlib.exercises import causality, check_causality, check_dependency_map, rounding
 from gptlib.exercises.answers import solutions
 from gptlib.exercises.causality import map_models
 from gptlib.exercises.result import ERROR, FAILED
@@ -362,11 +362,11 @@ class Leaks(torch.nn.Module):
         Z = self.model(idx)  # (B, T, V)
         B, T = idx.shape
         if self.on in ("batch", "length"):
-            rtol = 4 * torch.finfo(torch.float32).eps ** 0.5  # causal.other_shape_tolerance's, for float32
+            rtol = 4 * torch.finfo(torch.float32).eps ** 0.5  # causality.other_shape_tolerance's, for float32
             return Z * (1 + self.size * rtol * ((B == 3) if self.on == "batch" else (T == self.T)))
         first = idx[:, -1:] if self.on == "future" else idx.roll(1, 0)[:, :1]
         one_hot = torch.nn.functional.one_hot(first, Z.shape[-1]).to(Z.dtype)  # (B, 1, V)
-        return Z + self.size * causal.RTOL * (1 + Z.abs().amax().detach()) * one_hot
+        return Z + self.size * causality.RTOL * (1 + Z.abs().amax().detach()) * one_hot
 
 
 MISTAKES_FOUND_BY = {"future": "depends on the later token", "companions": "when the other sequences of its batch change",
@@ -417,7 +417,7 @@ class Noisy(torch.nn.Module):
 
     def forward(self, idx):
         Z = self.model(idx)
-        return Z + 1.5 * causal.RTOL * (1 + Z.abs().amax().detach()) * torch.randn_like(Z).sign()
+        return Z + 1.5 * causality.RTOL * (1 + Z.abs().amax().detach()) * torch.randn_like(Z).sign()
 
 
 def test_randomness_just_above_the_tolerance_is_refused_after_a_float64_copy_measures_it_again():
@@ -499,7 +499,7 @@ def test_correct_maps_pass_in_200_hidden_variants_and_a_future_entry_above_the_t
     def with_a_future_entry(size):
         def dependency_map(model, idx):
             M = solutions.dependency_map(model, idx)
-            M[0, 1] = max(M[0, 1], size * causal.RTOL * M.abs().max())  # Z_0 "moved" with x_1, by that much
+            M[0, 1] = max(M[0, 1], size * causality.RTOL * M.abs().max())  # Z_0 "moved" with x_1, by that much
             return M
         return dependency_map
 

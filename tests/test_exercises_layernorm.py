@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from gptlib import geometry
+from gptlib.analysis import layernorm as layernorm_analysis
 from gptlib.exercises import check_layer_norm, check_weight_decay, layernorm
 from gptlib.exercises.answers import solutions
 from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
@@ -193,7 +193,7 @@ def test_a_projection_off_by_twice_the_tolerance_in_one_entry_is_refused():
 def test_weight_decay_factors_measured_in_float32_pass_in_200_hidden_variants_and_a_slip_above_is_refused():
     def measured(c):  # by autograd in float32, as a learner may measure them
         W, X, readout = torch.randn(16, 12), torch.randn(32, 12), torch.randn(32, 16)
-        grad = geometry.weight_scale_before_layernorm(W, X, readout, torch.tensor([1.0, c])).grad_norm
+        grad = layernorm_analysis.weight_scale_before_layernorm(W, X, readout, torch.tensor([1.0, c])).grad_norm
         return (grad[1] / grad[0]).item(), (grad[1] / grad[0]).item() / c
 
     refused = []

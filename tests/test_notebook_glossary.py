@@ -1,5 +1,5 @@
-"""The glossary of notebook 00: every link to it names one of its entries, and the words a newcomer meets
-in notebooks 01-04 without a definition in the lecture are entries, linked where the notebooks first use them."""
+"""The glossary of notebook 00: every link to it names one of its entries, and every notebook links each entry
+where that notebook first uses it (issue 44: first use in each notebook, not in the book as a whole)."""
 
 import re
 
@@ -8,20 +8,45 @@ import pytest
 from tests.support.notebook_files import NOTEBOOKS, cells, notebook
 
 GLOSSARY_LINK = re.compile(r"\[([^\]]+)\]\((?:00_setup_and_notation\.ipynb)?#Glossary\)")
-# Issue 34's words, each with the text that marks its first use in the notebooks' prose (lower case).
-WORDS = {
-    "tiny Shakespeare": "tiny shakespeare",
-    "checkpoint": "checkpoint",
-    "held-out loss": "held-out loss",
-    "nats/char": "nats/char",
-    "singular values": "singular value",
-    "spectral norm": "spectral norm",
-    "ill-conditioned": "ill-conditioned",
-    "central finite differences": "finite differences",
-    "autograd": "autograd",
+# Each entry of the glossary (its bold term), with the pattern that marks a use of it in a notebook's prose (matched
+# in lower case, inline-code backticks removed). Every notebook links an entry where it first uses it.
+TERMS = {
+    "compared output": r"compared output",
+    "nbval": r"\bnbval\b",
+    "meta device": r"\bmeta[- ]device",
+    "FlopCounterMode": r"flopcountermode",
+    "fused kernel": r"fused kernel",
+    "gauge": r"\bgauge",
+    "manifold": r"\bmanifold",
+    "generic": r"\bgeneric",
+    "RK4": r"\brk4\b",
+    "Frobenius norm": r"\bfrobenius",
+    "decoupled weight decay": r"decoupled",
+    "tiny Shakespeare": r"tiny shakespeare",
+    "checkpoint": r"\bcheckpoint",
+    "cross-entropy": r"cross-entropy",
+    "nats/char": r"nats/char",
+    "held-out loss": r"\bheld-out\b",
+    "warm-up then cosine decay": r"warm-?up,? (?:then|and) cosine|\bcosine decay",  # not "as a warm-up"
+    "singular values": r"\bsingular values?\b",
+    "spectral norm": r"spectral norm",
+    "condition number": r"condition number",
+    "autograd": r"\bautograd\b",
+    "central finite differences": r"finite differences?\b",
+    "direct logit attribution": r"direct logit attribution",
+    "logit lens": r"logit lens",
+    "ablation": r"\bablat",
+    "activation patching": r"\bpatching\b",
 }
-# first used from notebook 05 on, or defined inside another entry
-DEFINED_ONLY = ["cross-entropy", "warm-up then cosine decay", "condition number", "QK gauge"]
+# words an entry defines in italics, each checked with the entry that defines it
+DEFINED_INSIDE = {"QK gauge": "gauge", "ill-conditioned": "condition number", "nat": "nats/char"}
+# TEMPORARY (issue 44): first uses in notebooks 06-10 that are not linked yet, for the helper who edits those
+# notebooks. The coordinator empties and removes this list once that work is merged.
+TEMPORARY_UNLINKED_06_10 = {
+    ("06", "autograd"), ("06", "central finite differences"),
+    ("07", "meta device"), ("07", "FlopCounterMode"), ("07", "fused kernel"),
+    ("08", "activation patching"),
+}
 
 
 def _normal(term: str) -> str:
@@ -53,20 +78,42 @@ def test_every_glossary_link_names_an_entry(path):
                 assert _names_an_entry(text, terms), f"{path.name}: [{text}] links to the glossary, which has no such entry"
 
 
-def test_issue_34_words_are_glossary_entries():
+def test_every_glossary_entry_has_a_marker_of_its_use():
     terms = glossary_terms()
-    for word in [*WORDS, *DEFINED_ONLY]:
-        assert _normal(word) in terms, f"the glossary does not define {word!r}"
+    named = {_normal(term) for term in [*TERMS, *DEFINED_INSIDE]}
+    assert named == terms, "give each glossary entry a pattern in TERMS (or DEFINED_INSIDE), and drop removed ones"
 
 
-@pytest.mark.parametrize("word, marker", WORDS.items())
-def test_each_word_is_linked_where_the_notebooks_first_use_it(word, marker):
-    prose = [(path.name, cell.source) for path in NOTEBOOKS[:5] for cell in cells(path)
-             if cell.cell_type == "markdown" and not cell.source.startswith("## Glossary")]
-    name, first = next((name, source) for name, source in prose if marker in source.lower())
-    marker = _normal(marker)
-    linked = [text for text in GLOSSARY_LINK.findall(first) if marker in _normal(text) or _normal(text) in marker]
-    assert linked, f"{name} first uses {word!r} without a link to the glossary"
+def prose(path) -> str:
+    """A notebook's markdown cells, the glossary itself left out, inline-code backticks removed."""
+    return "\n\n".join(cell.source.replace("`", "") for cell in cells(path)
+                       if cell.cell_type == "markdown" and not cell.source.startswith("## Glossary"))
+
+
+def unlinked_first_use(text: str, pattern: str) -> str | None:
+    """The first use of `pattern` in `text` with some context, if it is not inside a link to the glossary; else None."""
+    first = re.search(pattern, text.lower())
+    if first is None:
+        return None
+    linked = any(link.start(1) <= first.start() < link.end(1) for link in GLOSSARY_LINK.finditer(text))
+    return None if linked else text[max(0, first.start() - 40):first.end() + 40].replace("\n", " ")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_each_notebook_links_each_glossary_word_where_it_first_uses_it(path):
+    text = prose(path)
+    missing = {term: context for term, pattern in TERMS.items()
+               if (context := unlinked_first_use(text, pattern)) is not None}
+    expected = {term for number, term in TEMPORARY_UNLINKED_06_10 if path.name.startswith(number)}
+    assert expected <= set(missing), f"{path.name}: linked now, remove from TEMPORARY_UNLINKED_06_10: {expected - set(missing)}"
+    missing = {term: context for term, context in missing.items() if term not in expected}
+    assert not missing, f"{path.name} first uses these without a link to the glossary: {missing}"
+
+
+def test_the_check_finds_an_unlinked_first_use_and_accepts_a_linked_one():
+    assert unlinked_first_use("a [checkpoint](#Glossary), then a checkpoint", TERMS["checkpoint"]) is None
+    assert unlinked_first_use("a checkpoint, then a [checkpoint](#Glossary)", TERMS["checkpoint"]) is not None
+    assert unlinked_first_use("no such word here", TERMS["checkpoint"]) is None
 
 
 def test_the_glossary_leaves_question_1_2_and_exercise_3_to_the_learner():

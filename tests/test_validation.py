@@ -2,6 +2,7 @@
 including the values a careless or hostile caller passes."""
 
 import inspect
+import math
 import re
 from fractions import Fraction
 
@@ -139,6 +140,39 @@ def test_every_check_is_named_after_its_input_and_returns_it():
     each returning the checked value (so a call reads `value = validation.kind(...)`)."""
     public = {name for name, f in vars(validation).items() if inspect.isfunction(f) and f.__module__ == validation.__name__
               and not name.startswith("_")}
-    assert public == {"integer", "real", "boolean", "token_ids", "token_sequence", "tensor_of_shape", "rows",
-                      "batch", "sequence"}
+    assert public == {"integer", "real", "boolean", "seed", "token_ids", "token_sequence", "positions",
+                      "tensor_of_shape", "rows", "batch", "sequence", "finite_weights"}
     assert all(inspect.signature(getattr(validation, name)).return_annotation not in (None, "None") for name in public)
+
+
+@pytest.mark.parametrize("value", [True, 1.5, -1, 2**64, "3"])
+def test_a_seed_is_an_integer_in_torchs_range(value):
+    with pytest.raises(ValueError, match=r"^seed must be an integer in \[0, 18446744073709551615\], got"):
+        validation.seed("seed", value)
+    assert validation.seed("seed", 2**64 - 1) == 2**64 - 1 and torch.Generator().manual_seed(2**64 - 1) is not None
+
+
+def test_positions_are_bounded_by_the_sequence_length_and_say_so():
+    assert validation.positions(torch.tensor([0, 5], dtype=torch.uint8), 6).tolist() == [0, 5]
+    with pytest.raises(ValueError, match=r"^positions must lie in \[0, T\) = \[0, 6\), got 6$"):
+        validation.positions(torch.tensor([0, 6]), 6)
+
+
+def test_finite_weights_names_the_first_weight_holding_nan_or_inf():
+    model = GPT(COURSE_CONFIG.replace(L=1))
+    assert validation.finite_weights(model) is model
+    with torch.no_grad():
+        model.blocks[0].mlp.b_1[:3] = torch.tensor([math.nan, math.inf, 1.0])
+    with pytest.raises(ValueError, match=r"^model's weights must be finite, got 2 NaN or inf values in blocks.0.mlp.b_1$"):
+        validation.finite_weights(model)
+
+
+def test_finite_weights_whose_sum_overflows_are_finite_all_the_same():
+    layer = torch.nn.Linear(4, 4)
+    with torch.no_grad():
+        layer.weight.fill_(3e38)  # finite in float32, but their sum is not
+    assert not layer.weight.sum().isfinite() and validation.finite_weights(layer) is layer
+    with torch.device("meta"):
+        ghost = torch.nn.Linear(4, 4)
+    with pytest.raises(ValueError, match="^layer must hold real weights, got weight on the meta device$"):
+        validation.finite_weights(ghost, name="layer")

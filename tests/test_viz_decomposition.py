@@ -167,6 +167,8 @@ def test_repr_and_a_model_that_is_not_a_gpt(model):
                                                  "run this cell in Jupyter to use it")
     with pytest.raises(ValueError, match="model must be a gptlib GPT, got str"):
         StreamExplorer("gpt")
+    with pytest.raises(ValueError, match="^model must be a gptlib GPT, got str$"):
+        stream_run("gpt", "ab")
 
 
 def test_the_explorer_leaves_the_callers_mode_and_refuses_a_post_norm_model():
@@ -183,6 +185,85 @@ def test_every_character_of_the_vocabulary_can_be_chosen_and_is_named_legibly(mo
     for character, shown in ((VOCABULARY[0], "z('\\n')"), (VOCABULARY[-1], "z('z')"), (" ", "z('␣')")):
         explorer.character = character
         assert not explorer.stale and explorer.descriptions[2][0].startswith(f"Direct contributions to {shown} at")
+
+
+@pytest.mark.parametrize("sent", [{"mode": "logit"}, {"mode": ""}, {"position": 5, "mode": "logit"},
+                                  {"mode": "difference", "position": 99}, {"layer": 1, "head": 7}])
+def test_values_sent_by_the_page_that_break_a_rule_are_refused_and_rolled_back_together(model, sent):
+    """As ipywidgets applies a message from the page (set_state): nothing of a message with a bad value stays."""
+    explorer = StreamExplorer(model, TEXT, position=3)
+    before, drawn, message, picture = explorer.synced(), explorer.last_drawn, explorer.message, explorer.static_png()
+    with pytest.raises(ValueError, match="must be"):
+        explorer.set_state(sent)
+    assert explorer.synced() == before and explorer.last_drawn == drawn and explorer.message == message
+    assert explorer.static_png() == picture
+    explorer.set_state({"position": 5, "mode": "difference"})  # a good message is still taken whole
+    assert explorer.last_drawn["position"] == 5 and explorer.last_drawn["mode"] == "difference"
+
+
+def small_vocabulary_model(V: int) -> GPT:
+    torch.manual_seed(3)
+    return GPT(GPTConfig(V=V, T_max=16, d=12, H=3, L=2)).eval()
+
+
+def test_a_model_with_a_smaller_vocabulary_draws_with_a_default_character_of_its_own():
+    small = small_vocabulary_model(10)  # reads VOCABULARY[:10]: no letters at all
+    text = VOCABULARY[:10]
+    explorer = StreamExplorer(small, text, mode="character")
+    assert explorer.character == VOCABULARY[9] and not explorer.stale
+    assert explorer.descriptions[2][0].startswith(f"Direct contributions to z('{VOCABULARY[9]}') at position 0")
+    assert StreamExplorer(small_vocabulary_model(50), "ab").character == "e"  # 'e' where the model has it
+
+
+def test_a_smaller_vocabulary_refuses_characters_it_does_not_read_by_name():
+    small = small_vocabulary_model(10)
+    explorer = StreamExplorer(small, "$3'")
+    explorer.character = "e"
+    assert explorer.stale and ("the character must be one character of the 10-character vocabulary this model "
+                               "reads (the course's first 10), got 'e'") in explorer.message
+    explorer.character = "3"
+    assert not explorer.stale
+    explorer.text = "Kate!"
+    assert explorer.stale and "the text holds characters this model does not read (V = 10): 'K', 'a', 'e', 't'" \
+        in explorer.message
+    explorer = StreamExplorer(small, "$3'", character="e")  # refused in the message, as an unknown one is
+    assert explorer.stale and "got 'e'" in explorer.message and not explorer.drawn
+
+
+def test_a_model_with_more_tokens_than_characters_is_refused():
+    with pytest.raises(ValueError, match=r"^model must predict the course's characters: V <= 65, got V = 66$"):
+        StreamExplorer(small_vocabulary_model(66), "ab")
+
+
+def test_after_two_refusals_in_a_row_the_static_copy_shows_the_last_input_drawn(model):
+    explorer = StreamExplorer(model, TEXT, position=15, mode="difference")
+    drawn = explorer.descriptions[MODES.index("difference")][15]
+    assert explorer.alt_text() == drawn
+    explorer.text = "To be"  # readable, but its position 4 is its last: no true next character, refused twice
+    assert explorer.stale and "no true next character" in explorer.message and explorer.position == 4
+    assert explorer.last_drawn["text"] == TEXT and explorer.last_drawn["position"] == 15
+    assert explorer.alt_text() == drawn  # the input drawn, not the new text's run at the old position
+    bundle, _ = explorer._repr_mimebundle_()
+    assert drawn in bundle["text/html"].replace("&#x27;", "'")
+
+
+def test_a_character_chosen_while_the_position_is_refused_never_reaches_the_static_copy(model):
+    explorer = StreamExplorer(model, TEXT, position=len(TEXT) - 1, mode="character", character="e")
+    drawn = explorer.alt_text()
+    assert drawn.startswith("Direct contributions to z('e') at position 18")
+    explorer.mode = "difference"  # refused: the last position has no true next character
+    explorer.character = "q"  # read and sent, but the bars still cannot be drawn: a second refusal
+    assert explorer.stale and explorer.last_drawn["character"] == "e"
+    assert explorer.alt_text() == drawn  # not z('q'), an input never drawn
+
+
+def test_a_model_with_non_finite_weights_is_refused_in_the_message(model):
+    broken = GPT(GPTConfig(T_max=16, d=12, H=3, L=2)).eval()
+    with torch.no_grad():
+        broken.blocks[0].attn.W_K[1, 2, 0] = math.inf
+    explorer = StreamExplorer(broken, "abc")
+    assert explorer.stale and "model's weights must be finite, got 1 NaN or inf values in blocks.0.attn.W_K" in explorer.message
+    assert not explorer.drawn and "text/html" not in explorer._repr_mimebundle_()[0]
 
 
 def test_each_write_is_a_bar_at_its_contribution_and_the_label_names_the_largest():

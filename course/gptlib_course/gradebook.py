@@ -36,7 +36,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .jobs import assignments, load_tests
+from .jobs import assignments, load_tests, name_bytes
 
 DEFAULT_LATE = {"grace_minutes": 15.0, "penalty_per_day": 0.1, "max_days_late": 7.0}
 CASES = ("public", "hidden")
@@ -233,7 +233,7 @@ def file_name(student: str) -> str:
     """A file name for a student's files: the name itself when it is plain and short, else a plain prefix and a hash."""
     if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", student):
         return student
-    digest = hashlib.sha256(os.fsencode(student)).hexdigest()[:16]
+    digest = hashlib.sha256(name_bytes(student)).hexdigest()[:16]
     return re.sub(r"[^A-Za-z0-9._-]", "_", clean(student))[:40].lstrip("._-") + "-" + digest
 
 

@@ -32,7 +32,7 @@ def load_tests(folder: str) -> list[cases.TestFile]:
 
 @dataclass(frozen=True)
 class Job:
-    student: str  # the folder's name as the file system gives it (undecodable bytes as surrogates)
+    student: str  # the folder's name read as UTF-8 (student_name: undecodable bytes as surrogates)
     folder: str  # the assignment's folder in OUT/autograder
     path: str | None  # the notebook to grade; None: nothing to grade, `reason` says why
     reason: str = "not submitted"
@@ -44,12 +44,15 @@ def find(submissions: Path, autograder: Path, students: list[str] | None = None)
     folders = assignments(autograder)
     entries = sorted(os.scandir(submissions), key=lambda e: os.fsencode(e.name))
     if students is not None:
-        missing = set(students) - {e.name for e in entries}
+        chosen = {student_name(s) for s in students}
+        missing = chosen - {student_name(e.name) for e in entries}
         if missing:
-            raise ValueError(f"no folder {submissions}/<student> for {', '.join(sorted(missing))}")
-        entries = [e for e in entries if e.name in students]
+            named = ", ".join(name_bytes(m).decode("utf-8", "backslashreplace") for m in sorted(missing))
+            raise ValueError(f"no folder {submissions}/<student> for {named}")
+        entries = [e for e in entries if student_name(e.name) in chosen]
     jobs = []
     for entry in entries:
+        student = student_name(entry.name)
         try:
             names = set(os.listdir(entry.path)) if entry.is_dir(follow_symlinks=False) else None
             reason = "the student's folder is a symbolic link: not followed" if entry.is_symlink() else "not a folder"
@@ -57,18 +60,30 @@ def find(submissions: Path, autograder: Path, students: list[str] | None = None)
             names, reason = None, f"the student's folder cannot be read ({error.strerror})"
         for a in folders:
             if names is None:
-                jobs.append(Job(entry.name, str(a), None, reason))
+                jobs.append(Job(student, str(a), None, reason))
                 continue
             wanted, zipped = f"{a.name}.ipynb", f"{a.name}.zip"  # the notebook, or grader.export()'s hand-in
             others = sorted(n for n in names if n != wanted and n.startswith(a.name) and n.endswith(".ipynb"))
             notes = tuple(f"{shown(n)} was handed in too: not graded (only {wanted} is)" for n in others)
             if wanted in names or zipped in names:
-                jobs.append(Job(entry.name, str(a), os.path.join(entry.path, wanted if wanted in names else zipped),
+                jobs.append(Job(student, str(a), os.path.join(entry.path, wanted if wanted in names else zipped),
                                 notes=notes))
             else:
-                jobs.append(Job(entry.name, str(a), None, "not submitted" + (f" (only {shown(others[0])}: name it "
+                jobs.append(Job(student, str(a), None, "not submitted" + (f" (only {shown(others[0])}: name it "
                                                                               f"{wanted})" if others else ""), notes))
     return jobs
+
+
+def student_name(name: str) -> str:
+    """A student folder's name (as os.scandir gives it) as text, whatever the locale: its bytes read as
+    UTF-8 (under LC_ALL=C without Python's UTF-8 mode, file names are read as ASCII: "José" would be
+    "Jos\\udcc3\\udca9"), a byte that is not UTF-8 kept as os.fsdecode's surrogate (\\xNN in the exports)."""
+    return os.fsencode(name).decode("utf-8", "surrogateescape")
+
+
+def name_bytes(student: str) -> bytes:
+    """The bytes of a student_name(), whatever the locale (os.fsencode cannot encode "José" under LC_ALL=C)."""
+    return student.encode("utf-8", "surrogateescape")
 
 
 def shown(name: str) -> str:

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 from . import gradebook
-from .jobs import Job
+from .jobs import Job, name_bytes
 from .judge import CaseOutcome, NotebookGrade
 
 
@@ -46,7 +46,7 @@ def _fingerprint(job: Job) -> str:
 
 
 def _kept_path(out: Path, job: Job) -> Path:
-    key = os.fsencode(job.student) + b"\0" + Path(job.folder).name.encode()
+    key = name_bytes(job.student) + b"\0" + Path(job.folder).name.encode()
     return out / "graded" / f"{hashlib.sha256(key).hexdigest()}.json"
 
 

@@ -9,15 +9,16 @@ the virtualenv, the Python install and gptlib, whose reference answers (gptlib/e
 empty tmpfs covers, and of gptlib_course, the grading kit, the package `inside` alone (what runs in the
 sandbox: the zygote and the submission's half of a module's mirror, at /kit/gptlib_course/inside): no
 other file of the kit is there (an empty tmpfs covers its folder too where it is installed inside the
-virtualenv); a private tmpfs of `tmp_bytes` at /submission (/tmp links to it), its only writable place,
-its working folder and home; its own /proc (its own processes only) and a minimal /dev; the root and
+virtualenv); a private tmpfs of `tmp_bytes` at /tmp, its only writable place, its working folder and
+home (where Python or gptlib lives under /tmp, a clone in a temp folder, they are bound read-only at
+their place on top of it, in a read-only folder); its own /proc (its own processes only) and a minimal /dev; the root and
 /dev read-only. Nothing else of the host exists in it: no /etc, no home, no other student, no test, no
 grade. As an ordinary user bwrap runs as that user; as root it first drops to `nobody` (setpriv: no
 groups, no capabilities, no new privileges), after an outer bwrap (root, a mount namespace only) has
 put the paths above where nobody can reach them: so the submission is never uid 0 on the host, and
 reads no root-only file.
 
-Inside, `python -P -m gptlib_course.inside.zygote FD /submission` is the namespace's first process
+Inside, `python -P -m gptlib_course.inside.zygote FD /tmp` is the namespace's first process
 (PID 1): inside/zygote.py says what it does. `Sandbox` talks to it over a Unix socket: fork a
 submission's process, is it alive, end it.
 
@@ -39,7 +40,7 @@ from pathlib import Path
 
 NOBODY = 65534  # the overflow uid and gid: the user a submission runs as, inside and (graded by root) outside
 SYSTEM = ("/usr/lib", "/usr/lib64", "/etc/ld.so.cache")  # the shared libraries Python, torch and numpy load
-SANDBOX_TMP = "/submission"  # the sandbox's writable folder; /tmp links to it (unless a bound path is in /tmp)
+SANDBOX_TMP = "/tmp"  # the sandbox's writable folder: a private tmpfs, bound paths under it read-only on top
 KIT = Path(__file__).resolve().parent  # gptlib_course, the grading kit
 INSIDE = KIT / "inside"  # what runs inside the sandbox: of the kit, the one folder a sandbox holds
 KIT_AT = "/kit"  # on the sandbox's PYTHONPATH: it holds INSIDE at /kit/gptlib_course/inside
@@ -83,23 +84,36 @@ def environment(tmp: str, confined: bool) -> dict[str, str]:
             "IPYTHONDIR": f"{tmp}/.ipython", "PATH": os.path.join(os.path.realpath(sys.prefix), "bin")}
 
 
+def _protected_in_tmp(paths: list[str]) -> list[str]:
+    """The folders right under SANDBOX_TMP that hold a bound path without being one (a clone in a temp
+    folder: /tmp/clone for /tmp/clone/gptlib): each is an empty tmpfs, read-only once the paths are
+    bound in it, so a submission can neither write beside the code nor move or remove a folder above it
+    (a bound path itself is a mount point: it cannot be moved either)."""
+    tops = [str(Path(SANDBOX_TMP, Path(p).relative_to(SANDBOX_TMP).parts[0]))
+            for p in paths if Path(p).is_relative_to(SANDBOX_TMP)]
+    return [top for top in dict.fromkeys(tops) if top not in paths]
+
+
 def _bwrap(paths: list[str], sources: dict[str, str], tmp_bytes: int) -> list[str]:
-    """The bwrap that makes the namespaces; `sources`: where each path is found (the outer view's stand-in)."""
-    if any(Path(p).is_relative_to(SANDBOX_TMP) for p in paths):
-        raise ValueError(f"{SANDBOX_TMP} is the sandbox's writable folder: Python or gptlib cannot live there")
-    in_tmp = any(Path(p).is_relative_to("/tmp") for p in paths)  # then /tmp holds them, read-only
+    """The bwrap that makes the namespaces; `sources`: where each path is found (the outer view's stand-in).
+    The submission's /tmp comes first, then the bound paths, outer before inner: a path under /tmp lands
+    at its place on top of the writable tmpfs (later mounts win)."""
+    if any(Path(SANDBOX_TMP).is_relative_to(p) for p in paths):
+        raise ValueError(f"{SANDBOX_TMP} is the sandbox's writable folder: Python or gptlib cannot live at or above it")
+    protected = _protected_in_tmp(paths)
     view = ["--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-            *([] if in_tmp else ["--symlink", SANDBOX_TMP, "/tmp"])]
-    for path in [*SYSTEM, *paths]:
+            "--size", str(tmp_bytes), "--perms", "1777", "--tmpfs", SANDBOX_TMP]
+    view += [a for top in protected for a in ("--tmpfs", top)]
+    for path in [*SYSTEM, *sorted(paths, key=lambda p: len(Path(p).parts))]:
         view += ["--ro-bind-try" if path in SYSTEM else "--ro-bind", sources.get(path, path), path]
     view += ["--ro-bind", sources.get(str(INSIDE), str(INSIDE)), INSIDE_AT]
     for path in hidden_paths(paths):
         view += ["--tmpfs", path, "--remount-ro", path]
+    view += [a for top in protected for a in ("--remount-ro", top)]
     return ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--uid", str(NOBODY), "--gid", str(NOBODY),
             "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--as-pid-1", *view,
-            "--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--perms", "1777", "--tmpfs", SANDBOX_TMP,
-            "--remount-ro", "/", "--remount-ro", "/dev", "--chdir", SANDBOX_TMP, "--clearenv",
-            *[a for k, v in environment(SANDBOX_TMP, True).items() for a in ("--setenv", k, v)], "--"]
+            "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/", "--remount-ro", "/dev", "--chdir", SANDBOX_TMP,
+            "--clearenv", *[a for k, v in environment(SANDBOX_TMP, True).items() for a in ("--setenv", k, v)], "--"]
 
 
 def _as_nobody(paths: list[str]) -> tuple[list[str], dict[str, str]]:

@@ -24,6 +24,22 @@ Labels: "E[x]" and "P" for the embedding's two parts; "L{l}H{h}" for head h of l
 for layer l's attention bias (Definition 1.1's b_O belongs to no head); "L{l} MLP".
 `replace` runs the same forward pass with chosen writes swapped for other tensors (zeros for an
 ablation, another run's write for activation patching: gptlib.analysis.patching).
+
+What every reader here (and in gptlib.analysis.patching) refuses, with one ValueError naming the argument and
+the rule, before any work is done:
+  - a model that is not a gptlib GPT, a post-norm GPT (its stream is no sum of writes), or a GPT with
+    a NaN or inf weight (check_model, naming the weight): on such weights the fused attention kernel of
+    the fast forward and the explicit path the writes follow (A^h formed, as run_with_cache) can give
+    two answers (one NaN query weight: finite logits from the kernel, NaN ones from the explicit
+    path), so no reader picks one;
+  - token ids that break GPT.check_tokens, named as the argument they came in (idx, targets);
+  - `replace` that is not a mapping {label: tensor} (or None), names a write the model does not make,
+    or holds something other than a tensor of the model's dtype and device broadcastable to one
+    write (B, T, d);
+  - `writes` that are not a StreamWrites of the model's width d and dtype with one label per write
+    (which labels is not checked: notebook 10 reads a decomposition broken on purpose);
+  - `scale` that is not a floating-point tensor broadcastable to (B, T, 1);
+  - position, token and against outside [0, T) and [0, V).
 """
 
 from __future__ import annotations
@@ -46,6 +62,8 @@ def head_label(l: int, h: int) -> str:
 
 def write_labels(model: GPT) -> tuple[str, ...]:
     """Every write into the stream of `model`, in the order the forward pass makes them."""
+    if not isinstance(model, GPT):
+        raise ValueError(f"model must be a gptlib GPT, got {type(model).__name__}")
     c = model.config
     labels = ["E[x]", "P"]
     for l in range(c.L):
@@ -72,18 +90,53 @@ class StreamWrites:
         return self.stack.sum(dim=0)
 
 
-def _check_pre_norm(model: GPT) -> GPT:
+def check_model(model) -> GPT:
+    """model itself, if the readers can read it: a pre-norm gptlib GPT whose weights are all finite."""
     if not isinstance(model, GPT):
         raise ValueError(f"model must be a gptlib GPT, got {type(model).__name__}")
     if model.config.norm != "pre":
         raise ValueError("the stream is a sum of writes only in a pre-norm GPT (Definition 3.1); "
                          "a post-norm block rescales the whole stream after each write (Aside 3.5)")
-    return model
+    return validation.finite_weights(model)
 
 
-def _batch_of_ids(model: GPT, idx) -> torch.Tensor:
-    idx = model.check_tokens(idx, name="idx")
+def _batch_of_ids(model: GPT, idx, name: str = "idx") -> torch.Tensor:
+    idx = model.check_tokens(idx, name=name)
     return idx if idx.dim() == 2 else idx.unsqueeze(0)  # (B, T)
+
+
+def _replacements(model: GPT, replace, B: int, T: int) -> dict[str, torch.Tensor]:
+    """replace checked: None, or a mapping from write labels to tensors of the model's dtype and device
+    that broadcast to one write (B, T, d)."""
+    if replace is None:
+        return {}
+    if not isinstance(replace, Mapping):
+        raise ValueError(f"replace must be a mapping {{label: tensor}} or None, got {type(replace).__name__}")
+    labels = write_labels(model)
+    unknown = [label for label in replace if label not in labels]
+    if unknown:
+        raise ValueError(f"replace names writes this model does not make: {', '.join(map(repr, unknown))}; "
+                         f"the writes are {', '.join(labels)}")
+    write = (B, T, model.config.d)
+    for label, tensor in replace.items():
+        rule = (f"replace[{label!r}] must be a tensor of the model's dtype {model.E.dtype} broadcastable to "
+                f"(B, T, d) = {write}")
+        if not isinstance(tensor, torch.Tensor):
+            raise ValueError(f"{rule}, got {_shape_of(tensor)}")
+        if tensor.dtype != model.E.dtype or tensor.device != model.E.device:
+            raise ValueError(f"{rule} on {model.E.device}, got dtype {tensor.dtype} on {tensor.device}")
+        if not _broadcasts(tensor, write):
+            raise ValueError(f"{rule}, got {_shape_of(tensor)}")
+    return dict(replace)
+
+
+def _shape_of(x) -> str:
+    return f"shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+def _broadcasts(tensor: torch.Tensor, shape: tuple[int, ...]) -> bool:
+    """Whether tensor.expand(*shape) works: no more dimensions than shape, each 1 or equal to shape's."""
+    return tensor.dim() <= len(shape) and all(n in (1, m) for n, m in zip(reversed(tensor.shape), reversed(shape)))
 
 
 @torch.no_grad()
@@ -93,14 +146,10 @@ def stream_writes(model: GPT, idx, replace: Mapping[str, torch.Tensor] | None = 
     replace: {label: tensor broadcastable to (B, T, d)} writes used instead of the ones the run makes;
     later layers read the stream with the replacement in it.
     """
-    model = _check_pre_norm(model)
+    model = check_model(model)
     idx = _batch_of_ids(model, idx)
-    labels = write_labels(model)
-    replace = dict(replace or {})
-    unknown = sorted(set(replace) - set(labels))
-    if unknown:
-        raise ValueError(f"replace names writes this model does not make: {', '.join(unknown)}")
     B, T = idx.shape
+    replace = _replacements(model, replace, B, T)
     writes: list[torch.Tensor] = []
 
     def add(label: str, write: torch.Tensor) -> torch.Tensor:  # (B, T, d) -> the same, or its replacement
@@ -117,7 +166,7 @@ def stream_writes(model: GPT, idx, replace: Mapping[str, torch.Tensor] | None = 
             X = X + add(f"L{l} b_O", block.attn.b_O)  # Y^(l)
             if not model.config.attn_only:
                 X = X + add(f"L{l} MLP", block.mlp(block.ln_2(X)))  # X^(l+1)
-    return StreamWrites(labels, torch.stack(writes))
+    return StreamWrites(write_labels(model), torch.stack(writes))
 
 
 @dataclass(frozen=True)
@@ -145,15 +194,51 @@ def logit_pieces(model: GPT, writes: StreamWrites, scale: torch.Tensor | None = 
     scale: LN_f's s (B, T, 1); by default the one the run's final stream gives (ln_f_scale). Passing
     another one is how the notebook shows that the pieces then no longer add up to the logits.
     """
-    stack = writes.stack  # (n, B, T, d)
-    s = ln_f_scale(model, writes.final_stream) if scale is None else scale
+    model = check_model(model)
+    stack = _checked_writes(model, writes).stack  # (n, B, T, d)
+    B, T = stack.shape[1:3]
+    if scale is None:
+        s = ln_f_scale(model, writes.final_stream)
+    else:
+        s = _checked_scale(scale, B, T)
     centred = stack - stack.mean(dim=-1, keepdim=True)  # C w for every write
     direct = (centred * model.ln_f.gamma / s) @ model.unembedding  # (n, B, T, V)
     return LogitPieces(writes.labels, direct, model.ln_f.beta @ model.unembedding)
 
 
+def _checked_writes(model: GPT, writes) -> StreamWrites:
+    """writes itself, if `model` can read it: a StreamWrites whose stack (n, B, T, d) has the model's
+    width d and dtype, and one label per write (which labels is not checked: notebook 10 reads broken ones)."""
+    if not isinstance(writes, StreamWrites):
+        raise ValueError(f"writes must be a StreamWrites (decomposition.stream_writes), got {type(writes).__name__}")
+    stack = writes.stack
+    rule = f"writes must be a stack (n, B, T, d) of this model's dtype {model.E.dtype} with d = {model.config.d}"
+    if not isinstance(stack, torch.Tensor) or stack.dim() != 4 or stack.shape[-1] != model.config.d:
+        raise ValueError(f"{rule}, got {_shape_of(stack)}")
+    if stack.dtype != model.E.dtype or stack.device != model.E.device:
+        raise ValueError(f"{rule} on {model.E.device}, got dtype {stack.dtype} on {stack.device}")
+    if len(writes.labels) != len(stack):
+        raise ValueError(f"writes must have one label per write, got {len(writes.labels)} labels for {len(stack)}")
+    return writes
+
+
+def _checked_scale(scale, B: int, T: int) -> torch.Tensor:
+    """scale itself, if it can stand for LN_f's s (B, T, 1): a floating-point tensor that broadcasts to it."""
+    rule = f"scale must be LN_f's s, a floating-point tensor broadcastable to (B, T, 1) = {(B, T, 1)}"
+    if isinstance(scale, torch.Tensor) and not scale.dtype.is_floating_point:
+        raise ValueError(f"{rule}, got dtype {scale.dtype}")
+    if not isinstance(scale, torch.Tensor) or not _broadcasts(scale, (B, T, 1)):
+        raise ValueError(f"{rule}, got {_shape_of(scale)}")
+    return scale
+
+
 def decomposition_gap(Z: torch.Tensor, total: torch.Tensor) -> float:
     """max |total - Z| / (1 + max |Z|): how far a sum of pieces is from the model's own logits."""
+    for name, x in (("Z", Z), ("total", total)):
+        if not isinstance(x, torch.Tensor) or not x.dtype.is_floating_point or x.numel() == 0:
+            raise ValueError(f"{name} must be a non-empty floating-point tensor, got {_shape_of(x)}")
+    if Z.shape != total.shape:
+        raise ValueError(f"Z and total must have one shape, got {tuple(Z.shape)} and {tuple(total.shape)}")
     return ((total - Z).abs().max() / (1 + Z.abs().max())).item()
 
 
@@ -195,6 +280,7 @@ def attribution_from(pieces: LogitPieces, Z: torch.Tensor, position: int, token:
 def direct_logit_attribution(model: GPT, idx, position: int, token: int, against: int | None = None) -> Attribution:
     """Each write's direct contribution to the logit of `token` at `position` of one sequence idx (T,),
     or to the logit difference token - against."""
+    model = check_model(model)
     idx = model.check_tokens(idx, name="idx")
     if idx.dim() != 1:
         raise ValueError(f"idx must be one sequence of token ids (T,), got shape {tuple(idx.shape)}")
@@ -220,9 +306,9 @@ def logit_lens(model: GPT, idx, targets) -> LensReading:
 
     At l = L this is the model's own prediction, so loss[L] is its loss on (idx, targets).
     """
-    model = _check_pre_norm(model)
+    model = check_model(model)
     idx = _batch_of_ids(model, idx)
-    targets = _batch_of_ids(model, targets)
+    targets = _batch_of_ids(model, targets, name="targets")
     if targets.shape != idx.shape:
         raise ValueError(f"targets must have the shape of idx {tuple(idx.shape)}, got {tuple(targets.shape)}")
     with eval_mode(model):

@@ -2,13 +2,16 @@
 
 The checkers choose their random configurations, inputs and weights from fixed seeds, so a
 learner who read gptlib's source could answer exactly those points from a table. Each checker
-takes every seed through `exercises.result.variant_seed`; inside `shifted_seeds(offset)` that
+takes every seed through `exercises.variants.variant_seed`; inside `shifted_seeds(offset)` that
 seed is seed + offset, so the same checker, unchanged, draws other configurations and other
 weights and computes its references on those. Nothing global is replaced (torch.manual_seed,
 torch.Generator and random.Random stay the library's own): the offset lives in a context
 variable the checkers read. The offset is the secret of a hidden test (written only into the
-instructor's autograder folder). Points a checker fixes by hand (the course configuration, a
-list of shapes) stay the same (tests/test_course_assign.py measures which questions move).
+instructor's autograder folder). A checker that fixes its points by hand (a list of shapes or
+configurations) asks, in a hidden variant, at those points and at others drawn from the offset
+(`exercises.variants.variant_points`): so every typical mistake the public points tell from the right
+answer fails the hidden case too, whatever the offset (tests/test_course_hidden_variants.py tries
+each checker's mistakes over many offsets; tests/test_course_assign.py that the points move).
 """
 
 from __future__ import annotations

@@ -147,6 +147,7 @@ TAKEOVER_MISTAKES = {
 }
 
 
+@functools.lru_cache(maxsize=256)
 def measured_split(config: GPTConfig, T: int) -> tuple[int, int]:
     """FlopCounterMode's forward FLOPs at length T: (scores + aggregation, projections + MLPs)."""
     attention = cost.measured_score_and_aggregate_flops(config, T)

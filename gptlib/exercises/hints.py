@@ -26,7 +26,8 @@ HINTS = {
     3: (
         "Remark 1.3: if R is invertible, (W_Q R, W_K R^-T) gives the same W_QK. Are there any other pairs?",
         "If W_Q W_K^T = W_Q' W_K'^T has rank d_head, the columns of W_Q and W_Q' span the same space, so W_Q' = W_Q R.",
-        "The set of pairs is then parametrized by R in GL(d_head): how many free entries does R have?",
+        "The set of pairs is then parametrized by R in GL(d_head), the invertible d_head x d_head matrices: "
+        "how many free entries does R have?",
     ),
     4: (
         "Part 1: both moves act on the last dimension only; project takes one number away from each row, rescale "

@@ -23,10 +23,21 @@ def variant_seed(seed: int) -> int:
 
 
 def variant_points(points: tuple, draw) -> tuple:
-    """The points a checker asks at: its own fixed `points`, or inside `shifted_seeds(offset)` the
-    points `draw(random.Random(offset))` returns, other points of the same kind."""
+    """The points a checker asks at: its own fixed `points`, or inside `shifted_seeds(offset)` those
+    same points followed by the ones `draw(random.Random(offset))` returns, other points of the same
+    kind. A hidden variant asks everywhere the public case does, and more: every typical mistake that
+    the public points tell from the right answer, it tells too, whatever the offset (a draw alone may
+    miss the one point that separates a mistake: no shape with T < d_head for rank_bounds), and an
+    answer that fits the public points only fails at the drawn ones."""
     offset = _VARIANT.get()
-    return tuple(points) if offset == 0 else tuple(draw(random.Random(offset)))
+    return tuple(points) if offset == 0 else (*points, *draw(random.Random(offset)))
+
+
+def variant_choice(choice, draw):
+    """One setting a checker works at (the build track's sizes): `choice`, or inside `shifted_seeds(offset)`
+    the one `draw(random.Random(offset))` returns instead (a setting, not points: one replaces the other)."""
+    offset = _VARIANT.get()
+    return choice if offset == 0 else draw(random.Random(offset))
 
 
 @contextlib.contextmanager

@@ -69,8 +69,7 @@ class TrainSettings:
         for name in ("steps", "batch_size", "T", "eval_every"):
             object.__setattr__(self, name, validation.integer(name, getattr(self, name), at_least=1))
         object.__setattr__(self, "warmup", validation.integer("warmup", self.warmup, at_least=0))
-        # torch's seed range
-        object.__setattr__(self, "seed", validation.integer("seed", self.seed, at_least=0, at_most=2**64 - 1))
+        object.__setattr__(self, "seed", validation.seed("seed", self.seed))  # torch's seed range
         if self.batch_size * self.T > MAX_TOKENS_PER_STEP:
             raise ValueError(f"batch_size * T must be <= {MAX_TOKENS_PER_STEP:,} tokens a step, "
                              f"got {self.batch_size} * {self.T}")

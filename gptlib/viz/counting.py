@@ -170,6 +170,7 @@ class CountPicture:
         ax.set_yticks(range(n), names[::-1], fontsize=8)
         ax.set_xlim(0, 100)
         ax.set_xlabel("share of all parameters (%)", fontsize=8)
+        ax.set_ylabel("component", fontsize=8)
         ax.tick_params(labelsize=8)
 
     def draw(self, rows, config: GPTConfig) -> Figure:

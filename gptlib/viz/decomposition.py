@@ -11,6 +11,17 @@ and the stream explorer, who wrote one prediction, drawn in the page.
 The numbers are gptlib.analysis.decomposition's (logit_pieces, attribution_from): the page only draws them.
 Every text the page shows as a picture's alternative is written here, once (describe_attribution for
 the bars, describe_row for an attention row), and sent with the numbers.
+
+What it refuses: a model that is not a gptlib GPT, or whose V exceeds the course's 65 characters
+(its predictions could not be named), raises ValueError at construction. A model with fewer tokens
+reads the course's first V characters: its default character is 'e' where it has one, else its last
+character. Text or a character it cannot read (outside the vocabulary or the model's part of it,
+named), and a model the readers refuse (post-norm, NaN or inf weights: decomposition.check_model),
+are refused in .message, the last picture kept. A position, layer, head or mode that breaks its rule,
+set from code or sent by the page, raises ValueError where it is set; a message from the page holding
+one is rolled back whole (the traitlets rollback of a TraitError), so nothing of it is kept or drawn.
+The static copy shows the last input drawn, with the run and character it was drawn with, however
+many refusals followed.
 """
 
 from __future__ import annotations
@@ -24,8 +35,16 @@ from matplotlib.figure import Figure
 
 from .. import validation
 from ..analysis.cache import run_with_cache
-from ..analysis.decomposition import Attribution, LensReading, LogitPieces, attribution_from, logit_pieces, stream_writes
-from ..data import VOCABULARY, encode
+from ..analysis.decomposition import (
+    Attribution,
+    LensReading,
+    LogitPieces,
+    attribution_from,
+    check_model,
+    logit_pieces,
+    stream_writes,
+)
+from ..data import UNKNOWN_SHOWN, VOCABULARY, encode
 from ..model import GPT, eval_mode
 from .attention import token_labels
 from .display import render_png
@@ -78,14 +97,22 @@ class StreamRun:
 def stream_run(model: GPT, text: str) -> StreamRun:
     """Run `model` on `text` once, keeping every write apart (decomposition.stream_writes) and every A^h.
 
-    Raises ValueError for empty text, text longer than T_max, characters outside the vocabulary
-    (naming them) or a post-norm model. The model's train/eval mode is left as it came.
+    Raises ValueError for empty text, text longer than T_max, characters outside the vocabulary or
+    outside the model's part of it, the first V characters (naming them), or a model the readers
+    refuse (decomposition.check_model). The model's train/eval mode is left as it came.
     """
+    model = check_model(model)
     if not text:
         raise ValueError("type at least one character")
     if len(text) > model.config.T_max:
         raise ValueError(f"the text has {len(text)} characters; this model reads at most T_max = {model.config.T_max}")
     idx = encode(text)  # (T,)
+    V = model.config.V
+    unread = sorted(set(text) - set(VOCABULARY[:V]))
+    if unread:
+        shown = ", ".join(repr(ch) for ch in unread[:UNKNOWN_SHOWN])
+        more = f" and {len(unread) - UNKNOWN_SHOWN} more" if len(unread) > UNKNOWN_SHOWN else ""
+        raise ValueError(f"the text holds characters this model does not read (V = {V}): {shown}{more}")
     writes = stream_writes(model, idx)
     with eval_mode(model), torch.no_grad():
         Z, cache = run_with_cache(model, idx)
@@ -103,6 +130,11 @@ def describe_row(run: StreamRun, layer: int, head: int, t: int) -> str:
     return f"L{layer}H{head} at query {t} {quoted(run.labels[t])}, strongest keys: {strongest}."
 
 
+class Refused(traitlets.TraitError, ValueError):
+    """A value a trait's rule refuses: a ValueError to whoever set it, and to traitlets a TraitError, on
+    which it rolls back every value of the same message from the page (hold_trait_notifications)."""
+
+
 class Whole(traitlets.Int):
     """A synced whole number in [0, bound(obj)] (no upper bound where bound gives None): validation.integer names
     the rule, and refuses bools, floats and NaN."""
@@ -113,7 +145,24 @@ class Whole(traitlets.Int):
         self.tag(sync=True)
 
     def validate(self, obj, value) -> int:
-        return validation.integer(self.label, value, at_least=0, at_most=self.bound(obj))
+        try:
+            return validation.integer(self.label, value, at_least=0, at_most=self.bound(obj))
+        except ValueError as error:
+            raise Refused(str(error)) from None
+
+
+class OneOf(traitlets.Unicode):
+    """A synced choice among `choices`, checked where it is set, as Whole is."""
+
+    def __init__(self, label: str, choices: tuple[str, ...]):
+        super().__init__(choices[0])
+        self.label, self.choices = label, choices
+        self.tag(sync=True)
+
+    def validate(self, obj, value) -> str:
+        if not isinstance(value, str) or value not in self.choices:
+            raise Refused(f"{self.label} must be one of {', '.join(self.choices)}, got {value!r}")
+        return value
 
 
 class StreamExplorer(Explorer):
@@ -140,7 +189,7 @@ class StreamExplorer(Explorer):
     what = "each write's direct contribution to one prediction"
     text = traitlets.Unicode().tag(sync=True)
     position = Whole("position", lambda self: len(self.run.labels) - 1 if self.run else None)
-    mode = traitlets.Unicode("predicted").tag(sync=True)
+    mode = OneOf("mode", MODES)
     character = traitlets.Unicode("e").tag(sync=True)
     layer = Whole("layer", lambda self: self.model.config.L - 1)
     head = Whole("head", lambda self: self.model.config.H - 1)
@@ -155,32 +204,35 @@ class StreamExplorer(Explorer):
     rows = traitlets.List(traitlets.Unicode()).tag(sync=True)  # [(l * H + h) * T + t]: describe_row
 
     def __init__(self, model: GPT, text: str = "PETRUCHIO:\nWhy, how now, Kate! I hope thou art not mad:",
-                 position: int = 0, mode: str = "predicted", character: str = "e", layer: int = 0, head: int = 0):
+                 position: int = 0, mode: str = "predicted", character: str | None = None, layer: int = 0,
+                 head: int = 0):
         if not isinstance(model, GPT):
             raise ValueError(f"model must be a gptlib GPT, got {type(model).__name__}")
+        if model.config.V > len(VOCABULARY):
+            raise ValueError(f"model must predict the course's characters: V <= {len(VOCABULARY)}, got V = {model.config.V}")
         self.model = model
-        self.run: StreamRun | None = None  # the last readable text's run: what the static copy shows
+        self.vocabulary = VOCABULARY[: model.config.V]  # the characters the model reads: the course's first V
+        if character is None:  # 'e', or the model's last character where its vocabulary stops before 'e'
+            character = "e" if "e" in self.vocabulary else self.vocabulary[-1]
+        self.run: StreamRun | None = None  # the last readable text's run
         self.readable = False  # whether the text and character now set could be read
         self.token = 0  # the id of the last character that could be read (set with each run)
-        super().__init__(text=text)
+        self.drawn_with: tuple[StreamRun, int] | None = None  # (run, token) of the last input drawn: the static copy's
+        super().__init__(text=text, character=character)
         self.observe(self.rerun, names=["text", "character"])
         self.observe(self.redraw, names=["position", "mode", "layer", "head"])
         self.rerun()
         with self.hold_trait_notifications():
-            self.position, self.mode, self.character, self.layer, self.head = position, mode, character, layer, head
-
-    @traitlets.validate("mode")
-    def _check_mode(self, proposal) -> str:
-        if proposal.value not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {proposal.value!r}")
-        return proposal.value
+            self.position, self.mode, self.layer, self.head = position, mode, layer, head
 
     def rerun(self, _change=None) -> None:
         """Run the model on the text, and send every position's numbers; what cannot be read keeps the last ones."""
         try:
-            if len(self.character) != 1 or self.character not in VOCABULARY:
-                raise ValueError(f"the character must be one character of the {len(VOCABULARY)}-character "
-                                 f"vocabulary, got {self.character[:12]!r}")
+            if len(self.character) != 1 or self.character not in self.vocabulary:
+                V = len(self.vocabulary)
+                part = f" this model reads (the course's first {V})" if V < len(VOCABULARY) else ""
+                raise ValueError(f"the character must be one character of the {V}-character vocabulary{part}, "
+                                 f"got {self.character[:12]!r}")
             run = stream_run(self.model, self.text)
         except ValueError as error:
             self.readable = False
@@ -226,11 +278,15 @@ class StreamExplorer(Explorer):
         self.show(f"{len(self.run.labels)} characters, position {self.position}, {self.mode}: "
                   f"logit {attribution.logit:+.2f}; attention row of L{self.layer}H{self.head}")
 
+    def show(self, message: str) -> None:
+        super().show(message)
+        self.drawn_with = self.run, self.token
+
     def shown(self) -> tuple[Attribution, str]:
-        """The attribution and title of the last input drawn (what the static copy shows)."""
-        drawn = self.last_drawn
-        mode, t = drawn["mode"], drawn["position"]
-        return self.run.attribution(mode, t, self.token), self.run.title(mode, t, self.token)
+        """The attribution and title of the last input drawn (what the static copy shows): its run and
+        character's id too, which a readable text or character refused at its position has replaced since."""
+        (run, token), mode, t = self.drawn_with, self.last_drawn["mode"], self.last_drawn["position"]
+        return run.attribution(mode, t, token), run.title(mode, t, token)
 
     def static_png(self) -> bytes:
         return render_png(attribution_figure(*self.shown()))

@@ -331,6 +331,10 @@ def gained_circle_figure(gamma: torch.Tensor, beta: torch.Tensor, u: torch.Tenso
     along = (outputs - image.beta) @ image.axes.T  # (n, 2): the outputs in the ellipse's own axes
     flat.plot(*along.T.numpy(), "o", color=COLOURS["image"], ms=3)
     flat.set_title("each in its own plane, along its own axes", fontsize=10)
+    down.set_xlabel("coordinate along a unit vector u_1 of 1-perp", fontsize=9)
+    down.set_ylabel("along u_2, orthogonal to u_1 in 1-perp", fontsize=9)
+    flat.set_xlabel("coordinate along the curve's longer semi-axis", fontsize=9)
+    flat.set_ylabel("along its shorter semi-axis", fontsize=9)
     for ax in (down, flat):
         ax.set_aspect("equal")
         ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, -0.42))

@@ -17,10 +17,12 @@ def gelu_figure(t: torch.Tensor) -> Figure:
     left.plot(t.numpy(), exact.numpy(), label="t Phi(t)")
     left.plot(t.numpy(), torch.relu(t).numpy(), linestyle=":", label="ReLU, for comparison")
     left.set_xlabel("t")
+    left.set_ylabel("GELU(t), ReLU(t)")
     left.set_title("exact GELU")
     left.legend()
     right.plot(t.numpy(), (approx - exact).numpy())
     right.set_xlabel("t")
+    right.set_ylabel("GELU_tanh(t) - GELU(t)")
     right.set_title("tanh approximation minus exact GELU")
     fig.set_label(f"Left: the exact GELU t Phi(t) beside ReLU for t from {t.min().item():g} to {t.max().item():g}. "
                   f"Right: the tanh form minus the exact GELU, at most {coarse((approx - exact).abs().max())} in size.")

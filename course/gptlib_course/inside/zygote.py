@@ -1,17 +1,17 @@
 """The sandbox's first process (PID 1): a zygote that forks one process per submission, and that process.
 
-`python -P -m gptlib_course.inside.zygote FD /submission` (sandbox.py starts it inside bubblewrap) is the
+`python -P -m gptlib_course.inside.zygote FD /tmp` (sandbox.py starts it inside bubblewrap) is the
 namespace's first process: a zygote that imports torch, IPython and gptlib and makes an IPython shell
 once, never reads a test, and forks one process per submission on the judge's request (starting a
 submission costs a fork, not seconds of imports). Before each fork it kills every other process of its
-namespace (kill(-1): whatever the last submission left running, daemons included) and empties
-/submission, so no two submissions ever run in the same namespaces at once and none inherits another's
-files. It makes itself non-dumpable (prctl) so that a submission, running as the same user, cannot
-attach to it or read its memory; and as PID 1 it ignores every signal it has no handler for. Each
-forked process starts its own session and sets its limits (resource.setrlimit): address space, CPU
-seconds, processes (a fork bomb stops there: it runs as a user that is not root in its namespace, so
-the limit binds), the size of any file it writes, no core files. Its stdout and stderr are a pipe the
-judge reads and cuts at the output limit.
+namespace (kill(-1): whatever the last submission left running, daemons included) and empties /tmp (but
+the code the sandbox binds there), so no two submissions ever run in the same namespaces at once and
+none inherits another's files. It makes itself non-dumpable (prctl) so that a submission, running as
+the same user, cannot attach to it or read its memory; and as PID 1 it ignores every signal it has no
+handler for. Each forked process starts its own session and sets its limits (resource.setrlimit):
+address space, CPU seconds, processes (a fork bomb stops there: it runs as a user that is not root in
+its namespace, so the limit binds), the size of any file it writes, no core files. Its stdout and
+stderr are a pipe the judge reads and cuts at the output limit.
 
 Then it runs the cells the judge sends (in an IPython shell, so magics and display() work), and
 answers the judge's requests through the pipe: what a name is, and calls of the submission's
@@ -44,7 +44,7 @@ import torch
 from torch import nn
 
 import gptlib.exercises  # noqa: F401  (every forked submission finds it loaded)
-from gptlib.exercises.result import global_state_kept, raised_by_a_stub  # the checkers' own rules
+from gptlib.exercises.checking import global_state_kept, raised_by_a_stub  # the checkers' own rules
 
 from .module_server import ModuleServer
 from .plain import plain
@@ -261,11 +261,16 @@ def _clean(workdir: str, pid: int | None, ended: dict[int, int]) -> None:
             break
         ended[done] = os.waitstatus_to_exitcode(status)
     os.chmod(workdir, 0o700)  # the submission owned it too: it may have locked folders (mode 000)
-    for folder, subfolders, _ in os.walk(workdir):
-        for name in subfolders:
-            os.chmod(os.path.join(folder, name), 0o700, follow_symlinks=False)
     for entry in os.scandir(workdir):
-        shutil.rmtree(entry.path) if entry.is_dir(follow_symlinks=False) else os.unlink(entry.path)
+        if os.path.ismount(entry.path):
+            continue  # what the sandbox bound under its /tmp (code in a temp folder): read-only, kept
+        if not entry.is_dir(follow_symlinks=False):
+            os.unlink(entry.path)
+            continue
+        for folder, subfolders, _ in os.walk(entry.path):
+            for name in subfolders:
+                os.chmod(os.path.join(folder, name), 0o700, follow_symlinks=False)
+        shutil.rmtree(entry.path)
 
 
 def zygote(server_fd: int, workdir: str) -> None:

@@ -54,360 +54,427 @@ class Number:
     mistakes: dict[str, Callable[[], int]]
 
 
-def _post_norm_zero_singular_values(T: int, d: int) -> int:
-    """Singular values of a random float64 post-norm block's Jacobian (eps = 1e-5) that are zero to rounding."""
+def _final_norm_zero_singular_values(T: int, L: int, d: int = 16) -> int:
+    """Singular values of d LN_f(X^(L)) / d X^(0) for a random float64 pre-norm stack (eps = 1e-5) that are zero
+    to rounding."""
     with seeded(0):
-        block = GPT(GPTConfig(V=5, T_max=T, d=d, H=2, L=1, norm="post")).double().blocks[0]
+        model = GPT(GPTConfig(V=5, T_max=T, d=d, H=2, L=L)).double()
         X = torch.randn(T, d, dtype=torch.float64)
-    s = torch.linalg.svdvals(jacobians.block_jacobian(block, X).detach())  # (T d,), largest first
-    return int((s < 1e-13 * s[0]).sum())  # the damped radial ones sit near 1e-10 x largest
+
+    def normalized_top(X):  # (B, T, d) -> (B, T, d): the blocks, then LN_f
+        for block in model.blocks:
+            X = block(X)
+        return model.ln_f(X)
+
+    s = torch.linalg.svdvals(jacobians.jacobian_of(normalized_top, X).detach())  # (T d,), largest first
+    return int((s < 1e-13 * s[0]).sum())  # LN_f's damped radial ones sit near 1e-5 x largest
 
 
-def _score_rank(d: int, H: int, T: int) -> int:
-    """Numerical rank of one random head's T x T score matrix S^h."""
+def _attention_rank(d: int, H: int, T: int) -> int:
+    """Numerical rank of one random head's causal T x T attention matrix A^h."""
     with seeded(0):
         attn = GPT(GPTConfig(V=5, T_max=T, d=d, H=H, L=1)).blocks[0].attn
         X = torch.randn(1, T, d)
-    return attention.numerical_rank(attention.scores(attn, X)[0, 0].detach()).rank
+    q, k, _ = attn.qkv(X)
+    return attention.numerical_rank(attn.attention_matrices(q, k)[0, 0].detach()).rank
 
 
-def _mlp_parameters(d: int) -> int:
-    """Parameters of one MLP sublayer of a model of width d (d_ff = 4d), counted from the module."""
-    return sum(p.numel() for p in GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1)).blocks[0].mlp.parameters())
+def _mlp_parameters(d: int, d_ff: int) -> int:
+    """Parameters of one MLP sublayer of width d and hidden width d_ff, counted from the module."""
+    return sum(p.numel() for p in GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1, d_ff=d_ff)).blocks[0].mlp.parameters())
 
 
-def _rms_norm_image_dimension(d: int) -> int:
-    """Rank of RMSNorm's Jacobian (eps = 0, gamma = 1) at a random u: the dimension of RMSNorm's image."""
+def _gained_layer_norm_image_dimension(d: int, k: int) -> int:
+    """Rank of u -> gamma * LN(u)'s Jacobian (eps = 0, beta = 0) at a random u, for a random gain gamma whose
+    first k entries are 0: the dimension of that map's image."""
     with seeded(0):
         u = torch.randn(1, d, dtype=torch.float64)  # one row
-    return attention.numerical_rank(jacobians.jacobian_of(layernorm.rms_norm, u)).rank
+        gamma = torch.randn(d, dtype=torch.float64)
+    gamma[:k] = 0
+    return attention.numerical_rank(jacobians.jacobian_of(lambda U: gamma * layernorm.layer_norm(U), u)).rank
 
 
 def _block_parameters(d: int) -> int:
-    """Parameters of one block of a model of width d (d_ff = 4d), counted from the module."""
+    """Parameters of one block of width d (d_ff = 4d) under Theorem 5.2's convention, counted from the module."""
     return sum(p.numel() for p in GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1)).blocks[0].parameters())
 
 
-def masked_pairs_question(T: int) -> Number:
-    """Question 6.3: the entries (t, s) of a T x T dependency map that a causal model keeps at zero."""
-    entries = torch.ones(T, T)  # (t, s)
+def _window_zeros(T: int, w: int, L: int) -> int:
+    """Entries (t, s) of the dependency map of L blocks whose heads see s in (t - w, t], that no weights make
+    nonzero: those outside the L-step reach of one block's window (the residual path keeps each step's own row)."""
+    t, s = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    window = ((s <= t) & (s > t - w)).double()  # (T, T): who one block lets row t read
+    reach = torch.linalg.matrix_power(window, L)  # (T, T): > 0 where some L-step path exists
+    return int((reach == 0).sum())
+
+
+def _multi_query_crossover(d: int, H: int) -> int:
+    """The T where a multi-query block's scores + aggregation (4 T^2 d: all H heads, d_head each) equal its
+    projections (W_Q, W_O d x d; the shared W_K, W_V d x d_head) and MLP (d_ff = 4d), in FLOPs per token."""
+    config = COURSE_CONFIG.replace(d=d, H=H)
+    per_token = 2 * (2 * d * d + 2 * d * config.d_head) + 2 * 2 * d * config.d_ff  # multiply-add = 2 FLOPs
+    T, remainder = divmod(per_token, 4 * d)  # attention: 4 T d per token
+    assert remainder == 0, "the crossover is a whole number for these sizes"
+    return T
+
+
+def _writes_without_P_and_b_O(H: int, ell: int) -> int:
+    """Writes that make up X^(ell) of a pre-norm GPT with H heads, no positional embedding and no bias b_O:
+    gptlib's labels of the first ell blocks, less P's and the b_O ones."""
+    model = GPT(GPTConfig(V=5, T_max=4, d=2 * H, H=H, L=ell))  # the labels read the configuration only
+    return len([label for label in decomposition.write_labels(model) if label != "P" and not label.endswith("b_O")])
+
+
+def window_question(T: int, w: int, L: int) -> Number:
+    """Question 6.3: the entries of a T x T dependency map that L blocks with a sliding window of w keep at zero."""
+    reach = L * (w - 1)
     return Number(
-        {"T": T},
-        lambda: int(entries.triu(1).sum()),
-        lambda n: f"the pairs with s > t: T (T - 1) / 2 = {n:,} for T = {T}.",
+        {"T": T, "w": w, "L": L},
+        lambda: _window_zeros(T, w, L),
+        lambda n: f"each block lets row t read w - 1 = {w - 1} rows back, and L blocks chain that to L (w - 1) = "
+        f"{reach}: the zeros are the pairs with s > t or t - s > {reach}, {n:,} for T = {T}.",
         {
-            "you counted the diagonal too: Z_t may depend on x_t itself": lambda: int(entries.triu().sum()),
-            "that is every entry: Z_t may depend on x_1, ..., x_t": lambda: int(entries.sum()),
-            "that is both off-diagonal triangles: only s > t is forbidden": lambda: int(entries.sum() - entries.trace()),
+            "that is the causal mask's count, s > t: the window also cuts pairs too far back": lambda: T * (T - 1) // 2,
+            "that is one block's reach, w - 1: the next block reads rows that already hold earlier ones":
+                lambda: _window_zeros(T, w, 1),
+            "each block reaches w - 1 rows back, not w: the window (t - w, t] holds t itself":
+                lambda: T * (T - 1) // 2 + sum(T - gap for gap in range(L * w + 1, T)),
         },
     )
 
 
-def block_question(d: int) -> Number:
-    """Question 5.3: the parameters of one block of width d (d_ff = 4d)."""
+def gpt2_block_question(d: int) -> Number:
+    """Question 5.3: the parameters of one block of width d (d_ff = 4d) with biases on W_Q, W_K, W_V too."""
     return Number(
         {"d": d},
-        lambda: _block_parameters(d),
-        lambda n: f"attention 4 d^2 + d, MLP 8 d^2 + 5 d, two LayerNorms 4 d: 12 d^2 + 10 d = {n:,} for d = {d}.",
+        lambda: _block_parameters(d) + 3 * d,  # b_Q, b_K, b_V: one vector of width H d_head = d each
+        lambda n: f"Theorem 5.2's 12 d^2 + 10 d, plus three bias vectors of width d: 12 d^2 + 13 d = {n:,} for d = {d}.",
         {
-            "you left out every bias and LayerNorm parameter: 12 d^2 is only the weight matrices": lambda: 12 * d**2,
-            "you left out the two LayerNorms' gains and shifts (4 d)": lambda: 12 * d**2 + 6 * d,
-            "that is the attention sublayer alone: add the MLP's 8 d^2 + 5 d and the LayerNorms' 4 d": lambda: 4 * d**2 + d,
+            "that is Theorem 5.2's block: add b_Q, b_K and b_V": lambda: _block_parameters(d),
+            "each of b_Q, b_K, b_V has d = H d_head entries, one per column of its projection": (
+                lambda: _block_parameters(d) + d
+            ),
+            "you left out the two LayerNorms' gains and shifts (4 d)": lambda: _block_parameters(d) + 3 * d - 4 * d,
         },
     )
 
 
-def stream_writes_question(L: int, H: int) -> Number:
-    """Question 10.3: how many writes make up the final stream of a pre-norm GPT with L blocks of H heads."""
-    model = GPT(GPTConfig(V=5, T_max=4, d=2 * H, H=H, L=L))  # the count reads the configuration only
+def stream_writes_question(H: int, ell: int) -> Number:
+    """Question 10.3: the writes that make up X^(ell) in a pre-norm GPT with H heads, no P and no b_O."""
     return Number(
-        {"L": L, "H": H},
-        lambda: len(decomposition.write_labels(model)),
-        lambda n: f"E[x] and P, then per block H heads, the bias b_O and the MLP: 2 + L (H + 2) = {n:,} for L = {L}, "
-        f"H = {H}.",
+        {"H": H, "ell": ell},
+        lambda: _writes_without_P_and_b_O(H, ell),
+        lambda n: f"E[x], then per block H heads and the MLP: 1 + ell (H + 1) = {n:,} for ell = {ell}, H = {H}.",
         {
-            "b_O belongs to no head, so it is a write of its own in every block": lambda: 2 + L * (H + 1),
-            "the embedding is two writes, E[x] and P": lambda: 1 + L * (H + 2),
-            "attention writes one term per head, not one per block (Proposition 1.2)": lambda: 2 + 3 * L,
+            "that is the course model's count, 2 + ell (H + 2): this one has no P and no b_O": (
+                lambda: 2 + ell * (H + 2)
+            ),
+            "this model has no b_O either": lambda: 1 + ell * (H + 2),
+            "this model has no P either": lambda: 2 + ell * (H + 1),
         },
     )
 
 
-def rms_norm_image_question(d: int) -> Number:
-    """Question 4.3: the dimension of RMSNorm's image at width d (eps = 0, gamma = 1)."""
+def gained_image_question(d: int, k: int) -> Number:
+    """Question 4.3: the dimension of the image of u -> gamma * LN(u) (eps = 0) when k >= 2 gains are 0."""
     return Number(
-        {"d": d},
-        lambda: _rms_norm_image_dimension(d),
-        lambda n: f"RMSNorm keeps only the radial move: its image is the whole sphere of radius sqrt(d) in R^d, "
-        f"d - 1 = {n:,} for d = {d}.",
+        {"d": d, "k": k},
+        lambda: _gained_layer_norm_image_dimension(d, k),
+        lambda n: f"LN's image is a sphere in 1-perp (dimension d - 1); on 1-perp diag(gamma) loses the vectors that "
+        f"live on the k zeroed coordinates and sum to 0, k - 1 >= 1 dimensions, so it flattens the sphere into a "
+        f"solid ellipsoid of dimension (d - 1) - (k - 1) = d - k = {n:,} for d = {d}, k = {k}.",
         {
-            "that is LayerNorm's image, a sphere inside 1-perp: RMSNorm does not centre, so its sphere lies in all "
-            "of R^d": lambda: d - 2,
-            "that is d: the radial move leaves a sphere, which has one dimension fewer than the space around it":
-                lambda: d,
-        },
-    )
-
-
-def mlp_question(d: int) -> Number:
-    """Question 2.3: the parameters of one MLP sublayer of width d (d_ff = 4d)."""
-    return Number(
-        {"d": d},
-        lambda: _mlp_parameters(d),
-        lambda n: f"W_1 and W_2 have d d_ff = 4 d^2 entries each, b_1 has 4d and b_2 has d: 8 d^2 + 5 d = {n:,} "
-        f"for d = {d}.",
-        {
-            "you left out the biases b_1 (4d) and b_2 (d)": lambda: 8 * d**2,
-            "b_1 has d_ff = 4d entries, not d": lambda: 8 * d**2 + 2 * d,
-            "that is one weight matrix: the MLP has two, W_1 and W_2": lambda: 4 * d**2,
-        },
-    )
-
-
-def score_rank_question(d: int, H: int, T: int) -> Number:
-    """Question 1.5: the rank of one head's T x T score matrix S^h in a model of width d with H heads."""
-    d_head = GPTConfig(d=d, H=H).d_head
-    return Number(
-        {"d": d, "H": H, "T": T},
-        lambda: _score_rank(d, H, T),
-        lambda n: f"S^h = X W_QK^h X^T / sqrt(d_head) passes through d_head = d/H = {d_head} dimensions: "
-        f"rank min(T, d_head) = {n}.",
-        {
-            "that is T: a T x T matrix could have rank T, but S^h factors through d_head dimensions": lambda: T,
-            "that is d: the score matrix passes through W_QK^h, of rank d_head = d/H": lambda: d,
-            f"that is d_head for H = {COURSE_CONFIG.H}; here H = {H}": lambda: COURSE_CONFIG.replace(d=d).d_head,
-        },
-    )
-
-
-def post_norm_question(T: int, d: int = 16) -> Number:
-    """Question 3.3: the zero singular values of a post-norm block's (T d) x (T d) Jacobian (the answer
-    does not depend on d, which the question leaves open)."""
-    return Number(
-        {"T": T},
-        lambda: _post_norm_zero_singular_values(T, d),
-        lambda n: f"the last LayerNorm's Jacobian removes the all-ones direction at each position exactly: T = {n} "
-        "zeros. The row's own radial direction is only damped, by eps / (sigma^2 + eps), so it leaves a tiny singular "
-        "value, not a zero.",
-        {
-            "you counted the radial direction too: with eps > 0 LayerNorm damps it but does not remove it": lambda: 2 * T,
-            "you added both LayerNorms' losses: the first one's directions are not lost again at the output; only the "
-            "last LayerNorm's one per position remains, for generic weights": lambda: 2 * 2 * T,  # 2 LayerNorms x 2 directions
-            "no identity term survives a post-norm block to keep every direction": lambda: 0,
-        },
-    )
-
-
-def crossover_question(d: int) -> Number:
-    """Question 7.3: the T at which attention's T^2 work equals a block's projections and MLP, at width d."""
-    config = COURSE_CONFIG.replace(d=d)  # d_ff = 4d
-    return Number(
-        {"d": d},
-        lambda: cost.crossover_T(config),
-        lambda n: f"per block 4 T^2 d = 8 T d^2 + 4 T d d_ff gives T = 2d + d_ff = 6d = {n:,} for d = {d}.",
-        {
-            "you compared attention's T^2 work with the projections only (T = 2d): add the MLP": lambda: 2 * config.d,
-            "you compared attention's T^2 work with the MLP only (T = d_ff): add the projections": lambda: config.d_ff,
-            f"that is the course width's crossover (d = {COURSE_CONFIG.d}): this question asks about d = {d}": (
-                lambda: cost.crossover_T(COURSE_CONFIG)
+            "that is the image with no zero gain, Proposition 4.2's sphere: a zero gain removes coordinates": (
+                lambda: d - 2
+            ),
+            "a sphere flattened onto fewer dimensions fills them: the image is a solid ellipsoid, not a smaller "
+            "sphere": lambda: d - k - 2,
+            "the zeroed coordinates also lose their own sum-to-zero direction, so only k - 1 of them count": (
+                lambda: d - k - 1
             ),
         },
     )
 
 
+def mlp_question(d: int, d_ff: int) -> Number:
+    """Question 2.3: the parameters of one MLP sublayer of width d and hidden width d_ff."""
+    return Number(
+        {"d": d, "d_ff": d_ff},
+        lambda: _mlp_parameters(d, d_ff),
+        lambda n: f"W_1 and W_2 have d d_ff entries each, b_1 has d_ff and b_2 has d: 2 d d_ff + d_ff + d = {n:,} "
+        f"for d = {d}, d_ff = {d_ff}.",
+        {
+            "that is the count for d_ff = 4d, 8 d^2 + 5 d: this MLP is narrower": lambda: 8 * d**2 + 5 * d,
+            "you left out the biases b_1 (d_ff) and b_2 (d)": lambda: 2 * d * d_ff,
+            "b_1 has d_ff entries, not d": lambda: 2 * d * d_ff + 2 * d,
+        },
+    )
+
+
+def attention_rank_question(d: int, H: int, T: int) -> Number:
+    """Question 1.5: the rank of one head's causal T x T attention matrix A^h in a model of width d with H heads."""
+    d_head = GPTConfig(d=d, H=H).d_head
+    return Number(
+        {"d": d, "H": H, "T": T},
+        lambda: _attention_rank(d, H, T),
+        lambda n: f"A^h is lower triangular (the mask) with a positive diagonal (softmax weights are positive), so its "
+        f"determinant, the product of that diagonal, is not zero: rank T = {n}. The softmax is not linear and does "
+        f"not keep S^h's rank d_head = {d_head}.",
+        {
+            "that is S^h's rank, d_head: the softmax is not linear, and a triangular matrix with a positive diagonal "
+            "has full rank": lambda: d_head,
+            "that is d: A^h is T x T": lambda: d,
+            "the first row is not lost: A_00 = 1": lambda: T - 1,
+        },
+    )
+
+
+def final_norm_question(T: int, L: int, d: int = 16) -> Number:
+    """Question 3.3: the zero singular values of d LN_f(X^(L)) / d X^(0) for a pre-norm stack of L blocks on T
+    positions (the answer does not depend on d, which the question leaves open)."""
+    return Number(
+        {"T": T, "L": L},
+        lambda: _final_norm_zero_singular_values(T, L, d),
+        lambda n: f"the blocks' identity paths skip their own LayerNorms, so the stack loses no direction; LN_f sits on "
+        f"every path and removes the all-ones direction at each position exactly: T = {n} zeros. Its radial "
+        "direction is only damped, by eps / (sigma^2 + eps), so it leaves a small singular value, not a zero.",
+        {
+            "no identity path goes around LN_f: it removes the all-ones direction at every position": lambda: 0,
+            "you counted the radial direction too: with eps > 0 LayerNorm damps it but does not remove it": lambda: 2 * T,
+            "you counted every LayerNorm: the 2L inside the blocks sit on branches, which the identity path skips":
+                lambda: (2 * L + 1) * T,
+        },
+    )
+
+
+def multi_query_crossover_question(d: int, H: int) -> Number:
+    """Question 7.3: the T at which a multi-query block's T^2 work equals its projections and MLP, at width d."""
+    d_head = COURSE_CONFIG.replace(d=d, H=H).d_head
+    return Number(
+        {"d": d, "H": H},
+        lambda: _multi_query_crossover(d, H),
+        lambda n: f"per block 4 T^2 d = 4 T d^2 (W_Q, W_O) + 4 T d d_head (the shared W_K, W_V) + 4 T d d_ff (MLP) "
+        f"gives T = d + d_head + d_ff = {n:,} for d = {d}, d_head = {d_head}.",
+        {
+            "that is multi-head attention's crossover, 2d + d_ff: the shared W_K and W_V are d x d_head": (
+                lambda: cost.crossover_T(COURSE_CONFIG.replace(d=d, H=H))
+            ),
+            "the shared W_K and W_V shrink to d x d_head, they do not vanish": lambda: d + 4 * d,
+            "you compared attention's T^2 work with the MLP only: add the projections": lambda: 4 * d,
+        },
+    )
+
+
 _COURSE_BLOCKS = COURSE_CONFIG.L * (12 * COURSE_CONFIG.d**2 + 10 * COURSE_CONFIG.d)  # Theorem 5.2's blocks, d_ff = 4d
+_WIDER = COURSE_CONFIG.replace(d=2 * COURSE_CONFIG.d)  # Question 5.2's model
 
 
 QUESTIONS: dict[str, Choice | Number] = {
     "6.1": Choice(
         "b",
-        "embeddings, LayerNorms, MLPs, residual additions and W_U act on each position alone; only attention mixes "
-        "positions, and the mask gives every later position weight exactly 0.",
+        "statistics over the positions mix every row into every other, later rows included, so Z_t would move when a "
+        "later token changes. P is added to each row alone, and a window of earlier positions is still a causal mask "
+        "(Lecture 4, Proposition 4.3): the model stays causal after either.",
         {
-            "a": "the MLP acts on each position alone: it cannot bring in another position's token",
-            "c": "LN_f normalizes each row by its own statistics: it never looks at another position",
+            "a": "P is added to each row alone: dropping it changes what each row holds, not which positions attention may read",
+            "c": "a window keeps only positions s <= t (and fewer of them): every later one still gets weight 0",
         },
     ),
     "6.2": Choice(
         "a",
-        "without the mask every head spreads weight over all positions, so Z_t moves when a later token changes "
-        "(the upper triangle of Figure 6.2).",
+        "block 0's heads write later tokens' information into row t, and the identity path carries that row up to "
+        "Z_t: the masks of the later blocks only stop them from reading later rows, not row t's own contents.",
         {
-            "b": "the position-wise parts stay position-wise, but attention now reads later positions, and the "
-            "blocks pass that on to Z_t",
-            "c": "attention still reads earlier positions too: the model does not become position-wise",
+            "b": "the later masks cut reads of later rows, but row t itself already holds what block 0 read there, "
+            "and the identity path carries it up",
+            "c": "row t keeps reading earlier positions in every block: attention mixes them into it",
         },
     ),
-    "6.3": masked_pairs_question(T=10),
+    "6.3": window_question(T=10, w=4, L=2),
     "5.1": Choice(
         "c",
-        "Theorem 5.2's convention: no bias on W_Q, W_K, W_V or W_U; biases on W_O, W_1 and W_2.",
+        "q_t . b_K / sqrt(d_head) does not depend on s: every score of row t moves by the same amount, and "
+        "softmax(z + c 1) = softmax(z), so the weights do not change (a masked score stays at -infinity). That is "
+        "one reason a key bias can be left out.",
         {
-            "a": "the output projection carries a bias b_O (the 4d^2 + d of attention)",
-            "b": "the MLP's W_1 carries a bias b_1 of d_ff entries",
+            "a": "every key moves by the same vector, so every score of a row moves by the same amount, q_t . b_K; "
+            "softmax ignores a shift common to its row",
+            "b": "the bias adds the same amount to every score of a row, which leaves their differences, and so the "
+            "softmax, as they were",
         },
     ),
     "5.2": Choice(
         "a",
-        f"the blocks hold L (12 d^2 + 10 d) = {_COURSE_BLOCKS / theorem_5_2(COURSE_CONFIG):.0%} of the course model's "
-        f"{theorem_5_2(COURSE_CONFIG):,}; the embeddings, LN_f and W_U do not grow with L.",
+        f"Theorem 5.2 gives {theorem_5_2(COURSE_CONFIG):,} at d = {COURSE_CONFIG.d} and {theorem_5_2(_WIDER):,} at "
+        f"d = {_WIDER.d}, {theorem_5_2(_WIDER) / theorem_5_2(COURSE_CONFIG):.2f} times as many: the blocks' "
+        f"L (12 d^2 + 10 d) are {_COURSE_BLOCKS / theorem_5_2(COURSE_CONFIG):.0%} of the count and grow as d^2; only "
+        "the embeddings, LN_f and W_U grow as d.",
         {
-            "b": "the count is linear in L, not quadratic: each block adds the same 12 d^2 + 10 d",
-            "c": "every block has its own weights: nothing is shared between blocks",
+            "b": "the embeddings and W_U are only a few percent of the course model: most parameters sit in the "
+            "blocks' d x d and d x d_ff matrices",
+            "c": "a d x d matrix has d^2 entries: doubling d quadruples it, and the number of matrices stays the same",
         },
     ),
-    "5.3": block_question(d=COURSE_CONFIG.d),
+    "5.3": gpt2_block_question(d=768),
     "4.1": Choice(
         "b",
-        "c = -2 flips the sign of u - mean(u) 1 and leaves sigma positive: LN(-2u) = -LN(u). Remark 4.3's "
-        "invariance is for c > 0 only.",
+        "the centring removes 3 . 1 (a multiple of 1), and c = -2 flips the sign of the centred vector while sigma "
+        "stays positive: LN(3 . 1 - 2u) = -LN(u). Remark 4.3's invariance is for c > 0 only.",
         {
-            "a": "the scale invariance of Remark 4.3 holds for c > 0: a negative c flips the centred vector",
-            "c": "the radial move divides by sigma(cu) = |c| sigma(u), so no factor of 2 survives",
+            "a": "the shift is centred away, but the scale invariance of Remark 4.3 holds for c > 0 only: c = -2 flips "
+            "the centred vector",
+            "c": "the centring removes any multiple of 1 before the rescaling: the shift does not reach the output",
         },
     ),
     "4.2": Choice(
         "a",
-        "RMSNorm divides by the root mean square without centring first, so its output need not sum to zero.",
+        "LayerNorm subtracts the row's mean, which is all of a constant row, and returns (nearly) 0 = beta; RMSNorm "
+        "only divides by the root mean square, 3 here, and returns (nearly) 1.",
         {
-            "b": "RMSNorm keeps the radial rescaling (that is all it does): its outputs all have length sqrt(d); it is "
-            "the centring it drops",
-            "c": "they agree only on inputs that are already centred, as the Aside 4.4 cells showed",
+            "b": "LayerNorm centres first: a constant row is all mean, so nothing is left to rescale",
+            "c": "RMSNorm does not centre: it divides the row by its root mean square and keeps its direction",
         },
     ),
-    "4.3": rms_norm_image_question(d=20),
+    "4.3": gained_image_question(d=20, k=3),
     "2.1": Choice(
         "c",
-        "only attention mixes rows; the MLP, LayerNorm and the residual additions act on each position alone.",
+        "the scores permute with the rows, S(PX) = P S P^T, and softmax acts on each row, so Attn(PX) = P Attn(X): "
+        "attention moves information between positions yet ignores their order. The causal mask and P are what tie "
+        "it to positions.",
         {
-            "a": "the MLP applies the same map to each row separately: permuting positions permutes its output",
-            "b": "the MLP passed both position-wise tests above; attention failed them",
+            "a": "each output row does mix all input rows, but permuting them permutes each query's weights with "
+            "them: Attn(PX) = P Attn(X)",
+            "b": "each query's weights depend on its own row, so the output rows differ, and move with their queries",
         },
     ),
     "2.2": Choice(
         "a",
-        "the weights A_ts are nonnegative and sum to 1 over s <= t: a convex combination, inside the hull.",
+        "the mask leaves one weight in row 0, A_00, and the weights of a row sum to 1, so A_00 = 1 and the write is "
+        "v_0: at the first position every head writes its own position's value, whatever it attends to elsewhere.",
         {
-            "b": "softmax weights are rarely exactly 0 or 1: the write is a blend of the value rows, not one of them",
-            "c": "the weights are nonnegative and sum to 1, so only convex combinations are reachable, not the whole span",
+            "b": "the mask gives every later position weight exactly 0: the blend is over s <= 0, one value",
+            "c": "a softmax over one entry is 1, whatever that entry's score",
         },
     ),
-    "2.3": mlp_question(d=64),
+    "2.3": mlp_question(d=64, d_ff=192),
     "1.1": Choice(
         "a",
-        "W_OV^h = W_V^h W_O^h maps R^d into R^d_head and back: every output is a combination of the d_head rows of "
-        "W_O^h, and the rank of a product is at most its inner dimension.",
+        "sum_h W_V W_O^h = W_V (sum_h W_O^h): one product through the inner dimension d_head, so its rank is at most "
+        "d_head however many heads add to it. With their own W_V^h the H terms could together reach rank d.",
         {
-            "b": "W_OV^h = W_V^h W_O^h is d x d, with d rows; what limits its rank is the inner dimension d_head that "
-            "the product passes through",
-            "c": "the softmax acts on the scores, not on W_OV^h: the bound is a property of the weights alone",
+            "b": "the terms share their first factor W_V: their sum is W_V times one d_head x d matrix",
+            "c": "a shared W_V does not make the writes parallel: W_V (sum_h W_O^h) can have rank up to d_head",
         },
     ),
     "1.2": Choice(
         "d",
-        "W_Q R (W_K R^-T)^T = W_Q R R^-1 W_K^T = W_QK: the inverse transpose undoes R exactly.",
+        "W_V R R^-1 W_O = W_V W_O = W_OV: R^-1 undoes R between the two factors. W_QK's R^-T comes from the transpose "
+        "in W_Q W_K^T, which W_OV does not have.",
         {
-            "a": "W_Q R (W_K R)^T = W_Q R R^T W_K^T, which equals W_QK only when R is orthogonal",
-            "b": "W_Q R (W_K R^-1)^T = W_Q R R^-T W_K^T, which equals W_QK only when R R^-T = I, i.e. R symmetric",
-            "c": "R W_Q is not even defined for R of size d_head x d_head: W_Q has d rows",
+            "a": "W_V R R^T W_O equals W_OV only when R R^T = I, i.e. R orthogonal",
+            "b": "W_V R R^-T W_O equals W_OV only when R R^-T = I, i.e. R symmetric: the R^-T of W_QK comes from the "
+            "transpose in W_Q W_K^T, which W_OV does not have",
+            "c": "R W_V is not even defined for R of size d_head x d_head: W_V has d rows",
         },
     ),
     "1.3": Choice(
         "c",
-        "when W_Q' W_K'^T = W_Q W_K^T has rank d_head, both W_Q and W_Q' have that matrix's column space, so "
-        "W_Q' = W_Q R with R invertible, and then W_K' = W_K R^-T: the R-family is all there is.",
+        "below full rank the factors' own ranks are free: W_QK = 0 comes from (W_Q, 0) with W_Q of rank d_head and from "
+        "(0, W_K). Every invertible R keeps rank(W_Q R) = rank(W_Q), so no R links such pairs: the R-family is all "
+        "there is only when W_QK has rank d_head.",
         {
-            "a": "W_Q' must have the column space of W_QK (rank d_head), so it is tied to W_Q by an invertible R",
-            "b": "orthogonality plays no part: any invertible R works, and only those do",
+            "a": "an invertible R keeps W_Q's rank, and below full rank two pairs with the same product can have "
+            "factors of different ranks (W_QK = 0 from (W_Q, 0) and from (0, W_K))",
+            "b": "orthogonality plays no part: when the family is all there is, any invertible R works; below full rank "
+            "even that fails",
         },
     ),
     "1.4": Choice(
         "b",
-        "each row of A^h X W_OV^h is a combination of rows of W_OV^h, so it lies in W_OV^h's row space, of "
-        f"dimension at most d_head = {COURSE_CONFIG.d_head}.",
+        f"each head's write lies in W_OV^h's row space, of dimension at most d_head = {COURSE_CONFIG.d_head}, but "
+        f"the H = {COURSE_CONFIG.H} row spaces together make up W_O's, all of R^{COURSE_CONFIG.d} for generic weights: "
+        "the sublayer as a whole is confined to no smaller subspace.",
         {
-            "a": "the write is X W_OV^h averaged over positions, and W_OV^h has rank at most "
-            f"{COURSE_CONFIG.d_head}: its outputs fill only a {COURSE_CONFIG.d_head}-dimensional subspace",
-            "c": "the write is built from the values of the positions the head attends to, not from the query's row",
+            "a": "a sum of H subspaces of dimension d_head can have dimension up to H d_head = d: each head writes "
+            "through its own W_O^h",
+            "c": "the heads read the same X but write through their own W_O^h, whose row spaces differ",
         },
         {"d": COURSE_CONFIG.d, "H": COURSE_CONFIG.H},
     ),
-    "1.5": score_rank_question(d=128, H=8, T=64),
+    "1.5": attention_rank_question(d=128, H=8, T=64),
     "1.6": Choice(
         "b",
-        "3 H d (d/H) + d^2 + d = 4 d^2 + d for every H that divides d, while each head forms its own T x T score "
-        "matrix: H T^2 entries, so three times as many heads form three times as many scores.",
+        "no weight of W_Q, W_K, W_V or W_O has a side of length T: the parameters (4 d^2 + d) stay; each head forms "
+        "a T x T score matrix, so twice the length makes four times as many scores.",
         {
-            "a": "each head is narrower, but there are more of them: H d (d/H) = d^2 per projection whatever H is",
-            "c": "the parameters stay, but each head forms its own T x T score matrix: H T^2 entries in all",
+            "a": "the same weights act on every position: attention has no weight per position (only P does)",
+            "c": "each head forms a T x T score matrix: its T^2 entries quadruple when T doubles",
         },
     ),
     "3.1": Choice(
         "b",
-        "the skip contributes its own coefficient times I and the branch its Jacobian: 1/2 I + DF, which part 1's "
-        "check tells apart from I + DF.",
+        "each block's Jacobian is 1/2 I + DF, about 1/2 I, and the chain rule multiplies L of them: about "
+        "(1/2)^L = 2^-L. The exact identity of I + DF is what keeps a deep residual stack's gradient from fading "
+        "(Remark 3.3).",
         {
-            "a": "the identity comes from the skip's coefficient: a skip scaled by 1/2 contributes (1/2) I",
-            "c": "only the skip is scaled, not the branch: DF keeps its factor 1",
+            "a": "the skip contributes its own coefficient times I: 1/2 I here, not I",
+            "c": "every block contributes its own factor 1/2, and the chain rule multiplies all L of them",
         },
     ),
     "3.2": Choice(
         "c",
-        "in pre-norm the vector rides the identity path; the LayerNorms only see copies of the stream on the branches.",
+        "LN_f divides each row by its own spread: the longer the rows the later blocks build, the smaller w's "
+        "share of the normalized row, though w itself arrived intact.",
         {
-            "a": "the LayerNorm renormalizes X + w as a whole and shrinks w with it: about 1/sqrt(2) of it survives "
-            "the first post-norm block",
-            "b": "the additions are there in both, but in post-norm each one is followed by a LayerNorm that rescales "
-            "what was added",
+            "a": "w arrives intact, but LN_f divides the whole row, w included, by the row's spread, which the later "
+            "writes increase",
+            "b": "LN_f removes the rows' scale before W_U reads them: a longer row does not carry w further",
         },
     ),
-    "3.3": post_norm_question(T=5),
+    "3.3": final_norm_question(T=6, L=3),
     "7.1": Choice(
         "c",
-        "per token the projections and the MLP cost the same at every T, while each token's query meets T keys "
-        "and T values: attention's 4 L T d per token doubles with T.",
+        "per token the projections and the MLP multiply a row of width d by d x d and d x d_ff matrices: (8 d^2 + "
+        "4 d d_ff) L quadruples; each query's scores and aggregation take 4 L T d, which doubles.",
         {
-            "a": "the projections and the MLP multiply each token by the same weights whatever T is: "
-            "their cost per token does not move",
-            "b": "only attention's part depends on T, and only linearly per token (quadratically per sequence)",
+            "a": "attention's scores and aggregation take 4 L T d per token: linear in d, so they only double",
+            "b": "the projections and the MLP take 8 L d^2 + 4 L d d_ff per token: quadratic in d",
         },
     ),
     "7.2": Choice(
         "a",
-        "for each product Y = X W the backward pass still forms dL/dX = dL/dY W^T, a product of the forward one's "
-        "size, and skips only dL/dW = X^T dL/dY: 2 + 2 FLOPs per weight per token. Attention's own products, whose "
-        "operands are both activations, still need both gradients, so a step costs a little over two forward passes.",
+        "autograd forms only the gradients a trainable weight needs: the backward pass runs through LN_f and W_U "
+        "(small) and the last block, at about twice its forward cost, and stops there. The last block is about 1/L "
+        "of the forward work, so a step costs about 1 + 2/L forward passes.",
         {
-            "b": "the second backward product of each Y = X W, dL/dW = X^T dL/dY, is exactly what freezing the "
-            "weights skips",
-            "c": "dL/dX = dL/dY W^T is a product as large as the forward one, and the backward pass needs it at "
-            "every layer to reach X^(0)",
+            "b": "no gradient is needed below the last block: the backward pass stops there",
+            "c": "dL/dX below the last block is needed by no trainable weight: autograd does not form it",
         },
     ),
-    "7.3": crossover_question(d=1024),
+    "7.3": multi_query_crossover_question(d=1024, H=16),
     "10.1": Choice(
         "c",
-        "a post-norm block applies LN_2 to Y + MLP(Y): every earlier write is shifted and divided by one row statistic, "
-        "so X^(L) is no longer the plain sum of what each head and MLP wrote.",
+        "X^(L) is built by the blocks' additions alone (pre-norm); LN_f, whichever norm it is, acts only after "
+        "X^(L) is complete. What changes is how each write reaches the logits, not the split of the stream.",
         {
-            "a": "the additions are the same, but in post-norm a LayerNorm follows each of them and rescales the "
-            "whole stream, the earlier writes included",
-            "b": "the heads' writes are rescaled by the LayerNorm after the attention addition just as the MLP's are",
-            "d": "a unit gain still divides by sigma and subtracts the mean: the rescaling stays, whatever gamma is",
+            "a": "the final norm acts after X^(L) is complete: the writes add up to X^(L) whatever comes after it",
+            "b": "the split is of X^(L), before any final norm: centred or not, the writes add up to it",
+            "d": "the final norm's gain acts after X^(L) is complete: the split of X^(L) does not read it",
         },
     ),
     "10.2": Choice(
         "b",
-        "patching puts the clean write into the stream and reruns every later layer, so it sees effects that go "
-        "through them; direct attribution reads only what the write says to W_U through LN_f.",
+        "patching measures what changes when the clean write replaces the corrupted one: if the head writes about "
+        "the same in both runs, putting the clean write back changes little, however much that write adds to the "
+        "logits in both.",
         {
-            "a": "a head whose clean write restores most of the gap is needed: removing its information costs the "
-            "prediction, whatever its direct contribution",
-            "c": "the two measure different things: the direct path ignores later layers, patching includes them, so "
-            "they need not agree",
+            "a": "a head can push the answer in both runs alike: restoring its clean write then restores nothing, "
+            "and neither measurement is wrong",
+            "c": "the direct contribution reads the clean write alone; patching reads the difference between the "
+            "clean and the corrupted write",
         },
     ),
-    "10.3": stream_writes_question(L=6, H=8),
+    "10.3": stream_writes_question(H=8, ell=4),
 }
 
 

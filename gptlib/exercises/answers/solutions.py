@@ -56,7 +56,8 @@ def dependency_map(model, idx) -> torch.Tensor:
 def factor_pair_dimension(d: int, d_head: int) -> int:
     """d_head^2. W_Q W_K^T = M with M of rank d_head forces col(W_Q) = col(M) and col(W_K) = row(M);
     then any other pair is (W_Q R, W_K R^-T) with R invertible d_head x d_head. So the set of pairs
-    is a copy of GL(d_head), an open subset of the d_head^2 entries of R: dimension d_head^2.
+    is a copy of GL(d_head), the group of invertible d_head x d_head matrices: an open subset of the
+    d_head^2 entries of R, so of dimension d_head^2.
     (Check: 2 d d_head parameters minus the 2 d d_head - d_head^2 dimensions of rank-d_head matrices.)"""
     return d_head * d_head
 
@@ -79,7 +80,8 @@ def weight_decay_prediction(c: float) -> tuple[float, float]:
     """f_{cW} = f_W because LN(c W x) = LN(W x). Differentiating g(W) = loss(f_W) at cW: g(cW') = g(W'),
     so c grad g(cW) = grad g(W), i.e. the gradient is 1/c times as large. A step of plain gradient
     descent, relative to the weights, ||lr grad|| / ||cW||, is therefore 1/c^2 times as large:
-    weight decay (c < 1) quietly raises the effective learning rate."""
+    weight decay (c < 1) quietly raises the effective learning rate. (Under AdamW, whose per-coordinate
+    normalisation keeps the step's length when the gradient grows, the relative step grows by 1/c only.)"""
     return 1 / c, 1 / c**2
 
 

@@ -11,7 +11,7 @@ from torch import nn
 
 from ..checking import Wrong, call, checker
 from ..mistakes import close, name_mistake
-from ..variants import variant_points, variant_seed
+from ..variants import variant_choice, variant_seed
 from . import roles
 from .attention import heads_of
 from .block import block_parts
@@ -24,9 +24,9 @@ STD_RTOL = 0.1  # a measured std within 10% of the expected one (its sampling er
 
 
 def init_sizes() -> dict[str, int]:
-    """INIT_SIZES; in a hidden variant (result.variant_points) other sizes with as many entries or more per group
+    """INIT_SIZES; in a hidden variant (variants.variant_choice) other sizes with as many entries or more per group
     (d >= 32, so that W_O alone still measures its std to about 2%), all different as judging.sizes says."""
-    return dict(variant_points(tuple(INIT_SIZES.items()), _other_init_sizes))
+    return dict(variant_choice(INIT_SIZES, _other_init_sizes))
 
 
 def _other_init_sizes(rng) -> list[tuple[str, int]]:

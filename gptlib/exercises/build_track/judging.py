@@ -14,7 +14,7 @@ from torch import nn
 
 from ..checking import Wrong, call
 from ..mistakes import close, name_mistake
-from ..variants import variant_points, variant_seed
+from ..variants import variant_choice, variant_seed
 
 SIZES = {"V": 13, "T_max": 8, "d": 16, "H": 2, "L": 2, "d_ff": 64}  # all different, so shapes tell roles apart
 B, T = 2, 6  # the random input: T < T_max, so P's first T rows are the ones used
@@ -24,9 +24,9 @@ same = functools.partial(close, rtol=TOL, atol=TOL, of_largest=True)  # that rul
 
 
 def sizes() -> dict[str, int]:
-    """SIZES; in a hidden variant (result.variant_points) other sizes of the same kind: d = H d_head, d_ff = 4 d,
+    """SIZES; in a hidden variant (variants.variant_choice) other sizes of the same kind: d = H d_head, d_ff = 4 d,
     T < T_max, and V, T_max, d, H, L, d_ff, d_head, 3 d_head, 3 d all different, so that shapes still tell roles apart."""
-    return dict(variant_points(tuple(SIZES.items()), _other_sizes))
+    return dict(variant_choice(SIZES, _other_sizes))
 
 
 def _other_sizes(rng) -> list[tuple[str, int]]:

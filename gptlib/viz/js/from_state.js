@@ -18,7 +18,7 @@ function fromStoredState(here) {
   if (!stored) return;  // no state stored for it: a live widget manager draws the view (Voila)
   const values = { ...stored.state, live: false };  // no kernel answers here
   for (const { path, data, encoding } of stored.buffers ?? []) {  // @jupyter-widgets/schema: base64 or hex
-    const base64 = encoding === "hex" ? btoa(data.match(/../g).map((pair) => String.fromCharCode(parseInt(pair, 16))).join("")) : data;
+    const base64 = encoding === "hex" ? btoa(data.match(/[0-9a-f]{2}/gi).map((pair) => String.fromCharCode(parseInt(pair, 16))).join("")) : data;
     const parent = path.slice(0, -1).reduce((node, key) => node[key], values);
     parent[path.at(-1)] = savedBytes(base64);
   }
