@@ -60,7 +60,8 @@ def gpt_parts(module: nn.Module, V: int, T_max: int, d: int, L: int) -> dict:
 
 
 def judge_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: int, d_ff: int, seed: int = 0):
-    """The loaded reference GPT under which `module` computes Section 5's logits; Wrong naming the mistake otherwise."""
+    """gpt_parts(module) with "reference": gptlib's GPT (float64) loaded with the reading under which `module`
+    computes Section 5's logits; Wrong naming the mistake otherwise."""
     parts = gpt_parts(module, V, T_max, d, L)
     zero_extra(module, parts["extra"])
     blocks = [judge_block(block, d, H, d_ff, seed=seed + l, where=f"block {l}") for l, block in enumerate(parts["blocks"])]
@@ -114,7 +115,7 @@ def judge_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: i
 
     inner = sorted({f"{name}" for found in blocks for reading in found.values() for name in reading.extra})
     parts["extra"] = parts["extra"] + [f"{name} (in every block)" for name in inner]
-    judge(got, choices, lambda c: logits(c), mistakes, "GPT", extra_note(parts["extra"]))
+    parts["reference"] = with_blocks(judge(got, choices, lambda c: logits(c), mistakes, "GPT", extra_note(parts["extra"])))
     return parts
 
 
