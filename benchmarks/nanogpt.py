@@ -21,7 +21,7 @@ from gptlib import GPT, GPTConfig
 from .peers import check_mappable, stacked_heads
 
 
-class Block(nn.Module):
+class NanoGPTBlock(nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()
         d, self.H = config.d, config.H
@@ -56,7 +56,7 @@ class NanoGPT(nn.Module):
         check_mappable(config)
         self.wte = nn.Embedding(config.V, config.d)
         self.wpe = nn.Embedding(config.T_max, config.d)
-        self.h = nn.ModuleList(Block(config) for _ in range(config.L))
+        self.h = nn.ModuleList(NanoGPTBlock(config) for _ in range(config.L))
         self.ln_f = nn.LayerNorm(config.d, eps=config.ln_eps)
         self.lm_head = nn.Linear(config.d, config.V, bias=False)
         if config.tie_weights:

@@ -1,6 +1,6 @@
 """gptlib_course grade on a synthetic class: builds the assignments, grades the set in parallel,
 and checks the CSV and the feedback against what each submission deserves, which is what gptlib's
-checker says for the same code in this process (tests/support/course_class.py).
+checker says for the same code in this process (benchmarks/course_class.py).
 
 Notebooks 01, 04 and 05 here (their checkers take about a second), and notebook 09's build track, whose
 classes stay in the submission's process while the checkers judge their mirrors (remote_module.py), with
@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import course_class
 from gptlib import exercises
 from gptlib.assignment.grader import Notebook
 from gptlib_course import assign, gradebook, sandbox
@@ -37,7 +38,6 @@ from gptlib_course.jobs import Job, load_tests
 from gptlib_course.judge import ERROR_TEXT, HIDDEN_MESSAGES, Limits, Submission, _answer_names, _redacted
 from gptlib_course.pool import _next_job
 from gptlib_course.questions import cells_to_run, questions
-from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
 
 pytestmark = pytest.mark.slow  # starts processes or trains: `pytest -m slow` (not in `pytest -m unit`)

@@ -28,7 +28,9 @@ def judge_attention(module: nn.Module, d: int, H: int, seed: int = 0, where: str
     notes, got, X = attention_run(module, readings, d, d, seed)
 
     def reference(r):
-        return loaded(ReferenceAttention(GPTConfig(d=d, H=H, T_max=max(T, 8))).double(), r.weights)(X, explicit=True)
+        attention = ReferenceAttention(GPTConfig(d=d, H=H, T_max=max(T, 8))).double()
+        attention.forms_A = True  # every A^h formed, as a learner's attention forms them
+        return loaded(attention, r.weights)(X)
 
     def mistakes(r):
         w = {k: v.double() for k, v in r.weights.items()}

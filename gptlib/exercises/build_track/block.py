@@ -90,7 +90,7 @@ def load_block(block: ReferenceBlock, found: dict[str, roles.Reading]) -> None:
 
 
 def block_mistakes(block: ReferenceBlock, X: torch.Tensor) -> dict:
-    ln_1, attn, ln_2, mlp = block.ln_1, lambda Z: block.attn(Z, explicit=True), block.ln_2, block.mlp
+    ln_1, attn, ln_2, mlp = block.ln_1, block.attn, block.ln_2, block.mlp
 
     def post_norm():
         Y = ln_1(X + attn(X))
@@ -122,13 +122,14 @@ def judge_block(module: nn.Module, d: int, H: int | None, d_ff: int, seed: int =
     X = 2 * inputs(B, T, d, seed=seed + 5)
     got = output(module, X, (B, T, d), "X")
     block = ReferenceBlock(GPTConfig(d=d, H=H, d_ff=d_ff, T_max=max(T, 8))).double()
+    block.attn.forms_A = True  # every A^h formed, as a learner's attention forms them
     load_block(block, found)
     X = X.double()
     options = [found, {**found, "ln_1": found["ln_2"], "ln_2": found["ln_1"]}]  # which LayerNorm is LN_1: by behaviour
 
     def reference(option):
         load_block(block, option)
-        return block(X, explicit=True)
+        return block(X)
 
     def mistakes(option):
         load_block(block, option)

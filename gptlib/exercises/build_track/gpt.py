@@ -8,6 +8,7 @@ from torch import nn
 
 from ...config import GPTConfig
 from ...model import GPT as ReferenceGPT
+from ...model import attention_matrices_formed
 from ..checking import Wrong, checker
 from ..variants import variant_seed
 from . import roles
@@ -91,8 +92,9 @@ def judge_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: i
     def logits(choice, X=None, final=True):
         model = with_blocks(choice)
         X = model.embed(idx) if X is None else X
-        for block in model.blocks:
-            X = block(X, explicit=True)
+        with attention_matrices_formed(model):  # every A^h formed, as a learner's attention forms them
+            for block in model.blocks:
+                X = block(X)
         return (model.ln_f(X) if final else X) @ model.unembedding
 
     def mistakes(choice):
