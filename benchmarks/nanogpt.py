@@ -7,7 +7,7 @@ Written the way Karpathy's nanoGPT writes it: one Linear for Q, K, V together (c
 `F.scaled_dot_product_attention`, nn.LayerNorm, nn.Linear everywhere else. The bias
 conventions are gptlib's (Theorem 5.2's count): no bias on Q, K, V or the unembedding, a
 bias on W_O and both MLP layers, exact GELU, no dropout, W_U tied to E only if the config
-ties it. Only pre-norm, causal, full blocks (benchmarks.peers.check_mappable).
+ties it. Only pre-norm, causal, full blocks (gptlib.export.check_mappable).
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from gptlib import GPT, GPTConfig
-
-from .peers import check_mappable, stacked_heads
+from gptlib.export import check_mappable, stacked_heads
 
 
 class NanoGPTBlock(nn.Module):

@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from benchmarks.peers import stacked_heads
 from gptlib import encode
 from gptlib.analysis import jacobians
 from gptlib.analysis.jacobians import finite_difference_jacobian
+from gptlib.export import stacked_heads
 from gptlib.model import attention_matrices_formed
 from tests.support.learner_gpts import ScratchBlock
 

@@ -23,6 +23,7 @@ from ..config import GPTConfig
 from ..model import Block, PostNormBlock
 from . import sealed
 from .checking import Wrong, call, checker, not_attempted
+from .mistake_ids import Mistake
 from .mistakes import close, name_mistake, scale_of
 from .reading import as_matrix
 from .result import PASSED
@@ -63,23 +64,29 @@ def post_norm_twin(block: Block) -> PostNormBlock:
 # Typical wrong Jacobians, each a function of (block, X, J) with J the true Jacobian: those built
 # from the block's parts are differentiated by autograd, every A^h formed.
 JACOBIAN_MISTAKES = {
-    "that is the pre-norm block's Jacobian I + DF: in a post-norm block the LayerNorm comes after the addition":
+    Mistake("jacobian-pre-norm",
+        "that is the pre-norm block's Jacobian I + DF: in a post-norm block the LayerNorm comes after the addition"):
         lambda block, X, J: jacobians.block_jacobian(block, X),
-    "your Jacobian is transposed: rows index the output X', columns the input X": lambda block, X, J: J.T,
-    "you left out LN_2 at the end of the block: X' = LN_2(Y + MLP(Y))": lambda block, X, J: jacobians.jacobian_of(
+    Mistake("jacobian-transposed",
+        "your Jacobian is transposed: rows index the output X', columns the input X"): lambda block, X, J: J.T,
+    Mistake("jacobian-no-ln2",
+        "you left out LN_2 at the end of the block: X' = LN_2(Y + MLP(Y))"): lambda block, X, J: jacobians.jacobian_of(
         lambda Z: (lambda Y: Y + block.mlp(Y))(block.ln_1(Z + _attn(block, Z))), X
     ),
-    "you left out the residual additions: post-norm still adds X and Y inside the LayerNorms": lambda block, X, J: (
+    Mistake("jacobian-no-residual",
+        "you left out the residual additions: post-norm still adds X and Y inside the LayerNorms"): lambda block, X, J: (
         jacobians.jacobian_of(lambda Z: block.ln_2(block.mlp(block.ln_1(_attn(block, Z)))), X)
     ),
-    "you stopped after the attention half, Y = LN_1(X + MHA(X)): the block goes on to X' = LN_2(Y + MLP(Y))":
+    Mistake("jacobian-attention-half",
+        "you stopped after the attention half, Y = LN_1(X + MHA(X)): the block goes on to X' = LN_2(Y + MLP(Y))"):
         lambda block, X, J: jacobians.jacobian_of(lambda Z: block.ln_1(Z + _attn(block, Z)), X),
-    "you used LN_1 in both places: the second LayerNorm is block.ln_2, with its own gamma and beta": lambda block, X, J: (
+    Mistake("jacobian-ln1-twice",
+        "you used LN_1 in both places: the second LayerNorm is block.ln_2, with its own gamma and beta"): lambda block, X, J: (
         jacobians.jacobian_of(lambda Z: (lambda Y: block.ln_1(Y + block.mlp(Y)))(block.ln_1(Z + _attn(block, Z))), X)
     ),
-    "you kept only each position's dependence on itself (the T diagonal blocks): "
-    "attention makes X'_t depend on every X_s, s <= t": lambda block, X, J: J * _same_position(*X.shape),
-    "you flattened feature-major: vec must go row by row (X.reshape(-1), position-major)":
+    Mistake("jacobian-diagonal-blocks", "you kept only each position's dependence on itself (the T diagonal blocks): "
+    "attention makes X'_t depend on every X_s, s <= t"): lambda block, X, J: J * _same_position(*X.shape),
+    Mistake("jacobian-feature-major", "you flattened feature-major: vec must go row by row (X.reshape(-1), position-major)"):
         lambda block, X, J: J[_feature_major(*X.shape)][:, _feature_major(*X.shape)],
 }
 

@@ -9,6 +9,7 @@ from torch import nn
 from ...config import GPTConfig
 from ...model import Block as ReferenceBlock
 from ..checking import Wrong, checker
+from ..mistake_ids import Mistake
 from . import roles
 from .attention import heads_of, judge_attention
 from .judging import B, T, built, extra_note, inputs, judge, loaded, output, random_weights, sizes
@@ -101,15 +102,19 @@ def block_mistakes(block: ReferenceBlock, X: torch.Tensor) -> dict:
         return ln_2(Y) + mlp(ln_2(Y))
 
     return {
-        "this is the post-norm block (Aside 3.5): LayerNorm after each residual addition; Definition 3.1 normalizes "
-        "the branch's input, X + MHA(LN_1(X))": post_norm,
-        "the MLP reads LN_2(X), the block's input: it must read LN_2(Y), after the attention's write is added":
+        Mistake("block-post-norm",
+            "this is the post-norm block (Aside 3.5): LayerNorm after each residual addition; Definition 3.1 normalizes "
+        "the branch's input, X + MHA(LN_1(X))"): post_norm,
+        Mistake("block-mlp-reads-input",
+            "the MLP reads LN_2(X), the block's input: it must read LN_2(Y), after the attention's write is added"):
             lambda: X + attn(ln_1(X)) + mlp(ln_2(X)),
-        "the residual connections are missing: Y = X + MHA(LN_1(X)), X' = Y + MLP(LN_2(Y))":
+        Mistake("block-no-residual", "the residual connections are missing: Y = X + MHA(LN_1(X)), X' = Y + MLP(LN_2(Y))"):
             lambda: mlp(ln_2(attn(ln_1(X)))),
-        "the residual adds the normalized input: the stream carries X itself, Y = X + MHA(LN_1(X))": normalized_residual,
-        "the MLP's residual connection is missing: X' = Y + MLP(LN_2(Y))": lambda: mlp(ln_2(X + attn(ln_1(X)))),
-        "one LayerNorm serves both branches: LN_1 and LN_2 have their own gamma and beta":
+        Mistake("block-residual-normalized",
+            "the residual adds the normalized input: the stream carries X itself, Y = X + MHA(LN_1(X))"): normalized_residual,
+        Mistake("block-no-mlp-residual",
+            "the MLP's residual connection is missing: X' = Y + MLP(LN_2(Y))"): lambda: mlp(ln_2(X + attn(ln_1(X)))),
+        Mistake("block-one-layernorm", "one LayerNorm serves both branches: LN_1 and LN_2 have their own gamma and beta"):
             lambda: (lambda Y: Y + mlp(ln_1(Y)))(X + attn(ln_1(X))),
     }
 
