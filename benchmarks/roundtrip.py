@@ -7,7 +7,7 @@ every control of every explorer, in JupyterLab (notebooks 01, 04, 05), in Voila 
 page) and in the static book (`make book`, no kernel at all), it presses a key MOVES times and
 measures, in the page's own clock, from the keydown to the next frame the explorer draws (its
 root's data-frames attribute changes in the requestAnimationFrame callback that draws); see
-tests/browser/jupyterlab_driver.frame_ms. The attention explorer's text is the one control
+benchmarks/browser/jupyterlab_driver.frame_ms. The attention explorer's text is the one control
 the kernel must answer (it runs the model on the new text): it is timed to the frame drawn
 from the kernel's numbers, in JupyterLab and Voila. Also server start -> first explorer usable.
 It prints one table, the targets (median <= 50 ms, worst <= 100 ms), the CPU and the load
@@ -32,11 +32,10 @@ from pathlib import Path
 
 from PIL import Image
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "browser"))
+from .browser.jupyterlab_driver import frame_ms, live, open_and_run_all, saved
+from .browser.servers import CHROMIUM, CHROMIUM_ARGS, free_port, lab_server, offline_context, serve, voila_server
 
-from jupyterlab_driver import frame_ms, live, open_and_run_all, saved  # noqa: E402
-from servers import CHROMIUM, CHROMIUM_ARGS, free_port, lab_server, offline_context, serve, voila_server  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TARGET_MEDIAN_MS, TARGET_WORST_MS = 50, 100
 SCREENSHOT_WIDTH = 720  # px

@@ -13,7 +13,7 @@ from gptlib.analysis.counting import measured_table
 from gptlib.config import COURSE_CONFIG, GPTConfig
 from gptlib.exercises.answers import concepts
 from gptlib.exercises.result import FAILED, NOT_ATTEMPTED, PASSED
-from gptlib.model import GPT
+from gptlib.model import GPT, attention_matrices_formed
 from tests.support import notebook_files
 
 CHOICES = [(q, spec) for q, spec in concepts.QUESTIONS.items() if isinstance(spec, concepts.Choice)]
@@ -499,8 +499,8 @@ def test_question_7_2_training_the_last_block_costs_about_1_plus_2_over_L_forwar
     counted = []
     for backward in (False, True):
         counter = FlopCounterMode(display=False)
-        with counter:
-            Z = model.forward_from_embeddings(X0, explicit=True)  # (B, T, V)
+        with counter, attention_matrices_formed(model):
+            Z = model.forward_from_embeddings(X0)  # (B, T, V)
             if backward:
                 Z.sum().backward()
         counted.append(counter.get_total_flops())

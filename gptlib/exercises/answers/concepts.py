@@ -448,7 +448,7 @@ QUESTIONS: dict[str, Choice | Number] = {
         "of the forward work, so a step costs about 1 + 2/L forward passes.",
         {
             "b": "no gradient is needed below the last block: the backward pass stops there",
-            "c": "dL/dX below the last block is needed by no trainable weight: autograd does not form it",
+            "c": "d loss/dX below the last block is needed by no trainable weight: autograd does not form it",
         },
     ),
     "7.3": multi_query_crossover_question(d=1024, H=16),
