@@ -40,9 +40,6 @@ TERMS = {
 }
 # words an entry defines in italics, each checked with the entry that defines it
 DEFINED_INSIDE = {"QK gauge": "gauge", "ill-conditioned": "condition number", "nat": "nats/char"}
-# TEMPORARY (issue 44): first uses in notebooks 06-10 that are not linked yet, for the helper who edits those
-# notebooks. The coordinator empties and removes this list once that work is merged.
-TEMPORARY_UNLINKED_06_10: set[tuple[str, str]] = set()
 
 
 def _normal(term: str) -> str:
@@ -105,9 +102,6 @@ def test_each_notebook_links_each_glossary_word_where_it_first_uses_it(path):
     text = prose(path)
     missing = {term: context for term, pattern in TERMS.items()
                if (context := unlinked_first_use(text, pattern)) is not None}
-    expected = {term for number, term in TEMPORARY_UNLINKED_06_10 if path.name.startswith(number)}
-    assert expected <= set(missing), f"{path.name}: linked now, remove from TEMPORARY_UNLINKED_06_10: {expected - set(missing)}"
-    missing = {term: context for term, context in missing.items() if term not in expected}
     assert not missing, f"{path.name} first uses these without a link to the glossary: {missing}"
 
 
