@@ -5,7 +5,7 @@
     python -m benchmarks.course_grading --variants                      which hidden variants draw other points
 
 Half the class answers with gptlib's reference solutions, half with the typical mistakes of
-tests/support/course_class.py; every notebook of every student goes through the full sandbox
+benchmarks/course_class.py; every notebook of every student goes through the full sandbox
 and judge (gptlib_course), each submission in bubblewrap (--unconfined: without it, to measure what
 the confinement costs). Prints the CPU, the load average before and after, the rate, the peak
 resident memory of the largest process grading started (a judge, a sandbox's zygote, a submission),
@@ -33,14 +33,17 @@ import tempfile
 import time
 from pathlib import Path
 
+from gptlib.__main__ import shipped_notebooks
 from gptlib_course import assign
 from gptlib_course.grade import grade_class
 from gptlib_course.jobs import load_tests
 from gptlib_course.judge import Limits
 from gptlib_course.questions import questions
 from gptlib_course.throughput import throughput
-from tests.support import course_class
-from tests.support.notebook_files import NOTEBOOKS
+
+from . import course_class
+
+NOTEBOOKS = shipped_notebooks()
 
 
 def cpu_name() -> str:

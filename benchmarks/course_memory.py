@@ -17,6 +17,8 @@ import nbformat
 from jupyter_client.manager import start_new_kernel
 from nbclient import NotebookClient
 
+from gptlib.__main__ import shipped_notebooks
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -73,7 +75,7 @@ def server_mib() -> float:
 
 
 def main(paths: list[str]) -> None:
-    notebooks = [Path(p) for p in paths] or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    notebooks = [Path(p) for p in paths] or shipped_notebooks()
     print(f"JupyterLab server, no kernel: peak {server_mib():.0f} MiB", flush=True)
     print(f"idle kernel (gptlib and torch imported): peak {run(None):.0f} MiB", flush=True)
     for path in notebooks:

@@ -7,7 +7,7 @@ Written the way Karpathy's nanoGPT writes it: one Linear for Q, K, V together (c
 `F.scaled_dot_product_attention`, nn.LayerNorm, nn.Linear everywhere else. The bias
 conventions are gptlib's (Theorem 5.2's count): no bias on Q, K, V or the unembedding, a
 bias on W_O and both MLP layers, exact GELU, no dropout, W_U tied to E only if the config
-ties it. Only pre-norm, causal, full blocks (benchmarks.peers.check_mappable).
+ties it. Only pre-norm, causal, full blocks (gptlib.export.check_mappable).
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from gptlib import GPT, GPTConfig
+from gptlib.export import check_mappable, stacked_heads
 
-from .peers import check_mappable, stacked_heads
 
-
-class Block(nn.Module):
+class NanoGPTBlock(nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()
         d, self.H = config.d, config.H
@@ -56,7 +55,7 @@ class NanoGPT(nn.Module):
         check_mappable(config)
         self.wte = nn.Embedding(config.V, config.d)
         self.wpe = nn.Embedding(config.T_max, config.d)
-        self.h = nn.ModuleList(Block(config) for _ in range(config.L))
+        self.h = nn.ModuleList(NanoGPTBlock(config) for _ in range(config.L))
         self.ln_f = nn.LayerNorm(config.d, eps=config.ln_eps)
         self.lm_head = nn.Linear(config.d, config.V, bias=False)
         if config.tie_weights:

@@ -4,7 +4,7 @@
     .venv/bin/python -m benchmarks.run [--reps 15] [--warmup 2] [--threads 2] [--clock wall|cpu]
                                        [--import-reps 7] [--nbval] [--out benchmarks/results]
 
-1. Correctness first: gptlib's weights are copied into every peer (benchmarks.peers,
+1. Correctness first: gptlib's weights are copied into every peer (gptlib.export,
    benchmarks.nanogpt) and the logits must agree to 1e-5 for the course config and a second
    config, or the run stops.
 2. For each case (B, T) and each library, three measures: `forward` (no grad, the fast
@@ -56,10 +56,11 @@ import torch.nn.functional as F
 import gptlib
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, run_with_cache
 from gptlib.analysis.cost import non_embedding_parameters
+from gptlib.export import to_huggingface, to_transformer_lens
 from gptlib.train import keep_freed_memory
 
 from .nanogpt import nanogpt_from
-from .peers import hf_gpt2_from, hooked_transformer_from, max_logit_difference, scrambled_model
+from .peers import max_logit_difference, scrambled_model
 
 LIBRARIES = ("gptlib", "hf_gpt2", "transformer_lens", "nanogpt")
 PEERS = LIBRARIES[1:]
@@ -87,8 +88,8 @@ def check_equivalence() -> list[dict]:
     for label, config in (("course", COURSE_CONFIG), ("second", SECOND_CONFIG)):
         model = scrambled_model(config)
         idx = torch.randint(0, config.V, (4, config.T_max))  # (B, T), random tokens
-        peers = {"hf_gpt2": hf_gpt2_from(model), "hf_gpt2_eager": hf_gpt2_from(model, "eager"),
-                 "transformer_lens": hooked_transformer_from(model), "nanogpt": nanogpt_from(model)}
+        peers = {"hf_gpt2": to_huggingface(model), "hf_gpt2_eager": to_huggingface(model, "eager"),
+                 "transformer_lens": to_transformer_lens(model), "nanogpt": nanogpt_from(model)}
         for name, peer in peers.items():
             rows.append({"config": label, "peer": name, "max_abs_diff": max_logit_difference(model, peer, idx)})
     bad = [row for row in rows if not row["max_abs_diff"] <= TOLERANCE]
@@ -112,7 +113,7 @@ def training_steps(models: dict, idx: torch.Tensor, targets: torch.Tensor) -> di
     """library -> a call doing one training step of models[library] on idx, targets (B, T) each.
 
     Every library gets torch's fused AdamW over its trainable parameters (the peers' zeroed
-    Q, K, V and W_U biases are frozen, benchmarks.peers), so all train the same parameters.
+    Q, K, V and W_U biases are frozen, gptlib.export), so all train the same parameters.
     """
     def cross_entropy(logits):  # logits (B, T, V)
         return logits, F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
@@ -136,7 +137,7 @@ def runners(config: GPTConfig, B: int, T: int) -> dict[str, dict[str, Callable]]
     None of them has dropout, so train and eval mode compute the same.
     """
     model = GPT(config)
-    hf, hf_eager, tl = hf_gpt2_from(model), hf_gpt2_from(model, "eager"), hooked_transformer_from(model)
+    hf, hf_eager, tl = to_huggingface(model), to_huggingface(model, "eager"), to_transformer_lens(model)
     nano = nanogpt_from(model)
     idx = torch.randint(0, config.V, (B, T))  # (B, T)
     targets = torch.randint(0, config.V, (B, T))  # (B, T)

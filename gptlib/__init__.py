@@ -4,6 +4,7 @@ Importing gptlib loads torch only; plotting and widgets live in gptlib.viz and l
 """
 
 from . import printing
+from .adopt import adopt
 from .analysis.cache import Cache, run_with_cache
 from .analysis.counting import component_table, format_table, measured_table, theorem_5_2
 from .config import COURSE_CONFIG, GPTConfig
@@ -17,6 +18,7 @@ __all__ = [
     "GPTConfig",
     "Cache",
     "VOCABULARY",
+    "adopt",
     "component_table",
     "decode",
     "encode",

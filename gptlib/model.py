@@ -5,10 +5,17 @@ model runs is its fast form, tested equal to it (tests/test_model.py):
 
     Definition 1.1  MultiHeadAttention.definition   fast form: MultiHeadAttention.forward
     Definition 2.1  MLP.forward
-    Definition 3.1  Block.forward                   variants beside it: Block.post_norm (Aside 3.5),
-                                                    Block.attention_only
+    Definition 3.1  Block.forward                   variants beside it: PostNormBlock (Aside 3.5),
+                                                    AttentionOnlyBlock; make_block(config) picks one
     Definition 4.1  LayerNorm.definition            fast form: LayerNorm.forward
     Section 5       GPT.forward
+
+Nothing but the lecture's formulas runs through the forward methods. The intermediates a reader may
+want (X^(l), Y^(l), A^h, the LayerNorm outputs, Z) are each the output of one module, listed by
+GPT.intermediates(): a LayerNorm, MultiHeadAttention or MLP where the value is one, else a
+HookPoint, an identity placed where the value is formed. gptlib.analysis.cache records them with torch's
+forward hooks, as TransformerLens does with its HookPoints. attention_matrices_formed(model) makes
+every attention form A^h instead of calling the fused kernel, for as long as it lasts.
 
 Conventions: feature vectors are rows, so a sequence is X of shape (T, d) and a batch
 (B, T, d). Weights keep the lecture's shapes: W_Q^h = attn.W_Q[h] of shape (d, d_head),
@@ -28,16 +35,28 @@ from torch import nn
 from . import validation
 from .config import GPTConfig
 
-# The names a forward record uses, the lecture's symbols (gptlib.analysis.cache reads them back).
-# A block records BLOCK_RECORD_NAMES (A only on the explicit path; ln_2, mlp_write only with
-# an MLP); the GPT files them, and each X^(l), under record_key(name, l), then FINAL_RECORD_NAMES.
+# The names of the intermediates, the lecture's symbols (gptlib.analysis.cache reads them back). A block
+# has BLOCK_RECORD_NAMES (ln_2 and mlp_write only with an MLP; A is formed only while
+# attention_matrices_formed); the GPT names them, and each X^(l), record_key(name, l), then
+# FINAL_RECORD_NAMES.
 BLOCK_RECORD_NAMES = ("ln_1", "A", "attn_write", "Y", "ln_2", "mlp_write")
 FINAL_RECORD_NAMES = ("ln_f", "Z")
 
 
 def record_key(name: str, l: int) -> str:
-    """The key of layer l's `name` in a GPT's record: record_key("A", 2) == "A.2"."""
+    """The key of layer l's `name` among a GPT's intermediates: record_key("A", 2) == "A.2"."""
     return f"{name}.{l}"
+
+
+class HookPoint(nn.Identity):
+    """A named place in the forward pass: it hands its input on unchanged. A forward hook registered
+    on it (torch's register_forward_hook; gptlib.analysis.cache.recording) sees the tensor that passes. It
+    holds no parameters, so a state_dict is the same with or without hook points."""
+
+
+def next_token_loss(Z: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The mean cross-entropy of logits Z (..., V) against token ids targets (...), nats per token."""
+    return F.cross_entropy(Z.reshape(-1, Z.shape[-1]), targets.reshape(-1))
 
 
 class LayerNorm(nn.Module):
@@ -76,6 +95,8 @@ class MultiHeadAttention(nn.Module):
         self.W_V = nn.Parameter(torch.empty(H, d, d_head))  # W_V[h] = W_V^h
         self.W_O = nn.Parameter(torch.empty(d, d))  # rows h*d_head:(h+1)*d_head are W_O^h
         self.b_O = nn.Parameter(torch.zeros(d))
+        self.forms_A = False  # True: forward forms every A^h (attention_matrices_formed sets it for a while)
+        self.hook_A = HookPoint()  # A^h of every head, (B, H, T, T), when forms_A
 
     def W_O_head(self, h: int) -> torch.Tensor:
         """The block W_O^h of shape (d_head, d) that head h's output multiplies."""
@@ -123,19 +144,18 @@ class MultiHeadAttention(nn.Module):
         S = torch.baddbmm(M, q.flatten(0, 1), k.flatten(0, 1).transpose(1, 2), alpha=1 / math.sqrt(d_head))
         return S.view(B, H, T, T).softmax(dim=-1)  # rows of A^h sum to 1
 
-    def forward(self, X: torch.Tensor, *, explicit: bool = False, record: dict | None = None) -> torch.Tensor:
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
         """The fast form of Definition 1.1: X (B, T, d) -> MHA(X) (B, T, d), all heads at once.
 
         The fused scaled_dot_product_attention kernel computes every head's A^h V^h without ever
-        holding A^h. explicit=True forms every A^h instead (attention_matrices) and multiplies it
-        into the values; `record`, if a dict, receives A on that path.
+        holding A^h. With forms_A set, every A^h is formed instead (attention_matrices), passed
+        through hook_A, and multiplied into the values: the form autograd's forward mode and
+        FlopCounterMode can follow.
         """
         B, T, d = X.shape
         q, k, v = self.qkv(X)  # each (B, H, T, d_head)
-        if explicit:
-            A = self.attention_matrices(q, k)  # (B, H, T, T)
-            if record is not None:
-                record["A"] = A
+        if self.forms_A:
+            A = self.hook_A(self.attention_matrices(q, k))  # (B, H, T, T)
             C = A @ v  # (B, H, T, d_head): C^h = A^h X W_V^h
         else:
             C = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
@@ -159,66 +179,67 @@ class MLP(nn.Module):
         return F.linear(hidden, self.W_2, self.b_2)  # (B, T, d)
 
 
-def note(record: dict | None, **values: torch.Tensor) -> None:
-    """File `values` in `record` when a forward pass records (record is a dict); otherwise nothing."""
-    if record is not None:
-        record.update(values)
+class _Sublayers(nn.Module):
+    """The parts of a block: LN_1, MHA and the hook point Y; with an MLP also LN_2 and the MLP.
 
-
-class Block(nn.Module):
-    """Definition 3.1, the pre-norm block (forward). Beside it, the variants a config asks for:
-    Aside 3.5's post-norm block (config.norm == "post", also Exercise 7's) and the attention half
-    alone (config.attn_only, the induction model).
+    Which block a config asks for is chosen once, by class (make_block): a class refuses a config
+    that asks for another one. The parts keep the names (and the order) of the checkpoints' keys.
     """
 
     def __init__(self, config: GPTConfig):
         super().__init__()
-        self.norm, self.attn_only = config.norm, config.attn_only
+        if not isinstance(self, block_class(config)):
+            raise ValueError(f"{type(self).__name__} is not the block of a config with norm={config.norm!r}, "
+                             f"attn_only={config.attn_only}: that is {block_class(config).__name__} (make_block)")
         self.ln_1 = LayerNorm(config.d, config.ln_eps)
         self.attn = MultiHeadAttention(config)
+        self.hook_Y = HookPoint()  # Y^(l), after the attention half
         if not config.attn_only:
             self.ln_2 = LayerNorm(config.d, config.ln_eps)
             self.mlp = MLP(config)
 
-    def forward(self, X: torch.Tensor, *, explicit: bool = False, record: dict | None = None) -> torch.Tensor:
-        """Definition 3.1, X^(l) (B, T, d) -> X^(l+1) (B, T, d), or the config's variant; `record`, if a
-        dict, receives BLOCK_RECORD_NAMES."""
-        if self.norm == "post":
-            return self.post_norm(X, explicit=explicit, record=record)
-        if self.attn_only:
-            return self.attention_only(X, explicit=explicit, record=record)
-        Y = X + self.attention_write(X, explicit, record)  # Y = X + MHA(LN_1(X))
-        return Y + self.mlp_write(Y, record)  # X^(l+1) = Y + MLP(LN_2(Y))
+    def intermediates(self) -> dict[str, nn.Module]:
+        """Each of BLOCK_RECORD_NAMES this block has, and the module whose output it is."""
+        modules = {"ln_1": self.ln_1, "A": self.attn.hook_A, "attn_write": self.attn, "Y": self.hook_Y}
+        if hasattr(self, "mlp"):
+            modules.update(ln_2=self.ln_2, mlp_write=self.mlp)
+        return modules
 
-    def attention_write(self, X: torch.Tensor, explicit: bool, record: dict | None) -> torch.Tensor:
-        """MHA(LN_1(X)) (B, T, d), what attention adds to the stream; records ln_1, A and attn_write."""
-        ln_1 = self.ln_1(X)
-        attn_write = self.attn(ln_1, explicit=explicit, record=record)
-        note(record, ln_1=ln_1, attn_write=attn_write)
-        return attn_write
 
-    def mlp_write(self, Y: torch.Tensor, record: dict | None) -> torch.Tensor:
-        """MLP(LN_2(Y)) (B, T, d), what the MLP adds to the stream; records Y, ln_2 and mlp_write."""
-        ln_2 = self.ln_2(Y)
-        mlp_write = self.mlp(ln_2)
-        note(record, Y=Y, ln_2=ln_2, mlp_write=mlp_write)
-        return mlp_write
+class Block(_Sublayers):
+    """Definition 3.1, the pre-norm block."""
 
-    def attention_only(self, X: torch.Tensor, *, explicit: bool = False, record: dict | None = None) -> torch.Tensor:
-        """The attention half alone: X^(l+1) = Y = X + MHA(LN_1(X))."""
-        Y = X + self.attention_write(X, explicit, record)
-        note(record, Y=Y)
-        return Y
+    def forward(self, X: torch.Tensor) -> torch.Tensor:  # X^(l) (B, T, d) -> X^(l+1) (B, T, d)
+        Y = self.hook_Y(X + self.attn(self.ln_1(X)))  # Y = X + MHA(LN_1(X))
+        return Y + self.mlp(self.ln_2(Y))  # X^(l+1) = Y + MLP(LN_2(Y))
 
-    def post_norm(self, X: torch.Tensor, *, explicit: bool = False, record: dict | None = None) -> torch.Tensor:
-        """Aside 3.5's post-norm block: Y = LN_1(X + MHA(X)), X^(l+1) = LN_2(Y + MLP(Y)). It records
-        ln_1 = Y and ln_2 = X^(l+1), the outputs of its LayerNorms."""
-        attn_write = self.attn(X, explicit=explicit, record=record)
-        Y = self.ln_1(X + attn_write)
-        mlp_write = self.mlp(Y)
-        X_next = self.ln_2(Y + mlp_write)
-        note(record, ln_1=Y, attn_write=attn_write, Y=Y, ln_2=X_next, mlp_write=mlp_write)
-        return X_next
+
+class PostNormBlock(_Sublayers):
+    """Aside 3.5's post-norm block (also Exercise 7's): each LayerNorm after its residual addition.
+    Its ln_1 outputs Y and its ln_2 outputs X^(l+1)."""
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:  # X^(l) (B, T, d) -> X^(l+1) (B, T, d)
+        Y = self.hook_Y(self.ln_1(X + self.attn(X)))  # Y = LN_1(X + MHA(X))
+        return self.ln_2(Y + self.mlp(Y))  # X^(l+1) = LN_2(Y + MLP(Y))
+
+
+class AttentionOnlyBlock(_Sublayers):
+    """The attention half of Definition 3.1 alone (config.attn_only, the induction model): no LN_2, no MLP."""
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:  # X^(l) (B, T, d) -> X^(l+1) (B, T, d)
+        return self.hook_Y(X + self.attn(self.ln_1(X)))  # X^(l+1) = Y = X + MHA(LN_1(X))
+
+
+def block_class(config: GPTConfig) -> type[_Sublayers]:
+    """The block a config asks for: AttentionOnlyBlock (attn_only), PostNormBlock (norm="post") or Block."""
+    if config.attn_only:
+        return AttentionOnlyBlock
+    return PostNormBlock if config.norm == "post" else Block
+
+
+def make_block(config: GPTConfig) -> _Sublayers:
+    """A new block of the kind the config asks for (block_class)."""
+    return block_class(config)(config)
 
 
 class GPT(nn.Module):
@@ -231,11 +252,24 @@ class GPT(nn.Module):
         self.config = config
         self.E = nn.Parameter(torch.empty(config.V, config.d))  # token embeddings, (V, d)
         self.P = nn.Parameter(torch.empty(config.T_max, config.d))  # positional embeddings, (T_max, d)
-        self.blocks = nn.ModuleList(Block(config) for _ in range(config.L))
+        self.hook_X = nn.ModuleList(HookPoint() for _ in range(config.L + 1))  # X^(0), ..., X^(L)
+        self.blocks = nn.ModuleList(make_block(config) for _ in range(config.L))
         self.ln_f = LayerNorm(config.d, config.ln_eps)
         if not config.tie_weights:
             self.W_U = nn.Parameter(torch.empty(config.d, config.V))  # unembedding, (d, V)
+        self.hook_Z = HookPoint()  # the logits Z, (B, T, V)
         self.reset_parameters()
+
+    def intermediates(self) -> dict[str, nn.Module]:
+        """Every named intermediate of a forward pass, in the order it is formed, and the module whose
+        output it is: X^(l) as record_key("X", l), each block's BLOCK_RECORD_NAMES as record_key(name, l),
+        then FINAL_RECORD_NAMES. gptlib.analysis.cache.recording hooks them."""
+        modules = {record_key("X", 0): self.hook_X[0]}
+        for l, block in enumerate(self.blocks):
+            modules.update((record_key(name, l), module) for name, module in block.intermediates().items())
+            modules[record_key("X", l + 1)] = self.hook_X[l + 1]
+        modules.update(ln_f=self.ln_f, Z=self.hook_Z)
+        return modules
 
     @property
     def unembedding(self) -> torch.Tensor:
@@ -291,48 +325,19 @@ class GPT(nn.Module):
         """
         return F.embedding(idx, self.E) + self.P[: idx.shape[-1]]
 
-    def forward_from_embeddings(
-        self, X: torch.Tensor, *, explicit: bool = False, record: dict | None = None
-    ) -> torch.Tensor:
+    def forward_from_embeddings(self, X: torch.Tensor) -> torch.Tensor:
         """X^(0) (B, T, d) -> logits Z (B, T, V): the blocks, LN_f and W_U of Section 5.
 
         Starting from the residual stream rather than token ids lets a caller differentiate
         with respect to X^(0) (gptlib.analysis.causality) or run on the meta device (gptlib.analysis.cost).
-        `explicit` and `record` are those of GPT.forward.
         """
-        X = self.check_embeddings(X)
-        explicit = validation.boolean("explicit", explicit)
-        if record is not None and not isinstance(record, dict):
-            raise ValueError(f"record must be a dict or None, got {type(record).__name__}")
-        if record is not None:
-            record[record_key("X", 0)] = X
+        X = self.hook_X[0](self.check_embeddings(X))  # X^(0)
         for l, block in enumerate(self.blocks):
-            layer = {} if record is not None else None
-            X = block(X, explicit=explicit, record=layer)  # X^(l+1), (B, T, d)
-            if record is not None:
-                record.update((record_key(name, l), value) for name, value in layer.items())
-                record[record_key("X", l + 1)] = X
-        ln_f = self.ln_f(X)  # (B, T, d)
-        Z = ln_f @ self.unembedding  # logits, (B, T, V)
-        if record is not None:
-            record.update(ln_f=ln_f, Z=Z)
-        return Z
+            X = self.hook_X[l + 1](block(X))  # X^(l+1), (B, T, d)
+        return self.hook_Z(self.ln_f(X) @ self.unembedding)  # Z = LN_f(X^(L)) W_U, (B, T, V)
 
-    def forward(
-        self,
-        idx: torch.Tensor,
-        targets: torch.Tensor | None = None,
-        *,
-        explicit: bool = False,
-        record: dict | None = None,
-    ):
-        """idx (B, T) or (T,) -> logits (B, T, V) or (T, V); with targets, (logits, mean cross-entropy).
-
-        explicit=True runs every head's attention as Definition 1.1 writes it, forming A^h
-        (see MultiHeadAttention.forward). `record`, if a dict, receives every named
-        intermediate under record_key(name, l) (read back by gptlib.analysis.cache.run_with_cache,
-        which sets explicit=True so that A^h is among them).
-        """
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
+        """idx (B, T) or (T,) -> logits (B, T, V) or (T, V); with targets, (logits, mean cross-entropy)."""
         idx = self.check_tokens(idx)
         if targets is not None:
             targets = self.check_tokens(targets, name="targets")
@@ -342,14 +347,33 @@ class GPT(nn.Module):
         if squeeze:
             idx = idx.unsqueeze(0)
             targets = None if targets is None else targets.unsqueeze(0)
-        X = self.embed(idx)  # X^(0), (B, T, d)
-        Z = self.forward_from_embeddings(X, explicit=explicit, record=record)  # (B, T, V)
+        Z = self.forward_from_embeddings(self.embed(idx))  # (B, T, V)
         if squeeze:
             Z = Z.squeeze(0)
         if targets is None:
             return Z
-        loss = F.cross_entropy(Z.reshape(-1, Z.shape[-1]), targets.reshape(-1))
-        return Z, loss
+        return Z, next_token_loss(Z, targets)
+
+
+@contextlib.contextmanager
+def attention_matrices_formed(module: nn.Module, formed: bool = True):
+    """For the duration, every MultiHeadAttention in `module` (a GPT, a block or one attention) forms
+    each A^h = softmax(S^h + M) and multiplies it into the values (formed=True), or calls the fused
+    kernel (formed=False), whatever it did before; each is handed back its own setting afterwards,
+    also when the body raises. The two forms give the same MHA(X) up to rounding (tests/test_model.py).
+    """
+    if not isinstance(module, nn.Module):
+        raise ValueError(f"module must be a torch nn.Module, got {type(module).__name__}")
+    formed = validation.boolean("formed", formed)
+    attentions = [m for m in module.modules() if isinstance(m, MultiHeadAttention)]
+    before = [attn.forms_A for attn in attentions]
+    for attn in attentions:
+        attn.forms_A = formed
+    try:
+        yield module
+    finally:
+        for attn, setting in zip(attentions, before):
+            attn.forms_A = setting
 
 
 @contextlib.contextmanager

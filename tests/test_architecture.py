@@ -268,7 +268,7 @@ def test_inside_the_analysis_layer_each_row_imports_only_the_rows_above_it():
 
 def test_the_order_check_catches_an_import_up_or_across_and_a_module_left_out():
     rows = analysis_rows()
-    assert rows[0][0] == "positionwise" and rows[-1] == ["assignment"]
+    assert rows[0][0] == "positionwise" and rows[5] == ["assignment"]  # the rows the scratch cases name
     scratch = SOURCES | {
         "gptlib.analysis.cache": SOURCES["gptlib.analysis.cache"] + "\nfrom . import jacobians\n",  # up
         "gptlib.analysis.cost": SOURCES["gptlib.analysis.cost"] + "\nfrom . import residual\n",  # across one row
@@ -293,3 +293,16 @@ def test_the_analysis_package_maps_every_module_it_holds_and_no_other():
     files = {module.removeprefix("gptlib.analysis.") for module in SOURCES if module.startswith("gptlib.analysis.")}
     assert listed_modules(package.__doc__) == files
     assert listed_modules("    cache  x\n    missing  y\n") - files == {"missing"}  # a stale line would show
+
+
+def test_the_benchmarks_import_nothing_from_the_tests():
+    """benchmarks/ stands on its own: what it shares with the tests (the synthetic class, the browser driver)
+    lives in benchmarks/ and the tests import it from there, so no benchmark imports tests or puts them on sys.path."""
+    benchmarks = package_sources(ROOT / "benchmarks")
+    assert "benchmarks.course_class" in benchmarks and "benchmarks.browser.servers" in benchmarks
+    found = {module: sorted(name for name in imports(module, source, benchmarks) if name.split(".")[0] == "tests")
+             for module, source in benchmarks.items()}
+    assert {module: names for module, names in found.items() if names} == {}
+    path_edits = {module for module, source in benchmarks.items() for node in ast.walk(ast.parse(source))
+                  if isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", None) == "sys"}
+    assert path_edits == set()  # sys.path in code, not in the text of a hostile submission

@@ -28,8 +28,8 @@ def test_each_step_reads_not_attempted_in_order_with_its_hints_behind_a_comment(
     for i in found:
         shown = [text for output in nb[i].outputs for text in texts(output)]
         assert shown and all("not attempted yet" in text for text in shown), nb[i].source
-    steps = [n for c in nb if c.cell_type == "markdown" for n in re.findall(r"^## Step (\d)", c.source, re.M)]
-    assert steps == [str(k) for k in range(1, 10)]
+    steps = [n for c in nb if c.cell_type == "markdown" for n in re.findall(r"^## Step (\d+)", c.source, re.M)]
+    assert steps == [str(k) for k in range(1, 11)]
     hidden = [c.source for c in nb if c.cell_type == "code" and "exercises.show_solution(" in c.source]
     assert len(hidden) == 7 and all(line.startswith("#") for s in hidden for line in s.splitlines() if "exercises." in line)
 
@@ -39,6 +39,33 @@ def test_the_training_cell_skips_and_says_why():
     cell = next(c for c in nb if c.cell_type == "code" and "train_on_shakespeare(mine)" in c.source)
     shown = [text for output in cell.outputs for text in texts(output)]
     assert shown and all("not attempted yet" in text for text in shown)
+
+
+def step_10_cells() -> list:
+    nb = cells(notebook("09"))
+    start = next(i for i, c in enumerate(nb) if c.cell_type == "markdown" and c.source.startswith("## Step 10"))
+    return [c for c in nb[start + 1 : start + 3] if c.cell_type == "code"]
+
+
+def test_step_10_as_committed_says_there_is_nothing_of_yours_yet():
+    shown = [text for cell in step_10_cells() for output in cell.outputs for text in texts(output)]
+    assert "not attempted yet" in "".join(shown) and "nothing of yours to open yet" in shown[-1]
+
+
+@pytest.mark.parametrize("trained", [False, True], ids=["fresh", "trained"])
+def test_step_10_opens_a_learners_model_beside_the_course_model(trained):
+    # the reference solutions in place of the stubs; "trained" stands for Step 9's `mine` (training is not rerun)
+    from gptlib.exercises.answers import build as S
+
+    shown = []
+    namespace = _setup_namespace() | {"display": lambda *widgets: shown.extend(widgets), "trained": trained}
+    namespace["course_gpt"] = lambda: S.init_weights(S.GPT(65, 64, 128, 4, 4, 512))
+    namespace["mine"] = namespace["course_gpt"]() if trained else None
+    printed = "".join(_printed(exec, compile(cell.source, "09 Step 10", "exec"), namespace) for cell in step_10_cells())
+    assert ("has not trained" in printed) != trained and "not attempted" not in printed
+    assert "  yours: z_e - z_o = " in printed and " course: z_e - z_o = " in printed
+    assert [type(w).__name__ for w in shown] == ["AttentionExplorer", "StreamExplorer"] * 2
+    assert shown[0].model is namespace["yours"] and shown[2].model is namespace["course"]
 
 
 def _setup_namespace() -> dict:

@@ -4,9 +4,76 @@ under the model's record names."""
 import pytest
 import torch
 
-from gptlib import COURSE_CONFIG, GPT, GPTConfig, run_with_cache
-from gptlib.analysis.cache import Cache, shape_table
-from gptlib.model import BLOCK_RECORD_NAMES, FINAL_RECORD_NAMES, record_key
+from gptlib import COURSE_CONFIG, GPT, GPTConfig, pretrained, run_with_cache
+from gptlib.analysis.cache import Cache, recording, shape_table
+from gptlib.model import BLOCK_RECORD_NAMES, FINAL_RECORD_NAMES, attention_matrices_formed, record_key
+
+
+def written_out(model: GPT, idx: torch.Tensor, formed: bool) -> tuple[torch.Tensor, dict]:
+    """Section 5's forward pass written out here from the model's parts, keeping each intermediate under
+    its name; formed=True forms every A^h as MultiHeadAttention.forward does with forms_A, step by step."""
+    kept = {record_key("X", 0): model.embed(idx)}
+    X = kept["X.0"]
+
+    def mha(attn, U):  # (A or None, MHA(U))
+        if not formed:
+            return None, attn(U)
+        q, k, v = attn.qkv(U)
+        A = attn.attention_matrices(q, k)  # (B, H, T, T)
+        B, T, d = U.shape
+        C = (A @ v).transpose(1, 2).reshape(B, T, d)
+        return A, torch.addmm(attn.b_O, C.view(B * T, d), attn.W_O).view(B, T, d)
+
+    for l, block in enumerate(model.blocks):
+        step = {}
+        if model.config.norm == "post":
+            step["A"], step["attn_write"] = mha(block.attn, X)
+            step["ln_1"] = step["Y"] = block.ln_1(X + step["attn_write"])
+            step["mlp_write"] = block.mlp(step["Y"])
+            step["ln_2"] = X = block.ln_2(step["Y"] + step["mlp_write"])
+        else:
+            step["ln_1"] = block.ln_1(X)
+            step["A"], step["attn_write"] = mha(block.attn, step["ln_1"])
+            step["Y"] = X = X + step["attn_write"]
+            if not model.config.attn_only:
+                step["ln_2"] = block.ln_2(step["Y"])
+                step["mlp_write"] = block.mlp(step["ln_2"])
+                X = step["Y"] + step["mlp_write"]
+        kept.update((record_key(name, l), value) for name, value in step.items() if value is not None)
+        kept[record_key("X", l + 1)] = X
+    kept["ln_f"] = model.ln_f(X)
+    kept["Z"] = kept["ln_f"] @ model.unembedding
+    return kept["Z"], kept
+
+
+MODELS = {
+    "shakespeare": lambda: pretrained.load_pretrained("shakespeare"),
+    "induction": lambda: pretrained.load_pretrained("induction"),  # attention only
+    "post-norm": lambda: GPT(GPTConfig(V=11, T_max=9, d=24, H=3, L=2, norm="post")).eval(),
+}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_the_hooks_record_the_forward_pass_written_out_bit_for_bit(name):
+    """run_with_cache, and recording on the fused path, keep exactly the tensors of the forward pass written
+    out above from the model's parts, on both shipped checkpoints; the logits are the model's own, bit for bit."""
+    model = MODELS[name]()
+    idx = torch.randint(0, model.config.V, (2, model.config.T_max), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        for formed in (True, False):
+            Z, expected = written_out(model, idx, formed)
+            if formed:
+                got, cache = run_with_cache(model, idx)
+                tensors = cache.tensors
+            else:
+                with recording(model, {}) as tensors:
+                    got = model(idx)
+            assert torch.equal(got, Z)
+            assert sorted(tensors) == sorted(expected)
+            assert all(torch.equal(tensors[key], expected[key]) for key in expected), [
+                key for key in expected if not torch.equal(tensors[key], expected[key])]
+        Z1, cache1 = run_with_cache(model, idx[1])
+        assert torch.equal(Z1, written_out(model, idx[1:], True)[0][0]) and cache1.X(0).shape[0] == 1
 
 
 def test_cache_holds_the_lectures_intermediates(course_model):
@@ -28,8 +95,8 @@ def test_cache_holds_the_lectures_intermediates(course_model):
 def test_the_record_holds_exactly_the_named_keys_and_cache_reads_each(config):
     """Every key the model records is one of model's names, and Cache has an accessor for it."""
     model = GPT(config).eval()
-    record = {}
-    model(torch.randint(0, config.V, (1, 5)), explicit=True, record=record)
+    with recording(model, {}) as record, attention_matrices_formed(model):
+        model(torch.randint(0, config.V, (1, 5)))
     names = [n for n in BLOCK_RECORD_NAMES if not (config.attn_only and n in ("ln_2", "mlp_write"))]
     per_layer = [record_key(n, l) for l in range(config.L) for n in names]
     streams = [record_key("X", l) for l in range(config.L + 1)]
@@ -44,11 +111,12 @@ def test_the_record_holds_exactly_the_named_keys_and_cache_reads_each(config):
 
 def test_recording_on_the_fused_path_keeps_everything_but_A():
     model = GPT(COURSE_CONFIG.replace(L=1)).eval()
-    fused, explicit = {}, {}
     idx = torch.randint(0, 65, (1, 6))
-    model(idx, record=fused)
-    model(idx, explicit=True, record=explicit)
-    assert sorted(fused) == sorted(k for k in explicit if k != record_key("A", 0))
+    with recording(model, {}) as fused:
+        model(idx)
+    with recording(model, {}) as formed, attention_matrices_formed(model):
+        model(idx)
+    assert sorted(fused) == sorted(k for k in formed if k != record_key("A", 0))
 
 
 def test_a_missing_name_is_told_apart_from_a_missing_layer():
@@ -60,10 +128,17 @@ def test_a_missing_name_is_told_apart_from_a_missing_layer():
         cache.ln_1(2)
     with pytest.raises(ValueError, match="layer l must be an integer, got True"):
         cache.X(True)
-    fused = {}
-    model(torch.tensor([1, 2, 3]), record=fused)
-    with pytest.raises(ValueError, match="no A in layer 1: .* A needs the explicit path"):
+    with recording(model, {}) as fused:
+        model(torch.tensor([1, 2, 3]))
+    with pytest.raises(ValueError, match="no A in layer 1: .* A is there only when the attention matrices were formed"):
         Cache(fused).A(1)
+
+
+def test_recording_needs_a_gptlib_model_and_a_dict(course_model):
+    with pytest.raises(ValueError, match="module must be a gptlib GPT or block, got Linear"):
+        recording(torch.nn.Linear(2, 2), {}).__enter__()
+    with pytest.raises(ValueError, match="into must be a dict, got list"):
+        recording(course_model, []).__enter__()
 
 
 def test_shape_table_lines_up_symbol_shape_and_meaning():

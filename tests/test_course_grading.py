@@ -1,6 +1,6 @@
 """gptlib_course grade on a synthetic class: builds the assignments, grades the set in parallel,
 and checks the CSV and the feedback against what each submission deserves, which is what gptlib's
-checker says for the same code in this process (tests/support/course_class.py).
+checker says for the same code in this process (benchmarks/course_class.py).
 
 Notebooks 01, 04 and 05 here (their checkers take about a second), and notebook 09's build track, whose
 classes stay in the submission's process while the checkers judge their mirrors (remote_module.py), with
@@ -28,16 +28,17 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import course_class
 from gptlib import exercises
 from gptlib.assignment.grader import Notebook
-from gptlib_course import assign, gradebook, sandbox
+from gptlib_course import assign, gradebook, report, sandbox
 from gptlib_course.grade import grade_class
 from gptlib_course.inside import zygote
 from gptlib_course.jobs import Job, load_tests
 from gptlib_course.judge import ERROR_TEXT, HIDDEN_MESSAGES, Limits, Submission, _answer_names, _redacted
 from gptlib_course.pool import _next_job
 from gptlib_course.questions import cells_to_run, questions
-from tests.support import course_class
+from gptlib_course.results import load_results
 from tests.support.notebook_files import NOTEBOOKS
 
 pytestmark = pytest.mark.slow  # starts processes or trains: `pytest -m slow` (not in `pytest -m unit`)
@@ -582,3 +583,54 @@ def test_a_module_that_lies_about_its_parameters_scores_zero_with_the_reason(gra
     for outcomes in _by_question(graded_09, "liar", NB09).values():
         assert all(o.earned == 0 and "cannot read" in o.message and "shape and dtype the module declared" in o.message
                    for o in outcomes)
+
+
+KNOWN = ("correct", "typical")  # students whose code behaves in the sandbox as in this process (the others probe it)
+
+
+def _planted(graded, names) -> dict:
+    """{(assignment, question): {mistake id: the KNOWN students whose checker, run here on their code, named it in
+    the public or the hidden case}}: what the report must count, each student once."""
+    planted = {}
+    for name in names:
+        for test in load_tests(str(graded["build"] / "autograder" / name)):
+            for student in KNOWN:
+                code = graded["codes"][student][name]
+                for case in test.cases:
+                    for m in course_class.expected_result(code, test.check, _offset(case)).mistakes:
+                        planted.setdefault((name, test.name), {}).setdefault(m, set()).add(student)
+    return planted
+
+
+def _without_data_uris(text: str) -> str:
+    return re.sub(r"data:[^'\"]*", "", text)
+
+
+@pytest.mark.parametrize("fixture, names", [("graded", GRADED), ("graded_09", [NB09])])
+def test_the_class_report_counts_each_planted_mistake_once_per_student(request, tmp_path, fixture, names):
+    """The report, built from the graded class's store (copied: nothing re-run), names for each question exactly
+    the students whose planted mistakes the checkers name, each once however many cases named it; the CSV holds
+    the same counts; the anonymised copy holds no student's name; notebook 09 gets its heat map."""
+    graded = request.getfixturevalue(fixture)
+    shutil.copytree(graded["build"] / "grades" / "results", tmp_path / "grades" / "results")
+    book = gradebook.default_book(graded["build"] / "autograder")
+    built = report.analyse(load_results(tmp_path / "grades" / "results"), book)
+    planted = _planted(graded, names)
+    assert sum(len(ids) for ids in planted.values()) >= (7 if fixture == "graded_09" else 6)
+    assert all(who == {"typical"} for ids in planted.values() for who in ids.values())
+    counted = {(q.assignment, q.question): {m: set(who) & set(KNOWN) for m, who in q.mistakes.items()
+                                            if set(who) & set(KNOWN)} for q in built.questions}
+    assert {k: v for k, v in counted.items() if v} == planted
+    assert all(len(who) == len(set(who)) for q in built.questions for who in q.mistakes.values())
+    report.write(tmp_path / "grades", book)
+    rows = {(r["assignment"], r["question"], r["label"]): r["students"]
+            for r in _csv(tmp_path / "grades" / "report.csv") if r["group"] == "mistake"}
+    assert rows == {(q.assignment, q.question, m): str(len(who)) for q in built.questions for m, who in q.mistakes.items()}
+    shared = _without_data_uris((tmp_path / "grades" / "report-anonymous.html").read_text(encoding="utf-8"))
+    shared += (tmp_path / "grades" / "report-anonymous.csv").read_text(encoding="utf-8")
+    for student in built.students:
+        shown = html.escape(gradebook.clean(student), quote=True)
+        assert not re.search(rf"(?<![\w-]){re.escape(shown)}(?![\w-])", shared), student
+    mine = (tmp_path / "grades" / "report.html").read_text(encoding="utf-8")
+    assert all(html.escape(gradebook.clean(s), quote=True) in mine for s in built.students)
+    assert ("Students by build step" in mine) == (fixture == "graded_09")

@@ -13,6 +13,7 @@ import functools
 import pytest
 import torch
 
+from benchmarks import course_class
 from gptlib.analysis import attention as circuits
 from gptlib.analysis import jacobians
 from gptlib.analysis import layernorm as geometry
@@ -26,7 +27,6 @@ from gptlib.exercises import counting as counts
 from gptlib.exercises import jacobians as jacobian
 from gptlib.exercises import layernorm
 from gptlib.exercises.answers import build as build_solutions
-from tests.support import course_class
 
 pytestmark = pytest.mark.slow  # thousands of checker runs: `pytest -m slow`
 

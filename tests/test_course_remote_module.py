@@ -11,6 +11,7 @@ import pytest
 import torch
 from torch import nn
 
+from benchmarks import course_class
 from gptlib import exercises
 from gptlib.assignment.variants import shifted_seeds
 from gptlib.exercises import build_track
@@ -19,7 +20,6 @@ from gptlib_course.inside import module_server, zygote
 from gptlib_course.inside.module_server import ModuleServer
 from gptlib_course.judge import Limits, RemoteFunction, SubmissionStopped, read_reply, remote_call
 from gptlib_course.remote_module import Link, RemoteModule
-from tests.support import course_class
 
 
 class InProcess:

@@ -163,10 +163,10 @@ def test_transformer_lens_agrees_on_logits_head_attribution_and_the_lens():
     into W_U and b_U first, as its fold_ln does: an equivalent model (its logits are checked too).
     """
     pytest.importorskip("transformer_lens", reason="TransformerLens comes with the bench extra (make bench)")
-    from benchmarks.peers import hooked_transformer_from
+    from gptlib.export import to_transformer_lens
 
     model = pretrained.load_pretrained("shakespeare")
-    tl = hooked_transformer_from(model)
+    tl = to_transformer_lens(model)
     with torch.no_grad():
         tl.unembed.W_U.mul_(model.ln_f.gamma[:, None])  # diag(gamma) W_U
         tl.unembed.b_U.copy_(model.ln_f.beta @ model.W_U)  # beta W_U

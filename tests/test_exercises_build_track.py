@@ -21,7 +21,7 @@ from gptlib.exercises.checking import Wrong
 from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
 from gptlib.exercises.variants import shifted_seeds
 from tests.support import learner_gpts as layouts
-from tests.support.scratch_gpt import ScratchGPT
+from tests.support.learner_gpts import ScratchGPT
 
 # ---- wrong versions of each reference solution, one typical mistake each -------------------
 
@@ -456,7 +456,8 @@ def test_the_functional_reference_of_the_mistakes_is_gptlib_attention_when_switc
             p.normal_()
     X = torch.randn(2, 6, 16, dtype=torch.float64)
     C = heads(X, attn.W_Q, attn.W_K, attn.W_V)
-    torch.testing.assert_close(concatenated(C) @ attn.W_O + attn.b_O, attn(X, explicit=True))
+    with gptlib_model.attention_matrices_formed(attn):
+        torch.testing.assert_close(concatenated(C) @ attn.W_O + attn.b_O, attn(X))
 
 
 def test_the_tanh_gap_is_the_known_maximum():

@@ -14,7 +14,7 @@ from gptlib.exercises.answers import solutions
 from gptlib.exercises.causality import map_models
 from gptlib.exercises.result import ERROR, FAILED
 from gptlib.exercises.variants import shifted_seeds
-from tests.support.scratch_gpt import EinsumGPT, ScratchGPT
+from tests.support.learner_gpts import EinsumGPT, ScratchGPT
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -13,7 +13,7 @@ from gptlib.analysis.counting import measured_table
 from gptlib.config import COURSE_CONFIG, GPTConfig
 from gptlib.exercises.answers import concepts
 from gptlib.exercises.result import FAILED, NOT_ATTEMPTED, PASSED
-from gptlib.model import GPT
+from gptlib.model import GPT, attention_matrices_formed
 from tests.support import notebook_files
 
 CHOICES = [(q, spec) for q, spec in concepts.QUESTIONS.items() if isinstance(spec, concepts.Choice)]
@@ -172,8 +172,8 @@ def test_a_number_question_reasons_and_predicts_mistakes_from_its_own_sizes(ques
 
 
 def test_the_course_model_choices_state_its_own_numbers():
-    """Question 5.2's counts are Theorem 5.2's, measured on models; Question 1.4's d_head is W_OV^h's measured
-    rank, and the heads' W_OV^h stacked have rank d (their row spaces fill R^d)."""
+    """Question 5.2's counts are Theorem 5.2's, measured on models; the course model's heads' W_OV^h stacked have
+    rank d (their row spaces fill R^d); Question 1.4's variant, H d_head < d, stacks to rank H d_head, its stated bound."""
     counts = [measured_table(config)[-1] for config in (COURSE_CONFIG, COURSE_CONFIG.replace(d=2 * COURSE_CONFIG.d))]
     blocks = sum(measured_table(COURSE_CONFIG)[1:4])
     why = concepts.QUESTIONS["5.2"].why
@@ -185,8 +185,12 @@ def test_the_course_model_choices_state_its_own_numbers():
     stacked = torch.cat([attention.W_OV(attn, h) for h in range(COURSE_CONFIG.H)])  # (H d, d)
     assert set(ranks) == {COURSE_CONFIG.d_head} and attention.numerical_rank(stacked).rank == COURSE_CONFIG.d
     spec = concepts.QUESTIONS["1.4"]
-    assert f"at most d_head = {ranks[0]}," in spec.why and f"all of R^{COURSE_CONFIG.d} " in spec.why
-    assert spec.answer == "b" and _large_numbers(spec.why) == {ranks[0], COURSE_CONFIG.d}
+    d, H, d_head = spec.asked_at["d"], spec.asked_at["H"], 32  # the variant: H heads of width 32, H d_head < d
+    W_V, W_O = torch.randn(H, d, d_head, dtype=torch.float64), torch.randn(H * d_head, d, dtype=torch.float64)
+    writes = torch.cat([W_V[h] @ W_O[h * d_head:(h + 1) * d_head] for h in range(H)])  # (H d, d): rows span the writes
+    rank = attention.numerical_rank(writes).rank
+    assert rank == H * d_head < d and f"H d_head = {rank} rows" in spec.why and f"{rank} < d = {d}," in spec.why
+    assert spec.answer == "b" and _large_numbers(spec.why) == {rank, d}
 
 
 def test_unanswered_bad_and_unknown_questions():
@@ -392,8 +396,8 @@ def test_question_1_2_only_the_inverse_leaves_W_OV_unchanged():
 
 
 def test_questions_2_1_and_2_2_permuted_rows_and_the_first_position():
-    """2.1: an unmasked head's output permutes with its input rows. 2.2: under the mask the first row of A^h is
-    (1, 0, ..., 0), whatever the weights."""
+    """2.1: an unmasked head's output permutes with its input rows. 2.2: under the causal mask the first row of A^h
+    is (1, 0, ..., 0), and under the reversed mask (keys s >= t) the last row is (0, ..., 0, 1), whatever the weights."""
     X = torch.randn(1, 6, 16, dtype=torch.float64)
     perm = torch.randperm(6)
     attn = _attention(causal=False)
@@ -401,6 +405,10 @@ def test_questions_2_1_and_2_2_permuted_rows_and_the_first_position():
     q, k, _ = _attention(causal=True).qkv(X)
     A = _attention(causal=True).attention_matrices(q, k)  # (1, H, T, T)
     assert torch.equal(A[0, :, 0], torch.eye(6, dtype=torch.float64)[0].expand(A.shape[1], 6))
+    q, k, _ = attn.qkv(X)  # the unmasked head's queries and keys, (1, H, T, d_head)
+    reversed_mask = torch.full((6, 6), float("-inf"), dtype=torch.float64).tril(-1)  # query t sees keys s >= t
+    A = (q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5 + reversed_mask).softmax(-1)  # (1, H, T, T)
+    assert torch.equal(A[0, :, -1], torch.eye(6, dtype=torch.float64)[-1].expand(A.shape[1], 6))
     assert [concepts.QUESTIONS[q].answer for q in ("2.1", "2.2")] == ["c", "a"]
 
 
@@ -499,8 +507,8 @@ def test_question_7_2_training_the_last_block_costs_about_1_plus_2_over_L_forwar
     counted = []
     for backward in (False, True):
         counter = FlopCounterMode(display=False)
-        with counter:
-            Z = model.forward_from_embeddings(X0, explicit=True)  # (B, T, V)
+        with counter, attention_matrices_formed(model):
+            Z = model.forward_from_embeddings(X0)  # (B, T, V)
             if backward:
                 Z.sum().backward()
         counted.append(counter.get_total_flops())

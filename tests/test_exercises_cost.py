@@ -13,6 +13,7 @@ from gptlib.exercises.answers import solutions
 from gptlib.exercises.cost import TAKEOVER_CONFIGS, _small_config, measured_crossing, measured_split
 from gptlib.exercises.result import FAILED
 from gptlib.exercises.variants import shifted_seeds, variant_points
+from gptlib.model import attention_matrices_formed
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -86,12 +87,12 @@ def test_non_positive_lengths_and_non_numbers():
 
 def _measured_with_flop_counter(c, T):
     """A learner's measurement: one training step of a GPT on one sequence under FlopCounterMode
-    (the explicit attention path: FlopCounterMode has no formula for the fused CPU kernel)."""
+    (every A^h formed: FlopCounterMode has no formula for the fused CPU kernel)."""
     model = GPT(c.replace(T_max=max(T, c.T_max)))
     idx = torch.zeros(1, T, dtype=torch.long)
     counter = FlopCounterMode(display=False)
-    with counter:
-        F.cross_entropy(model(idx, explicit=True).flatten(0, 1), idx.flatten()).backward()
+    with counter, attention_matrices_formed(model):
+        F.cross_entropy(model(idx).flatten(0, 1), idx.flatten()).backward()
     return counter.get_total_flops() / T
 
 

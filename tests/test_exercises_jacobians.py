@@ -13,6 +13,7 @@ from gptlib.exercises.answers import solutions
 from gptlib.exercises.jacobians import example
 from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
 from gptlib.exercises.variants import shifted_seeds
+from gptlib.model import attention_matrices_formed
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -175,11 +176,12 @@ def test_more_jacobian_mistakes_are_named(learner, message):
     assert not r and message in r.message
 
 
-def test_forward_mode_passes_on_the_explicit_path_and_through_the_fused_kernel_is_torchs_error():
+def test_forward_mode_passes_with_A_formed_and_through_the_fused_kernel_is_torchs_error():
     assert check_post_norm_jacobian(lambda block, X: torch.func.jacfwd(lambda x: _post_norm(block, x[None])[0])(X))
 
     def fused(block, Z):
-        Y = block.ln_1(Z + block.attn(Z, explicit=False))  # the fused kernel has no forward-mode derivative
+        with attention_matrices_formed(block, formed=False):  # the fused kernel has no forward-mode derivative
+            Y = block.ln_1(Z + block.attn(Z))
         return block.ln_2(Y + block.mlp(Y))
 
     r = check_post_norm_jacobian(lambda block, X: torch.func.jacfwd(lambda x: fused(block, x[None])[0])(X))

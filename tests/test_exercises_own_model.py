@@ -10,8 +10,15 @@ from torch import nn
 from gptlib import COURSE_CONFIG, GPT
 from gptlib.exercises import check_own_model
 from gptlib.exercises.result import FAILED, NOT_ATTEMPTED, PASSED
-from tests.support.learner_gpts import HFGPT2, EncoderGPT, KarpathyGPT, NanoGPT, TorchMHAGPT
-from tests.support.scratch_gpt import EinsumGPT, ScratchGPT
+from tests.support.learner_gpts import (
+    HFGPT2,
+    EinsumGPT,
+    EncoderGPT,
+    KarpathyGPT,
+    LearnerNanoGPT,
+    ScratchGPT,
+    TorchMHAGPT,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SIZES = dict(V=17, T_max=16, d=32, L=2)
@@ -234,8 +241,8 @@ def test_a_stub_model_is_not_attempted_and_bad_sizes_are_refused():
     [
         (KarpathyGPT, "a bias on W_U"),
         (HFGPT2, "biases on W_Q, W_K, W_V"),
-        (NanoGPT, "biases on W_Q, W_K, W_V"),
-        (lambda *sizes: NanoGPT(*sizes, bias=False), "LayerNorms with one vector each"),
+        (LearnerNanoGPT, "biases on W_Q, W_K, W_V"),
+        (lambda *sizes: LearnerNanoGPT(*sizes, bias=False), "LayerNorms with one vector each"),
         (TorchMHAGPT, None),
         (EncoderGPT, "biases on W_Q, W_K, W_V"),
     ],

@@ -12,15 +12,9 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.nanogpt import nanogpt_from
-from benchmarks.peers import (
-    check_mappable,
-    hf_gpt2_from,
-    hooked_transformer_from,
-    max_logit_difference,
-    scrambled_model,
-    stacked_heads,
-)
+from benchmarks.peers import max_logit_difference, scrambled_model
 from gptlib import COURSE_CONFIG, GPTConfig, run_with_cache
+from gptlib.export import check_mappable, stacked_heads, to_huggingface, to_transformer_lens
 
 pytestmark = pytest.mark.slow  # starts processes or trains: `pytest -m slow` (not in `pytest -m unit`)
 
@@ -40,13 +34,13 @@ def random_tokens(config: GPTConfig, B: int = 3) -> torch.Tensor:
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_gpt2_with_copied_weights_gives_the_same_logits(name, attn_implementation):
     model = scrambled_model(CONFIGS[name])
-    hf = hf_gpt2_from(model, attn_implementation)
+    hf = to_huggingface(model, attn_implementation)
     assert max_logit_difference(model, hf, random_tokens(model.config)) <= TOLERANCE
 
 
 def test_gpt2_gives_the_same_gradients():
     model = scrambled_model(COURSE_CONFIG).train()
-    hf = hf_gpt2_from(model).train()
+    hf = to_huggingface(model).train()
     idx, targets = random_tokens(model.config), random_tokens(model.config)
     model(idx, targets)[1].backward()
     logits = hf(idx, use_cache=False).logits  # (B, T, V)
@@ -78,7 +72,7 @@ def miscopy_LN_shift_dropped(model, hf):  # leaves LN_2's beta at GPT-2's initia
 @pytest.mark.parametrize("miscopy", [miscopy_W_O_untransposed, miscopy_Q_K_swapped, miscopy_LN_shift_dropped])
 def test_a_wrong_copy_is_caught(miscopy):
     model = scrambled_model(COURSE_CONFIG)
-    hf = hf_gpt2_from(model)
+    hf = to_huggingface(model)
     with torch.no_grad():
         miscopy(model, hf)
     assert max_logit_difference(model, hf, random_tokens(model.config)) > 1000 * TOLERANCE
@@ -88,7 +82,7 @@ def test_a_wrong_copy_is_caught(miscopy):
 def test_hooked_transformer_with_copied_weights_gives_the_same_logits(name):
     pytest.importorskip("transformer_lens", reason="TransformerLens comes with the bench extra (make bench)")
     model = scrambled_model(CONFIGS[name])
-    tl = hooked_transformer_from(model)
+    tl = to_transformer_lens(model)
     assert max_logit_difference(model, tl, random_tokens(model.config)) <= TOLERANCE
 
 

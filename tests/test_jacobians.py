@@ -3,11 +3,12 @@
 import pytest
 import torch
 
-from benchmarks.peers import stacked_heads
 from gptlib import encode
 from gptlib.analysis import jacobians
 from gptlib.analysis.jacobians import finite_difference_jacobian
-from tests.support.scratch_gpt import ScratchBlock
+from gptlib.export import stacked_heads
+from gptlib.model import attention_matrices_formed
+from tests.support.learner_gpts import ScratchBlock
 
 
 def test_finite_differences_match_closed_forms():
@@ -73,8 +74,9 @@ def test_product_of_block_jacobians_is_the_end_to_end_jacobian(sharp_model):
     product = jacobians.product_of_jacobians(jacobians.stack_jacobians(model.blocks, X))
 
     def stack(Z):
-        for block in model.blocks:
-            Z = block(Z, explicit=True)
+        with attention_matrices_formed(model):
+            for block in model.blocks:
+                Z = block(Z)
         return Z
 
     torch.testing.assert_close(product, jacobians.jacobian_of(stack, X))
@@ -114,7 +116,7 @@ def test_block_and_stack_jacobians_refuse_a_batch(sharp_model):
 
 
 def scratch_copy(block):
-    """tests/support/scratch_gpt's ScratchBlock (plain torch.nn) holding the weights of a gptlib pre-norm block."""
+    """tests/support/learner_gpts' ScratchBlock (plain torch.nn) holding the weights of a gptlib pre-norm block."""
     d, H = block.attn.W_O.shape[0], block.attn.H
     scratch = ScratchBlock(d, H, mask_diagonal=1, unmasked_heads=(), qkv_bias=False, fill=float("-inf")).double()
     with torch.no_grad():

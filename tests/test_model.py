@@ -6,7 +6,19 @@ import pytest
 import torch
 
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, run_with_cache
-from gptlib.model import BLOCK_RECORD_NAMES, MLP, Block, LayerNorm, MultiHeadAttention, eval_mode
+from gptlib.analysis.cache import recording
+from gptlib.model import (
+    BLOCK_RECORD_NAMES,
+    MLP,
+    AttentionOnlyBlock,
+    Block,
+    LayerNorm,
+    MultiHeadAttention,
+    PostNormBlock,
+    attention_matrices_formed,
+    eval_mode,
+    make_block,
+)
 
 
 def random_layernorm(d: int, dtype: torch.dtype, eps: float) -> LayerNorm:
@@ -114,9 +126,14 @@ def test_attention_matches_torch_multihead_attention():
     expected, _ = ref(x, x, x, attn_mask=mask, need_weights=False)
     torch.testing.assert_close(attn(x), expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(attn.definition(x), expected, atol=1e-5, rtol=1e-5)
-    record = {}
-    torch.testing.assert_close(attn(x, explicit=True, record=record), expected, atol=1e-5, rtol=1e-5)
-    assert record["A"].shape == (2, config.H, 10, 10)
+    seen = []
+    attn.hook_A.register_forward_hook(lambda module, inputs, A: seen.append(A))
+    assert not attn.forms_A
+    attn(x)
+    assert seen == []  # the fused kernel never holds A^h
+    with attention_matrices_formed(attn):
+        torch.testing.assert_close(attn(x), expected, atol=1e-5, rtol=1e-5)
+    assert [A.shape for A in seen] == [(2, config.H, 10, 10)]
 
 
 def test_definition_1_1_is_causal_head_by_head_and_names_a_bad_input():
@@ -258,12 +275,23 @@ def test_the_models_checks_return_what_they_checked(course_model):
     assert course_model.check_tokens(torch.tensor([1, 2], dtype=torch.uint8)).dtype == torch.int64
 
 
-def test_the_switches_of_forward_are_checked(course_model):
-    idx = torch.zeros(1, 3, dtype=torch.long)
-    with pytest.raises(ValueError, match="explicit must be True or False, got 'yes'"):
-        course_model(idx, explicit="yes")
-    with pytest.raises(ValueError, match="record must be a dict or None, got list"):
-        course_model(idx, record=[])
+def test_forming_the_attention_matrices_is_checked_and_handed_back(course_model):
+    """attention_matrices_formed sets every attention's forms_A for a while and gives each its own back,
+    also when the body raises."""
+    attentions = [block.attn for block in course_model.blocks]
+    attentions[1].forms_A = True
+    with pytest.raises(RuntimeError, match="inside"):
+        with attention_matrices_formed(course_model):
+            assert all(attn.forms_A for attn in attentions)
+            with attention_matrices_formed(course_model.blocks[2], formed=False):
+                assert [attn.forms_A for attn in attentions] == [True, True, False, True]
+            assert all(attn.forms_A for attn in attentions)
+            raise RuntimeError("raised inside")
+    assert [attn.forms_A for attn in attentions] == [False, True, False, False]
+    with pytest.raises(ValueError, match="formed must be True or False, got 'yes'"):
+        attention_matrices_formed(course_model, formed="yes").__enter__()
+    with pytest.raises(ValueError, match="module must be a torch nn.Module, got function"):
+        attention_matrices_formed(lambda X: X).__enter__()
 
 
 def test_gradients_reach_every_parameter(course_model):
@@ -291,11 +319,14 @@ def test_eval_mode_only_disables_grad_for_a_plain_function():
     assert torch.is_grad_enabled()
 
 
-@pytest.mark.parametrize("norm, attn_only", [("pre", False), ("post", False), ("pre", True)])
-def test_each_block_is_its_formula_and_recording_changes_nothing(norm, attn_only, small_config, with_random_weights):
+@pytest.mark.parametrize("norm, attn_only, kind", [("pre", False, Block), ("post", False, PostNormBlock),
+                                                   ("pre", True, AttentionOnlyBlock)])
+def test_each_block_is_its_formula_and_recording_changes_nothing(norm, attn_only, kind, small_config, with_random_weights):
     """Definition 3.1 (pre-norm), Aside 3.5 (post-norm) and the attention half alone, composed here
-    from the block's parts; a recording run returns the same tensor and files every recorded name."""
-    block = with_random_weights(Block(small_config.replace(norm=norm, attn_only=attn_only)), 0.3)
+    from the block's parts; a recording run returns the same tensor and files every named intermediate."""
+    config = small_config.replace(norm=norm, attn_only=attn_only)
+    block = with_random_weights(make_block(config), 0.3)
+    assert type(block) is kind and type(GPT(config).blocks[0]) is kind
     X = torch.randn(2, 5, small_config.d)
     attn, ln_1 = block.attn, block.ln_1
     if attn_only:
@@ -307,9 +338,30 @@ def test_each_block_is_its_formula_and_recording_changes_nothing(norm, attn_only
         Y = ln_1(X + attn(X))  # Y = LN_1(X + MHA(X))
         expected = block.ln_2(Y + block.mlp(Y))  # X' = LN_2(Y + MLP(Y))
     assert torch.equal(block(X), expected)
-    record, explicit = {}, {}
-    assert torch.equal(block(X, record=record), expected)
-    assert torch.equal(block(X, explicit=True, record=explicit), block(X, explicit=True))
+    with recording(block, {}) as fused:
+        assert torch.equal(block(X), expected)
+    with recording(block, {}) as formed, attention_matrices_formed(block):
+        torch.testing.assert_close(block(X), expected, atol=1e-5, rtol=1e-5)
     names = {"ln_1", "attn_write", "Y"} | (set() if attn_only else {"ln_2", "mlp_write"})
-    assert set(record) == names and set(explicit) == names | {"A"} and set(explicit) <= set(BLOCK_RECORD_NAMES)
-    assert torch.equal(record["Y"], expected if attn_only else Y)
+    assert set(fused) == names and set(formed) == names | {"A"} and set(formed) <= set(BLOCK_RECORD_NAMES)
+    assert torch.equal(fused["Y"], expected if attn_only else Y)
+    block(X)
+    assert set(fused) == names and set(formed) == names | {"A"}, "the hooks are gone after recording"
+
+
+@pytest.mark.parametrize("kind, config, rule", [
+    (Block, GPTConfig(norm="post"), "Block is not the block of a config with norm='post', attn_only=False: "
+                                    r"that is PostNormBlock \(make_block\)"),
+    (Block, GPTConfig(attn_only=True), "that is AttentionOnlyBlock"),
+    (PostNormBlock, GPTConfig(), "PostNormBlock is not the block of .* that is Block"),
+    (AttentionOnlyBlock, GPTConfig(norm="post"), "that is PostNormBlock"),
+])
+def test_a_block_class_refuses_a_config_that_asks_for_another(kind, config, rule):
+    with pytest.raises(ValueError, match=rule):
+        kind(config)
+
+
+def test_hook_points_add_nothing_to_the_state_dict(course_model):
+    """The shipped checkpoints' keys are the parameters': the hook points hold none."""
+    assert list(course_model.state_dict()) == [name for name, _ in course_model.named_parameters()]
+    assert "hook_X.0" in dict(course_model.named_modules()) and "blocks.0.attn.hook_A" in dict(course_model.named_modules())

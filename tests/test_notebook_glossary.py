@@ -43,8 +43,6 @@ DEFINED_INSIDE = {"QK gauge": "gauge", "ill-conditioned": "condition number", "n
 # TEMPORARY (issue 44): first uses in notebooks 06-10 that are not linked yet, for the helper who edits those
 # notebooks. The coordinator empties and removes this list once that work is merged.
 TEMPORARY_UNLINKED_06_10 = {
-    ("06", "autograd"), ("06", "central finite differences"),
-    ("07", "meta device"), ("07", "FlopCounterMode"), ("07", "fused kernel"),
     ("08", "activation patching"),
 }
 

@@ -49,6 +49,8 @@ def declared_for(module: str) -> set[str]:
         return names | requirement_names(KIT["project"]["dependencies"])
     if module.startswith(("gptlib.viz", "gptlib.assignment")):
         names |= requirement_names(EXTRAS["notebooks"])
+    if module == "gptlib.export":  # transformer-lens: installed by `make bench` with --no-deps (Makefile), as it says
+        names |= requirement_names(EXTRAS["export"]) | {"transformer-lens"}
     return names
 
 
@@ -72,7 +74,7 @@ def undeclared_imports() -> list[str]:
     for path in paths:
         module = ".".join(path.relative_to(next(p for p in PACKAGES if path.is_relative_to(p)).parent).with_suffix("").parts)
         for name in sorted(third_party_imports(path.read_text())):
-            dists = {normalized(d) for d in distributions.get(name, [])}
+            dists = {normalized(d) for d in distributions.get(name, [])} or {normalized(name)}  # not installed
             if not dists & declared_for(module):
                 provider = ", ".join(sorted(dists)) or "no installed distribution"
                 problems.append(f"{module} imports {name} ({provider}), not declared for it")

@@ -1,4 +1,4 @@
-"""python -m gptlib_course assign | grade: see gptlib_course/__init__.py and docs/teaching.md."""
+"""python -m gptlib_course assign | grade | report: see gptlib_course/__init__.py and docs/teaching.md."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import assign
+from . import assign, gradebook, report
 from .grade import Unconfinable
 from .judge import Limits
 from .throughput import throughput, timed_grade_class
@@ -38,11 +38,25 @@ def main(argv: list[str] | None = None) -> int:
                             "grading user with rlimits only, so each can read what that user reads, classmates' "
                             "notebooks and the hidden tests included")
     grade.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
+    summary = commands.add_parser("report", help="the class report from the grading store (OUT/grades/report.html, ...)")
+    summary.add_argument("--out", type=Path, default=Path("build/course"), help="the folder `assign` wrote")
+    summary.add_argument("--gradebook", type=Path, default=None, help="deadlines and points (default: OUT/gradebook.ini)")
+    summary.add_argument("--threshold", type=int, default=report.THRESHOLD,
+                         help="the anonymised copy shows smaller groups as 'fewer than THRESHOLD'")
     args = parser.parse_args(argv)
     if args.command == "assign":
         notebooks = args.notebooks or sorted(Path("notebooks").glob("[0-9]*.ipynb"))
         built = assign.build(notebooks, args.out, hints=args.hints, worked=args.worked)
         print(f"{len(built)} assignments in {args.out}: {', '.join(built)}")
+        return 0
+    if args.command == "report":
+        book = args.gradebook or args.out / "gradebook.ini"
+        try:
+            loaded = gradebook.load(book) if book.exists() else gradebook.default_book(args.out / "autograder")
+            written = report.write(args.out / "grades", loaded, args.threshold)
+        except (ValueError, OSError) as error:
+            parser.error(str(error))
+        print("class report: " + ", ".join(str(p) for p in written))
         return 0
     if not (args.out / "autograder").is_dir():
         parser.error(f"{args.out / 'autograder'} does not exist: run `python -m gptlib_course assign --out {args.out}` first")
@@ -67,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     notebooks = sum(len(v) for v in grades.values())
     out = args.out / "grades"
     print(f"{len(grades)} students graded, {throughput(notebooks, seconds)}; {out / 'grades.csv'}, {out / 'canvas.csv'}, "
-          f"{out / 'gradescope'}, feedback in {out / 'feedback'}")
+          f"{out / 'gradescope'}, feedback in {out / 'feedback'}; "
+          f"`python -m gptlib_course report --out {args.out}` writes the class report")
     return 0
 
 

@@ -64,6 +64,7 @@ class CaseOutcome:
     status: str  # the checker's status ("passed", "failed", ...) or "error" for what stopped it
     message: str
     details: tuple[str, ...] = ()
+    mistakes: tuple[str, ...] = ()  # identifiers of the typical mistakes the checker named (gptlib.exercises.mistake_ids)
 
 
 @dataclass
@@ -306,7 +307,8 @@ HIDDEN_MESSAGES = {  # what a hidden case says when it was judged: the checker's
 
 def run_case(submission: Submission, test: TestFile, case) -> CaseOutcome:
     """One case of a test file, judged here; anything the submission does wrong is a zero with its reason.
-    A hidden case reports its verdict in fixed words (HIDDEN_MESSAGES), never its checker's message or details."""
+    A hidden case reports its verdict in fixed words (HIDDEN_MESSAGES), never its checker's message or details;
+    the identifiers of the mistakes its checker named are kept for the class report (they name no input)."""
     from gptlib import exercises
     from gptlib.exercises.result import FAILED, Result
 
@@ -328,6 +330,7 @@ def run_case(submission: Submission, test: TestFile, case) -> CaseOutcome:
         result = case(run)
         earned = case.points if result else 0
         outcome = (result.status, result.message, () if case.hidden else tuple(result.details))
+        named = tuple(dict.fromkeys(m for r in (result, *result.parts) for m in getattr(r, "mistakes", ())))
     except SubmissionStopped as gone:
         return CaseOutcome(test.name, case.hidden, case.points, 0, "error", _redacted(str(gone)) if case.hidden else str(gone))
     except Exception as error:  # the checker itself could not use the answer
@@ -336,8 +339,8 @@ def run_case(submission: Submission, test: TestFile, case) -> CaseOutcome:
     safe += submission.stops[stops:]
     if case.hidden:
         message = _redacted(safe[-1]) if safe else HIDDEN_MESSAGES.get(outcome[0], outcome[1])
-        return CaseOutcome(test.name, True, case.points, earned, outcome[0], message)
-    return CaseOutcome(test.name, False, case.points, earned, *outcome)
+        return CaseOutcome(test.name, True, case.points, earned, outcome[0], message, mistakes=named)
+    return CaseOutcome(test.name, False, case.points, earned, *outcome, mistakes=named)
 
 
 def _redacted(reason: str) -> str:

@@ -65,7 +65,8 @@ def kept(out: Path, job: Job) -> NotebookGrade | None:
     if record.get("fingerprint") != _fingerprint(job):
         return None
     grade = record["grade"]
-    outcomes = [CaseOutcome(**{**o, "details": tuple(o["details"])}) for o in grade.pop("outcomes")]
+    outcomes = [CaseOutcome(**{**o, "details": tuple(o["details"]), "mistakes": tuple(o.get("mistakes", ()))})
+                for o in grade.pop("outcomes")]
     return NotebookGrade(**grade, outcomes=outcomes)
 
 

@@ -11,16 +11,23 @@
     cache.Z               logits                     (B, T, V)
 
 shape_table(rows) writes such a trace as text, one line per (symbol, tensor, meaning), for a notebook to print.
+
+The model computes nothing for the cache: `recording(model, into)` registers a torch forward hook on
+each module of model.intermediates() (the blocks' LayerNorms, attentions and MLPs, and the hook points
+X^(l), Y^(l), A^h, Z) that files its output under the intermediate's name, and removes them afterwards.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
 
 from .. import validation
-from ..model import BLOCK_RECORD_NAMES, GPT, record_key
+from ..model import BLOCK_RECORD_NAMES, GPT, attention_matrices_formed, record_key
 
 
 @dataclass(frozen=True)
@@ -38,7 +45,8 @@ class Cache:
             raise ValueError(f"no {name} for layer {l}: this model has layers 0..{self.n_layers - 1}")
         recorded = [n for n in ("X",) + BLOCK_RECORD_NAMES if record_key(n, l) in self.tensors]
         raise ValueError(f"no {name} in layer {l}: this run recorded only {', '.join(recorded)} there "
-                       "(an attention-only model has no ln_2 or mlp_write; A needs the explicit path, run_with_cache)")
+                       "(an attention-only model has no ln_2 or mlp_write; A is there only when the attention matrices "
+                       "were formed, as run_with_cache does)")
 
     @property
     def n_layers(self) -> int:
@@ -79,15 +87,37 @@ class Cache:
         return self.tensors["Z"]
 
 
+def _file(into: dict, key: str, module, inputs, output: torch.Tensor) -> None:
+    into[key] = output
+
+
+@contextlib.contextmanager
+def recording(module, into: dict) -> Iterator[dict]:
+    """For the duration, each forward pass of `module` (a GPT, or one block) files its named intermediates
+    in the dict `into`, under the keys of module.intermediates(): by forward hooks, removed afterwards."""
+    if not callable(getattr(module, "intermediates", None)):
+        raise ValueError(f"module must be a gptlib GPT or block, got {type(module).__name__}")
+    if not isinstance(into, dict):
+        raise ValueError(f"into must be a dict, got {type(into).__name__}")
+    handles = [part.register_forward_hook(functools.partial(_file, into, key))
+               for key, part in module.intermediates().items()]
+    try:
+        yield into
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 def run_with_cache(model: GPT, idx: torch.Tensor) -> tuple[torch.Tensor, Cache]:
-    """Forward pass on the explicit attention path; returns the logits and the Cache.
+    """One forward pass with every A^h formed (attention_matrices_formed); returns the logits and the Cache.
 
     A 1-D idx is treated as a batch of one: the logits come back as (T, V) and every
     cached tensor keeps a leading batch dimension of 1.
     """
-    record: dict[str, torch.Tensor] = {}
-    Z = model(idx, explicit=True, record=record)
-    return Z, Cache(record)
+    tensors: dict[str, torch.Tensor] = {}
+    with attention_matrices_formed(model), recording(model, tensors):
+        Z = model(idx)
+    return Z, Cache(tensors)
 
 
 def shape_table(rows, width: int = 22) -> str:

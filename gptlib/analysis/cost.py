@@ -20,7 +20,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from .. import validation
 from ..config import GPTConfig
-from ..model import GPT, MultiHeadAttention
+from ..model import GPT, MultiHeadAttention, attention_matrices_formed
 from .counting import theorem_5_2
 
 MULTIPLY_ADD_FLOPS = 2
@@ -99,8 +99,8 @@ def measured_flops(
         model = GPT(config.replace(T_max=max(T, config.T_max)))
     X0 = torch.randn(B, T, config.d, device=device, requires_grad=training)  # X^(0), (B, T, d)
     counter = FlopCounterMode(display=False)
-    with counter:
-        Z = model.forward_from_embeddings(X0, explicit=not fused)  # (B, T, V)
+    with counter, attention_matrices_formed(model, formed=not fused):
+        Z = model.forward_from_embeddings(X0)  # (B, T, V)
         if training:
             targets = torch.zeros(B * T, dtype=torch.long, device=device)
             F.cross_entropy(Z.reshape(B * T, config.V), targets).backward()

@@ -16,14 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 from .. import validation
 from ..config import GPTConfig
 from ..data import encode
-from ..model import GPT, Block
+from ..model import GPT, AttentionOnlyBlock, Block, attention_matrices_formed, next_token_loss
 from ..reproducibility import seeded
-from .cache import run_with_cache
+from .cache import recording, run_with_cache
 
 
 def jacobian_of(fn, X: torch.Tensor) -> torch.Tensor:
@@ -55,22 +54,28 @@ def finite_difference_jacobian(fn, X: torch.Tensor, h: float = 1e-6) -> torch.Te
     return (difference / (2 * h)).reshape(T * d, T * d).T
 
 
+def _formed(module, X: torch.Tensor) -> torch.Tensor:
+    """module(X) with every attention in it forming A^h (the form autograd's forward mode can follow)."""
+    with attention_matrices_formed(module):
+        return module(X)
+
+
 def branch_by_definition(block: Block):
     """F of Definition 3.1 composed from a pre-norm block's own sublayers, not from its forward:
     X -> MHA(LN_1(X)) + MLP(LN_2(X + MHA(LN_1(X)))), (B, T, d) -> (B, T, d)."""
-    if block.norm != "pre" or block.attn_only:
+    if not isinstance(block, Block):
         raise ValueError("branch_by_definition needs a pre-norm block with an MLP: Definition 3.1")
 
     def F(X):
-        attn_write = block.attn(block.ln_1(X), explicit=True)
+        attn_write = _formed(block.attn, block.ln_1(X))
         return attn_write + block.mlp(block.ln_2(X + attn_write))
 
     return F
 
 
 def _block_map(block: Block):
-    """X -> block(X) on the explicit path, (B, T, d) -> (B, T, d)."""
-    return lambda Z: block(Z, explicit=True)
+    """X -> block(X) with every A^h formed, (B, T, d) -> (B, T, d)."""
+    return lambda Z: _formed(block, Z)
 
 
 def block_jacobian(block: Block, X: torch.Tensor) -> torch.Tensor:
@@ -84,11 +89,13 @@ def residual_branch(block: Block, X: torch.Tensor) -> torch.Tensor:
 
     X (B, T, d) -> (B, T, d). Post-norm blocks are refused: they are not of the form X + F(X).
     """
-    if block.norm != "pre":
+    if not isinstance(block, (Block, AttentionOnlyBlock)):
         raise ValueError("residual_branch needs a pre-norm block: a post-norm block is LN(X + F(X)), not X + F(X)")
-    record: dict = {}
-    block(X, explicit=True, record=record)
-    return record["attn_write"] if block.attn_only else record["attn_write"] + record["mlp_write"]
+    with recording(block, {}) as written:
+        _formed(block, X)
+    if isinstance(block, AttentionOnlyBlock):
+        return written["attn_write"]
+    return written["attn_write"] + written["mlp_write"]
 
 
 def branch_jacobian(block: Block, X: torch.Tensor) -> torch.Tensor:
@@ -100,9 +107,9 @@ def branch_jacobian(block: Block, X: torch.Tensor) -> torch.Tensor:
 def without_residual(block: Block):
     """Remark 3.3's contrast: a pre-norm block's own sublayers with both residual additions removed,
     X -> MLP(LN_2(MHA(LN_1(X)))), (B, T, d) -> (B, T, d). Its Jacobian has no identity term."""
-    if block.norm != "pre" or block.attn_only:
+    if not isinstance(block, Block):
         raise ValueError("without_residual needs a pre-norm block with an MLP: X -> MLP(LN_2(MHA(LN_1(X))))")
-    return lambda X: block.mlp(block.ln_2(block.attn(block.ln_1(X), explicit=True)))
+    return lambda X: block.mlp(block.ln_2(_formed(block.attn, block.ln_1(X))))
 
 
 def stack_jacobians(blocks, X0: torch.Tensor, residual: bool = True) -> list[torch.Tensor]:
@@ -135,7 +142,7 @@ def layer_gradient_norms(model: GPT, idx: torch.Tensor, targets: torch.Tensor) -
     what flows back to block l-1 and to the embeddings for l = 0.
     """
     Z, cache = run_with_cache(model, idx)
-    loss = F.cross_entropy(Z.reshape(-1, Z.shape[-1]), targets.reshape(-1))
+    loss = next_token_loss(Z, targets)
     streams = [cache.X(l) for l in range(model.config.L + 1)]
     grads = torch.autograd.grad(loss, streams)
     return torch.stack([torch.linalg.vector_norm(g) for g in grads]).detach()

@@ -163,7 +163,7 @@ def branch_write_ratios(cache: Cache) -> BranchWriteRatios:
 class _SkippedBlock(nn.Module):
     """Stands in for a dropped block: X' = X."""
 
-    def forward(self, X: torch.Tensor, *, explicit: bool = False, record: dict | None = None) -> torch.Tensor:
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
         return X
 
 

@@ -23,6 +23,7 @@ from ..analysis import attention
 from ..config import GPTConfig
 from ..model import MultiHeadAttention
 from .checking import Wrong, call, checker
+from .mistake_ids import Mistake
 from .mistakes import close, name_mistake, scale_of
 from .reading import as_int, as_matrix, as_numbers
 from .variants import variant_points, variant_seed
@@ -39,17 +40,23 @@ def _other_factor_shapes(rng) -> list[tuple[int, int]]:
 
 
 FACTOR_MISTAKES = {
-    "2 d d_head counts every entry of (W_Q, W_K): that is the space the pairs live in, not the set giving one W_QK":
+    Mistake("factor-counts-both-factors",
+        "2 d d_head counts every entry of (W_Q, W_K): that is the space the pairs live in, not the set giving one W_QK"):
         lambda d, k: 2 * d * k,
-    "d^2 is the size of W_QK itself, not of the set of its factorizations": lambda d, k: d * d,
-    "2 d d_head - d_head^2 is the dimension of the set of products (rank-d_head matrices); "
-    "the pairs giving ONE product are what is left": lambda d, k: 2 * d * k - k * k,
-    "0 would mean the factors are identifiable; Remark 1.3's R already gives a whole family": lambda d, k: 0,
-    "you counted only orthogonal R (d_head(d_head-1)/2): any invertible R works": lambda d, k: k * (k - 1) // 2,
-    "you counted only symmetric R (d_head(d_head+1)/2): any invertible R works": lambda d, k: k * (k + 1) // 2,
-    "you counted only diagonal (scaling) R: any invertible R works": lambda d, k: k,
-    "you fixed R's scale or determinant (d_head^2 - 1): any invertible R works, det R included": lambda d, k: k * k - 1,
-    "d d_head is one factor's worth: once W_Q is chosen, W_K is fixed": lambda d, k: d * k,
+    Mistake("factor-size-of-wqk", "d^2 is the size of W_QK itself, not of the set of its factorizations"): lambda d, k: d * d,
+    Mistake("factor-dimension-of-products",
+        "2 d d_head - d_head^2 is the dimension of the set of products (rank-d_head matrices); "
+    "the pairs giving ONE product are what is left"): lambda d, k: 2 * d * k - k * k,
+    Mistake("factor-zero-identifiable",
+        "0 would mean the factors are identifiable; Remark 1.3's R already gives a whole family"): lambda d, k: 0,
+    Mistake("factor-orthogonal-r-only",
+        "you counted only orthogonal R (d_head(d_head-1)/2): any invertible R works"): lambda d, k: k * (k - 1) // 2,
+    Mistake("factor-symmetric-r-only",
+        "you counted only symmetric R (d_head(d_head+1)/2): any invertible R works"): lambda d, k: k * (k + 1) // 2,
+    Mistake("factor-diagonal-r-only", "you counted only diagonal (scaling) R: any invertible R works"): lambda d, k: k,
+    Mistake("factor-fixed-scale",
+        "you fixed R's scale or determinant (d_head^2 - 1): any invertible R works, det R included"): lambda d, k: k * k - 1,
+    Mistake("factor-one-factor", "d d_head is one factor's worth: once W_Q is chosen, W_K is fixed"): lambda d, k: d * k,
 }
 
 
@@ -95,21 +102,23 @@ def _W_O_columns(attn: MultiHeadAttention, h: int) -> torch.Tensor:
 
 # Typical wrong W_QK^h and W_OV^h, each a function of (attn, h) computed from the checker's own weights.
 QK_MISTAKES = {
-    "your W_QK is transposed (W_K^h W_Q^h^T): the query side comes first, W_QK^h = W_Q^h (W_K^h)^T":
+    Mistake("wqk-transposed", "your W_QK is transposed (W_K^h W_Q^h^T): the query side comes first, W_QK^h = W_Q^h (W_K^h)^T"):
         lambda attn, h: attention.W_QK(attn, h).T,
-    "your W_QK includes 1/sqrt(d_head): that factor belongs to the scores S^h, not to W_QK^h":
+    Mistake("wqk-includes-scale", "your W_QK includes 1/sqrt(d_head): that factor belongs to the scores S^h, not to W_QK^h"):
         lambda attn, h: attention.W_QK(attn, h) / math.sqrt(attn.d_head),
-    "your W_QK uses head 0's W_Q, W_K for every head": lambda attn, h: attention.W_QK(attn, 0),
-    "your W_QK sums every head's product: W_QK^h is head h's alone":
+    Mistake("wqk-head-0-only", "your W_QK uses head 0's W_Q, W_K for every head"): lambda attn, h: attention.W_QK(attn, 0),
+    Mistake("wqk-summed-heads", "your W_QK sums every head's product: W_QK^h is head h's alone"):
         lambda attn, h: sum(attention.W_QK(attn, g) for g in range(attn.H)),
 }
 OV_MISTAKES = {
-    "your W_OV is transposed (W_O^h^T W_V^h^T): rows of W_OV^h index what the head reads, so W_OV^h = W_V^h W_O^h":
+    Mistake("wov-transposed",
+        "your W_OV is transposed (W_O^h^T W_V^h^T): rows of W_OV^h index what the head reads, so W_OV^h = W_V^h W_O^h"):
         lambda attn, h: attention.W_OV(attn, h).T,
-    "you took W_O^h as columns of W_O: head h's output multiplies ROWS h*d_head..(h+1)*d_head-1 of W_O":
+    Mistake("wov-columns-of-wo",
+        "you took W_O^h as columns of W_O: head h's output multiplies ROWS h*d_head..(h+1)*d_head-1 of W_O"):
         lambda attn, h: attn.W_V[h] @ _W_O_columns(attn, h),
-    "your W_OV uses head 0's W_V, W_O^0 for every head": lambda attn, h: attention.W_OV(attn, 0),
-    "your W_OV sums every head's product: W_OV^h is head h's alone":
+    Mistake("wov-head-0-only", "your W_OV uses head 0's W_V, W_O^0 for every head"): lambda attn, h: attention.W_OV(attn, 0),
+    Mistake("wov-summed-heads", "your W_OV sums every head's product: W_OV^h is head h's alone"):
         lambda attn, h: sum(attention.W_OV(attn, g) for g in range(attn.H)),
 }
 
@@ -172,28 +181,35 @@ def _other_rank_shapes(rng) -> list[tuple[int, int, int]]:
 
 
 RANK_MISTAKES = {
-    "rank <= d holds for any d x d matrix; W_QK^h and W_OV^h pass through a d_head = d/H-dimensional middle": lambda d, H, T: (
+    Mistake("rank-bound-d",
+        "rank <= d holds for any d x d matrix; W_QK^h and W_OV^h pass through a d_head = d/H-dimensional middle"):
+            lambda d, H, T: (
         d,
         d,
         min(d, T),
     ),
-    "S^h is T x T, so its rank is also at most T: min(T, d_head)": lambda d, H, T: (d // H, d // H, d // H),
-    "S^h = X W_QK^h X^T / sqrt(d_head) factors through W_QK^h, so rank S^h <= d_head too, not only T": lambda d, H, T: (
+    Mistake("rank-bound-t-only",
+        "S^h is T x T, so its rank is also at most T: min(T, d_head)"): lambda d, H, T: (d // H, d // H, d // H),
+    Mistake("rank-bound-misses-dhead",
+        "S^h = X W_QK^h X^T / sqrt(d_head) factors through W_QK^h, so rank S^h <= d_head too, not only T"): lambda d, H, T: (
         d // H,
         d // H,
         T,
     ),
-    "rank S^h <= min(T, d) forgets that S^h factors through W_QK^h: min(T, d_head)": lambda d, H, T: (
+    Mistake("rank-bound-min-t-d",
+        "rank S^h <= min(T, d) forgets that S^h factors through W_QK^h: min(T, d_head)"): lambda d, H, T: (
         d // H,
         d // H,
         min(T, d),
     ),
-    "a rank is at most the SMALLER of the two bounds: rank S^h <= min(T, d_head), not max": lambda d, H, T: (
+    Mistake("rank-bound-max",
+        "a rank is at most the SMALLER of the two bounds: rank S^h <= min(T, d_head), not max"): lambda d, H, T: (
         d // H,
         d // H,
         max(T, d // H),
     ),
-    "d_head = d/H, not H: the middle of each product has d/H dimensions": lambda d, H, T: (H, H, min(H, T)),
+    Mistake("rank-bound-h-for-dhead",
+        "d_head = d/H, not H: the middle of each product has d/H dimensions"): lambda d, H, T: (H, H, min(H, T)),
 }
 
 

@@ -35,6 +35,7 @@ import traceback
 import torch
 
 from . import result
+from .mistake_ids import Mistake, recording
 from .result import ERROR, FAILED, NOT_ATTEMPTED, PASSED, Result
 
 
@@ -129,11 +130,12 @@ def checker(exercise: str):
         @functools.wraps(body)
         def run(*args, **kwargs) -> Result:
             try:
-                with global_state_kept(), torch.inference_mode(False), torch.enable_grad():
+                with global_state_kept(), torch.inference_mode(False), torch.enable_grad(), recording() as named:
                     torch.set_default_dtype(torch.float32)
                     message, details = body(*args, **kwargs)
             except Wrong as wrong:
-                return Result(exercise, FAILED, wrong.message, wrong.details)
+                own = [wrong.message.id] if isinstance(wrong.message, Mistake) else []  # a Mistake raised as it is
+                return Result(exercise, FAILED, wrong.message, wrong.details, mistakes=tuple(dict.fromkeys(named + own)))
             except _NotAttempted as stub:
                 return Result(exercise, NOT_ATTEMPTED, stub.message)
             except _LearnerRaised as raised:

@@ -19,6 +19,7 @@ from ..analysis import cost, counting
 from ..analysis.cost import ATTENTION, MLPS, PROJECTIONS, UNEMBEDDING
 from ..config import COURSE_CONFIG, GPTConfig
 from .checking import Wrong, call, checker
+from .mistake_ids import Mistake
 from .mistakes import close, name_mistake
 from .reading import as_float
 from .variants import variant_points
@@ -67,37 +68,44 @@ def _truth(c: GPTConfig, T: int) -> int:
 
 # What a typical mistake answers for FLOPs per token, as a function of (config, T).
 FLOP_MISTAKES = {
-    "you left out attention's scores and aggregation, the T^2 terms (12 L T d per token)":
+    Mistake("flops-no-attention-terms", "you left out attention's scores and aggregation, the T^2 terms (12 L T d per token)"):
         lambda c, T: _truth(c, T) - 3 * _per_token(c, T, ATTENTION),
-    "that is the 6N rule: it leaves out the T^2 terms, and N's biases and LayerNorm parameters do no matmul work":
+    Mistake("flops-6n-rule",
+        "that is the 6N rule: it leaves out the T^2 terms, and N's biases and LayerNorm parameters do no matmul work"):
         lambda c, T: 6 * cost.non_embedding_parameters(c),
-    "that is 6N with the embeddings counted: a lookup in E or P does no multiply-adds, and the T^2 terms are missing":
+    Mistake("flops-6n-with-embeddings",
+        "that is 6N with the embeddings counted: a lookup in E or P does no multiply-adds, and the T^2 terms are missing"):
         lambda c, T: 6 * counting.theorem_5_2(c),  # N + E, P: every parameter
-    "you counted the embeddings E and P as matmuls: a table lookup does no multiply-adds":
+    Mistake("flops-embeddings-as-matmuls", "you counted the embeddings E and P as matmuls: a table lookup does no multiply-adds"):
         lambda c, T: _truth(c, T) + 6 * cost.embedding_parameters(c),
-    "your N includes biases and LayerNorm parameters, which do no matmul work":
+    Mistake("flops-n-with-biases", "your N includes biases and LayerNorm parameters, which do no matmul work"):
         lambda c, T: 6 * cost.non_embedding_parameters(c) + 3 * _per_token(c, T, ATTENTION),
-    "that is the forward pass only: the backward pass costs twice the forward (gradients for inputs and for weights)":
+    Mistake("flops-forward-only",
+        "that is the forward pass only: the backward pass costs twice the forward (gradients for inputs and for weights)"):
         lambda c, T: _truth(c, T) / 3,
-    "you counted a multiply-add as 1 FLOP: FlopCounterMode (and the 6N rule) count 2":
+    Mistake("flops-multiply-add-as-one", "you counted a multiply-add as 1 FLOP: FlopCounterMode (and the 6N rule) count 2"):
         lambda c, T: _truth(c, T) / 2,
-    "you halved the attention products for the causal mask: FlopCounterMode counts the full T x T products":
+    Mistake("flops-halved-for-mask",
+        "you halved the attention products for the causal mask: FlopCounterMode counts the full T x T products"):
         lambda c, T: _truth(c, T) - 3 * _per_token(c, T, ATTENTION) / 2,
-    "you counted one of the two attention products: the scores Q K^T AND the aggregation A V each cost 2 T d per token":
+    Mistake("flops-one-attention-product",
+        "you counted one of the two attention products: the scores Q K^T AND the aggregation A V each cost 2 T d per token"):
         lambda c, T: _truth(c, T) - 3 * _per_token(c, T, ATTENTION) / 2,
-    "you counted attention's products for one head (d_head wide): the H heads together are d wide":
+    Mistake("flops-attention-one-head",
+        "you counted attention's products for one head (d_head wide): the H heads together are d wide"):
         lambda c, T: _truth(c, T) - 3 * _per_token(c, T, ATTENTION) * (1 - 1 / c.H),
-    "you used config.T_max for the attention terms: the sequences are T long":
+    Mistake("flops-t-max-for-t", "you used config.T_max for the attention terms: the sequences are T long"):
         lambda c, T: _truth(c, T) + 3 * (_per_token(c, c.T_max, ATTENTION) - _per_token(c, T, ATTENTION)),
-    "the backward pass costs twice the forward, not once (gradients for the inputs AND for the weights): 3x forward, not 2x":
+    Mistake("flops-backward-once",
+        "the backward pass costs twice the forward, not once (gradients for the inputs AND for the weights): 3x forward, not 2x"):
         lambda c, T: 2 * _truth(c, T) / 3,
-    "you left out the unembedding W_U (6 d V per token)":
+    Mistake("flops-no-unembedding", "you left out the unembedding W_U (6 d V per token)"):
         lambda c, T: _truth(c, T) - 3 * _per_token(c, T, UNEMBEDDING),
-    "that is per sequence of T tokens: divide by T":
+    Mistake("flops-per-sequence", "that is per sequence of T tokens: divide by T"):
         lambda c, T: _truth(c, T) * T,
-    "your attention term is per sequence (T^2 d), the rest per token: divide it by T":
+    Mistake("flops-attention-per-sequence", "your attention term is per sequence (T^2 d), the rest per token: divide it by T"):
         lambda c, T: _truth(c, T) + 3 * _per_token(c, T, ATTENTION) * (T - 1),
-    "you assumed d_ff = 4d: use config.d_ff":
+    Mistake("flops-d-ff-4d", "you assumed d_ff = 4d: use config.d_ff"):
         lambda c, T: _truth(c.replace(d_ff=4 * c.d), T),
 }
 
@@ -132,18 +140,25 @@ def check_training_flops(flops_per_token) -> tuple[str, list[str]]:
 TAKEOVER_CONFIGS = (COURSE_CONFIG, GPTConfig(d=64, H=4, d_ff=128), GPTConfig(d=48, H=3, L=2, d_ff=300))
 
 TAKEOVER_MISTAKES = {
-    "you assumed d_ff = 4d (T = 6d): the MLP's work is 4 T d d_ff per block, use config.d_ff": lambda c: 6 * c.d,
-    "you left out the MLP: its work (4 T d d_ff per block) counts on the parameter side too": lambda c: 2 * c.d,
-    "you counted one attention product: the scores Q K^T AND the aggregation A V each cost 2 T^2 d":
+    Mistake("takeover-d-ff-4d",
+        "you assumed d_ff = 4d (T = 6d): the MLP's work is 4 T d d_ff per block, use config.d_ff"): lambda c: 6 * c.d,
+    Mistake("takeover-no-mlp",
+        "you left out the MLP: its work (4 T d d_ff per block) counts on the parameter side too"): lambda c: 2 * c.d,
+    Mistake("takeover-one-attention-product",
+        "you counted one attention product: the scores Q K^T AND the aggregation A V each cost 2 T^2 d"):
         lambda c: 2 * (2 * c.d + c.d_ff),
-    "you halved the attention products for the causal mask: FlopCounterMode counts the full T x T products":
+    Mistake("takeover-halved-for-mask",
+        "you halved the attention products for the causal mask: FlopCounterMode counts the full T x T products"):
         lambda c: 2 * (2 * c.d + c.d_ff),
-    "you counted attention for one head (T^2 d_head): the H heads together do 4 T^2 d per block":
+    Mistake("takeover-attention-one-head",
+        "you counted attention for one head (T^2 d_head): the H heads together do 4 T^2 d per block"):
         lambda c: c.H * (2 * c.d + c.d_ff),
-    "you counted the unembedding W_U with the projections: the question compares the blocks' work only":
+    Mistake("takeover-unembedding-counted",
+        "you counted the unembedding W_U with the projections: the question compares the blocks' work only"):
         lambda c: 2 * c.d + c.d_ff + c.V / (2 * c.L),
-    "you counted the attention products twice": lambda c: (2 * c.d + c.d_ff) // 2,
-    "T = d is where one score row costs as much as one projection row; compare whole blocks": lambda c: c.d,
+    Mistake("takeover-attention-twice", "you counted the attention products twice"): lambda c: (2 * c.d + c.d_ff) // 2,
+    Mistake("takeover-t-equals-d",
+        "T = d is where one score row costs as much as one projection row; compare whole blocks"): lambda c: c.d,
 }
 
 

@@ -20,9 +20,10 @@ import torch
 
 from ..analysis import jacobians
 from ..config import GPTConfig
-from ..model import Block, MultiHeadAttention
+from ..model import Block, PostNormBlock
 from . import sealed
 from .checking import Wrong, call, checker, not_attempted
+from .mistake_ids import Mistake
 from .mistakes import close, name_mistake, scale_of
 from .reading import as_matrix
 from .result import PASSED
@@ -38,21 +39,14 @@ _CONFIG = GPTConfig(V=11, T_max=4, d=8, H=2, L=1)
 T = 3
 
 
-class _ExplicitAttention(MultiHeadAttention):
-    """gptlib's attention taking Definition 1.1's explicit path unless told otherwise, so that a
-    learner's block.attn(Z) can be differentiated in forward mode (torch.func.jacfwd) as well as in
-    reverse mode: the fused kernel has no forward-mode derivative. Same weights, same values."""
-
-    def forward(self, X: torch.Tensor, *, explicit: bool = True, record: dict | None = None) -> torch.Tensor:
-        return super().forward(X, explicit=explicit, record=record)
-
-
 def example() -> tuple[Block, torch.Tensor]:
-    """A float64 pre-norm block with every parameter random (gains, shifts and biases too) and X (T, d);
-    its attention takes the explicit path when called on its own (_ExplicitAttention)."""
+    """A float64 pre-norm block with every parameter random (gains, shifts and biases too) and X (T, d).
+    Its attention forms every A^h (forms_A), so that a learner's block.attn(Z) can be differentiated in
+    forward mode (torch.func.jacfwd) as well as in reverse mode: the fused kernel has no forward-mode
+    derivative. Same weights, same values."""
     torch.manual_seed(variant_seed(0))
     block = Block(_CONFIG)
-    block.attn = _ExplicitAttention(_CONFIG)
+    block.attn.forms_A = True
     block = block.double()
     with torch.no_grad():
         for name, p in block.named_parameters():
@@ -60,39 +54,45 @@ def example() -> tuple[Block, torch.Tensor]:
     return block, torch.randn(T, _CONFIG.d, dtype=torch.float64)
 
 
-def post_norm_twin(block: Block) -> Block:
-    """gptlib's post-norm Block with the pre-norm block's weights (the independent reference)."""
-    twin = Block(_CONFIG.replace(norm="post")).double()
+def post_norm_twin(block: Block) -> PostNormBlock:
+    """gptlib's post-norm block with the pre-norm block's weights (the independent reference)."""
+    twin = PostNormBlock(_CONFIG.replace(norm="post")).double()
     twin.load_state_dict(block.state_dict())
     return twin
 
 
 # Typical wrong Jacobians, each a function of (block, X, J) with J the true Jacobian: those built
-# from the block's parts are differentiated by autograd on the explicit attention path.
+# from the block's parts are differentiated by autograd, every A^h formed.
 JACOBIAN_MISTAKES = {
-    "that is the pre-norm block's Jacobian I + DF: in a post-norm block the LayerNorm comes after the addition":
+    Mistake("jacobian-pre-norm",
+        "that is the pre-norm block's Jacobian I + DF: in a post-norm block the LayerNorm comes after the addition"):
         lambda block, X, J: jacobians.block_jacobian(block, X),
-    "your Jacobian is transposed: rows index the output X', columns the input X": lambda block, X, J: J.T,
-    "you left out LN_2 at the end of the block: X' = LN_2(Y + MLP(Y))": lambda block, X, J: jacobians.jacobian_of(
+    Mistake("jacobian-transposed",
+        "your Jacobian is transposed: rows index the output X', columns the input X"): lambda block, X, J: J.T,
+    Mistake("jacobian-no-ln2",
+        "you left out LN_2 at the end of the block: X' = LN_2(Y + MLP(Y))"): lambda block, X, J: jacobians.jacobian_of(
         lambda Z: (lambda Y: Y + block.mlp(Y))(block.ln_1(Z + _attn(block, Z))), X
     ),
-    "you left out the residual additions: post-norm still adds X and Y inside the LayerNorms": lambda block, X, J: (
+    Mistake("jacobian-no-residual",
+        "you left out the residual additions: post-norm still adds X and Y inside the LayerNorms"): lambda block, X, J: (
         jacobians.jacobian_of(lambda Z: block.ln_2(block.mlp(block.ln_1(_attn(block, Z)))), X)
     ),
-    "you stopped after the attention half, Y = LN_1(X + MHA(X)): the block goes on to X' = LN_2(Y + MLP(Y))":
+    Mistake("jacobian-attention-half",
+        "you stopped after the attention half, Y = LN_1(X + MHA(X)): the block goes on to X' = LN_2(Y + MLP(Y))"):
         lambda block, X, J: jacobians.jacobian_of(lambda Z: block.ln_1(Z + _attn(block, Z)), X),
-    "you used LN_1 in both places: the second LayerNorm is block.ln_2, with its own gamma and beta": lambda block, X, J: (
+    Mistake("jacobian-ln1-twice",
+        "you used LN_1 in both places: the second LayerNorm is block.ln_2, with its own gamma and beta"): lambda block, X, J: (
         jacobians.jacobian_of(lambda Z: (lambda Y: block.ln_1(Y + block.mlp(Y)))(block.ln_1(Z + _attn(block, Z))), X)
     ),
-    "you kept only each position's dependence on itself (the T diagonal blocks): "
-    "attention makes X'_t depend on every X_s, s <= t": lambda block, X, J: J * _same_position(*X.shape),
-    "you flattened feature-major: vec must go row by row (X.reshape(-1), position-major)":
+    Mistake("jacobian-diagonal-blocks", "you kept only each position's dependence on itself (the T diagonal blocks): "
+    "attention makes X'_t depend on every X_s, s <= t"): lambda block, X, J: J * _same_position(*X.shape),
+    Mistake("jacobian-feature-major", "you flattened feature-major: vec must go row by row (X.reshape(-1), position-major)"):
         lambda block, X, J: J[_feature_major(*X.shape)][:, _feature_major(*X.shape)],
 }
 
 
 def _attn(block: Block, Z: torch.Tensor) -> torch.Tensor:
-    return block.attn(Z, explicit=True)  # the explicit attention path, which jacrev can differentiate
+    return block.attn(Z)  # example()'s attention forms every A^h, which jacfwd can differentiate too
 
 
 def _same_position(T: int, d: int) -> torch.Tensor:
@@ -121,8 +121,8 @@ def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
     """Exercise 7: post_norm_jacobian(block, X) -> (T d, T d) (or (T, d, T, d)), torch or numpy.
     `block` is (a copy of) a float64 pre-norm gptlib Block; use its parts block.ln_1, block.attn,
     block.mlp, block.ln_2 (each maps (B, T, d) to (B, T, d)) to form the post-norm block, and
-    return its Jacobian at X (T, d), by reverse or forward mode (block.attn(Z) takes the explicit
-    path, which torch.func.jacfwd can differentiate), or by finite differences."""
+    return its Jacobian at X (T, d), by reverse or forward mode (block.attn(Z) forms every A^h,
+    which torch.func.jacfwd can differentiate), or by finite differences."""
     block, X = example()
     d = X.shape[1]
     truth = jacobians.block_jacobian(post_norm_twin(block), X).detach()

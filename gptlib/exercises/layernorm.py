@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from ..analysis import layernorm
 from .checking import Wrong, call, checker
+from .mistake_ids import Mistake
 from .mistakes import close, name_mistake
 from .reading import as_float, as_matrix, as_numbers
 from .variants import variant_points, variant_seed
@@ -44,16 +45,22 @@ def _inputs() -> list[torch.Tensor]:
 
 # Typical wrong projections, each a function of u (..., d).
 PROJECT_MISTAKES = {
-    "your projection leaves u unchanged: without centering the normalization is RMSNorm (Aside 4.4)": lambda u: u,
-    "you centered over another dimension (the batch, as BatchNorm does, or the positions): "
-    "LayerNorm centers each row over its d features": lambda u: u - u.mean(dim=0, keepdim=True),
-    "you subtracted the mean of the whole tensor: each row (position) is centered on its own": lambda u: u - u.mean(),
-    "you returned the projection onto the all-ones line (mean(u) 1): 1-perp is what is left, u - mean(u) 1":
+    Mistake("project-unchanged",
+        "your projection leaves u unchanged: without centering the normalization is RMSNorm (Aside 4.4)"): lambda u: u,
+    Mistake("project-other-dimension", "you centered over another dimension (the batch, as BatchNorm does, or the positions): "
+    "LayerNorm centers each row over its d features"): lambda u: u - u.mean(dim=0, keepdim=True),
+    Mistake("project-whole-tensor-mean",
+        "you subtracted the mean of the whole tensor: each row (position) is centered on its own"): lambda u: u - u.mean(),
+    Mistake("project-onto-ones",
+        "you returned the projection onto the all-ones line (mean(u) 1): 1-perp is what is left, u - mean(u) 1"):
         lambda u: u.mean(dim=-1, keepdim=True).expand_as(u),
-    "you subtracted the mean times d (the sum): u - mean(u) 1 subtracts the mean once": lambda u: u - u.sum(-1, keepdim=True),
+    Mistake("project-sum-not-mean",
+        "you subtracted the mean times d (the sum): u - mean(u) 1 subtracts the mean once"):
+            lambda u: u - u.sum(-1, keepdim=True),
 }
 
-UNIT_SPHERE = "your rows land on the unit sphere: LayerNorm's sphere has radius sqrt(d) (divide by the RMS, not the norm)"
+UNIT_SPHERE = Mistake("rescale-unit-sphere",
+    "your rows land on the unit sphere: LayerNorm's sphere has radius sqrt(d) (divide by the RMS, not the norm)")
 
 
 def _mean_square(v: torch.Tensor) -> torch.Tensor:
@@ -66,18 +73,22 @@ def _unbiased(v: torch.Tensor) -> torch.Tensor:
 
 # Typical wrong rescalings, each a function of (v, eps).
 RESCALE_MISTAKES = {
-    "you used the unbiased variance (dividing by d - 1, torch.var's default): sigma^2 of Section 4 divides by d":
+    Mistake("rescale-unbiased-variance",
+        "you used the unbiased variance (dividing by d - 1, torch.var's default): sigma^2 of Section 4 divides by d"):
         lambda v, eps: v / torch.sqrt(_unbiased(v) + eps),
-    "your eps sits outside the square root: Definition 4.1 divides by sqrt(sigma^2 + eps)":
+    Mistake("rescale-eps-outside-root", "your eps sits outside the square root: Definition 4.1 divides by sqrt(sigma^2 + eps)"):
         lambda v, eps: v / (_mean_square(v).sqrt() + eps),
-    "the unbiased variance AND eps outside the square root (v / (v.std() + eps)): sigma^2 divides by d, eps goes inside":
+    Mistake("rescale-unbiased-std-plus-eps",
+        "the unbiased variance AND eps outside the square root (v / (v.std() + eps)): sigma^2 divides by d, eps goes inside"):
         lambda v, eps: v / (_unbiased(v).sqrt() + eps),
     UNIT_SPHERE: lambda v, eps: v / torch.sqrt(v.pow(2).sum(-1, keepdim=True) + eps),
-    "you divided by the variance instead of its square root": lambda v, eps: v / (_mean_square(v) + eps),
-    "you multiplied by sqrt(sigma^2 + eps): divide by it": lambda v, eps: v * torch.sqrt(_mean_square(v) + eps),
-    "you took sigma^2 over the whole tensor: each row is rescaled by its own":
+    Mistake("rescale-by-variance",
+        "you divided by the variance instead of its square root"): lambda v, eps: v / (_mean_square(v) + eps),
+    Mistake("rescale-multiplied",
+        "you multiplied by sqrt(sigma^2 + eps): divide by it"): lambda v, eps: v * torch.sqrt(_mean_square(v) + eps),
+    Mistake("rescale-whole-tensor", "you took sigma^2 over the whole tensor: each row is rescaled by its own"):
         lambda v, eps: v / torch.sqrt(v.pow(2).mean() + eps),
-    "your eps is ignored": lambda v, eps: v / _mean_square(v).sqrt(),
+    Mistake("rescale-eps-ignored", "your eps is ignored"): lambda v, eps: v / _mean_square(v).sqrt(),
 }
 
 
@@ -143,15 +154,24 @@ def _other_scales(rng) -> list[float]:
 
 
 DECAY_MISTAKES = {
-    "the output does not change with c (scale invariance), but the gradient does: it scales like 1/c": lambda c: (1.0, 1 / c**2),
-    "only the output stays the same: the gradient scales like 1/c and the relative step like 1/c^2": lambda c: (1.0, 1.0),
-    "a smaller W gets a LARGER gradient, not a smaller one: the factor is 1/c, not c": lambda c: (c, 1.0),
-    "you inverted c: shrinking W (c < 1) makes the gradient and the relative step LARGER, 1/c and 1/c^2": lambda c: (c, c**2),
-    "the gradient factor 1/c is right, but the step is measured relative to ||cW||, which is c times larger: 1/c^2": lambda c: (
+    Mistake("decay-output-only",
+        "the output does not change with c (scale invariance), but the gradient does: it scales like 1/c"):
+            lambda c: (1.0, 1 / c**2),
+    Mistake("decay-gradient-unchanged",
+        "only the output stays the same: the gradient scales like 1/c and the relative step like 1/c^2"): lambda c: (1.0, 1.0),
+    Mistake("decay-factor-c",
+        "a smaller W gets a LARGER gradient, not a smaller one: the factor is 1/c, not c"): lambda c: (c, 1.0),
+    Mistake("decay-inverted-c",
+        "you inverted c: shrinking W (c < 1) makes the gradient and the relative step LARGER, 1/c and 1/c^2"):
+            lambda c: (c, c**2),
+    Mistake("decay-step-relative",
+        "the gradient factor 1/c is right, but the step is measured relative to ||cW||, which is c times larger: 1/c^2"):
+            lambda c: (
         1 / c,
         1 / c,
     ),
-    "you swapped the two factors: the gradient scales like 1/c, the relative step like 1/c^2": lambda c: (1 / c**2, 1 / c),
+    Mistake("decay-swapped-factors",
+        "you swapped the two factors: the gradient scales like 1/c, the relative step like 1/c^2"): lambda c: (1 / c**2, 1 / c),
 }
 
 

@@ -10,6 +10,8 @@ import operator
 
 import torch
 
+from .mistake_ids import note
+
 
 def close(got, expected, rtol: float = 0.0, atol: float = 0.0, of_largest: bool = False) -> bool:
     """Whether a learner's answer equals `expected` within atol + rtol |expected|, entry by entry
@@ -55,8 +57,11 @@ def name_mistake(answers: dict, mistakes: dict, same=close, pairs: bool = False)
     listed, as candidates.
     """
     names = [name for (name,) in explaining(answers, mistakes, same)]
+    note(*names)
     if not names and pairs:
-        found = [f"{a} and {b}" for a, b in explaining(answers, mistakes, same, size=2)]
+        twos = explaining(answers, mistakes, same, size=2)
+        note(*(name for two in twos for name in two))
+        found = [f"{a} and {b}" for a, b in twos]
         if len(found) == 1:
             return f"exactly what two mistakes together give: {found[0]}"
         names = [f"({pair})" for pair in found]

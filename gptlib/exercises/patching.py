@@ -18,6 +18,7 @@ from ..analysis.decomposition import head_label, logit_pieces, stream_writes
 from ..analysis.induction import induction_eval_tokens
 from ..analysis.patching import PatchingPrompts, induction_patching_prompts, logits_from_writes, patching_restoration
 from .checking import Wrong, call, checker
+from .mistake_ids import Mistake
 from .mistakes import close, name_mistake
 from .reading import as_float
 from .variants import variant_seed
@@ -55,15 +56,19 @@ def _fraction(r: dict, top: str) -> float:
 
 
 PATCHING_MISTAKES = {
-    "you returned the change of the log-probability itself; divide it by the gap metric(clean) - metric(corrupted)":
+    Mistake("patching-not-divided-by-gap",
+        "you returned the change of the log-probability itself; divide it by the gap metric(clean) - metric(corrupted)"):
         lambda r: r["patched"] - r["corrupted"],
-    "that is the part still missing, 1 - the fraction: measure from the corrupted run upwards":
+    Mistake("patching-one-minus-fraction",
+        "that is the part still missing, 1 - the fraction: measure from the corrupted run upwards"):
         lambda r: 1 - _fraction(r, "patched"),
-    "you put the corrupted run's write into the clean run (noising), which measures what the head's loss destroys, "
-    "not what its clean write restores":
+    Mistake("patching-noising",
+        "you put the corrupted run's write into the clean run (noising), which measures what the head's loss destroys, "
+    "not what its clean write restores"):
         lambda r: (r["clean"] - r["noised"]) / (r["clean"] - r["corrupted"]),
-    "you swapped only the head's direct contribution to the logits: rerun the model with the clean write in the "
-    "stream (stream_writes(..., replace=...)) so that later layers read it":
+    Mistake("patching-direct-only",
+        "you swapped only the head's direct contribution to the logits: rerun the model with the clean write in the "
+    "stream (stream_writes(..., replace=...)) so that later layers read it"):
         lambda r: _fraction(r, "direct only"),
 }
 

@@ -25,6 +25,7 @@ class Result:
     message: str
     details: tuple[str, ...] = ()
     parts: tuple["Result", ...] = ()  # sub-verdicts of a report (check_own_model)
+    mistakes: tuple[str, ...] = ()  # identifiers of the typical mistakes a failed check named (mistake_ids.py)
 
     @property
     def passed(self) -> bool:

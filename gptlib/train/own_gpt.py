@@ -16,11 +16,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .. import data, sampling, train
-from ..model import GPT
+from ..model import GPT, next_token_loss
 
 # The build track's run: the shipped checkpoint's settings (batch 32 x 64 characters, AdamW,
 # lr 2e-3 with warmup and cosine decay), shortened to a few hundred steps.
@@ -46,7 +45,7 @@ class AsGPT(nn.Module):
             Z = Z.squeeze(0)
         if targets is None:
             return Z
-        return Z, F.cross_entropy(Z.reshape(-1, Z.shape[-1]), targets.reshape(-1))
+        return Z, next_token_loss(Z, targets)
 
 
 @dataclass(frozen=True)

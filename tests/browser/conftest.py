@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-from servers import CHROMIUM, CHROMIUM_ARGS, lab_server, offline_context, voila_server
+
+from benchmarks.browser.servers import CHROMIUM, CHROMIUM_ARGS, lab_server, offline_context, voila_server
 
 
 def pytest_collection_modifyitems(config, items):

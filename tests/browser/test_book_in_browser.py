@@ -7,8 +7,9 @@ from urllib.parse import unquote, urldefrag, urljoin
 
 import pytest
 from axe_audit import violations
-from jupyterlab_driver import explorers_per_cell, frame_ms, saved, saved_count_counts_six_blocks
-from servers import free_port, offline_context, serve
+
+from benchmarks.browser.jupyterlab_driver import explorers_per_cell, frame_ms, saved, saved_count_counts_six_blocks
+from benchmarks.browser.servers import free_port, offline_context, serve
 
 PAGE_FACTS = """() => ({
     ids: [...document.querySelectorAll('[id]')].map(e => e.id),

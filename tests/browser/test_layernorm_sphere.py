@@ -4,7 +4,9 @@ import json
 
 import pytest
 from axe_audit import violations
-from jupyterlab_driver import (
+from playwright.sync_api import Error
+
+from benchmarks.browser.jupyterlab_driver import (
     code_cell,
     explorers_shown,
     frame_ms,
@@ -16,7 +18,6 @@ from jupyterlab_driver import (
     settled_offset_in,
     unrun_cell_shows_one_picture,
 )
-from playwright.sync_api import Error
 
 
 def type_into_box(sphere, css_class: str, value: str) -> None:

@@ -2,7 +2,15 @@
 saved and once run, and the live one hears from its kernel."""
 
 import pytest
-from jupyterlab_driver import code_cell, explorers_shown, live, open_notebook7, run_cell, unrun_cell_shows_one_picture
+
+from benchmarks.browser.jupyterlab_driver import (
+    code_cell,
+    explorers_shown,
+    live,
+    open_notebook7,
+    run_cell,
+    unrun_cell_shows_one_picture,
+)
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Notebook 05's parameter-count explorer, typed into as a learner would."""
 
-from jupyterlab_driver import (
+from benchmarks.browser.jupyterlab_driver import (
     code_cell,
     explorers_shown,
     frame_ms,
@@ -11,7 +11,6 @@ from jupyterlab_driver import (
     run_code,
     unrun_cell_shows_one_picture,
 )
-
 from gptlib import COURSE_CONFIG, theorem_5_2
 
 

@@ -18,10 +18,10 @@ import sys
 
 import nbformat
 import pytest
-from jupyterlab_driver import explorers_per_cell, saved, saved_count_counts_six_blocks
 from nbformat.v4 import new_code_cell, new_notebook
-from servers import ROOT
 
+from benchmarks.browser.jupyterlab_driver import explorers_per_cell, saved, saved_count_counts_six_blocks
+from benchmarks.browser.servers import ROOT
 from gptlib.viz.attention import AttentionExplorer
 from gptlib.viz.counting import ParameterCountExplorer
 from gptlib.viz.decomposition import StreamExplorer

@@ -1,7 +1,8 @@
 """Notebook 10's stream explorer, used in JupyterLab with the keyboard and the pointer as a learner would."""
 
 from axe_audit import violations
-from jupyterlab_driver import (
+
+from benchmarks.browser.jupyterlab_driver import (
     code_cell,
     explorers_shown,
     frame_ms,

@@ -4,7 +4,9 @@ from pathlib import Path
 
 import nbformat
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+from gptlib.__main__ import shipped_notebooks
+
+NOTEBOOKS = shipped_notebooks()  # in a clone, the repository's notebooks/
 
 
 def notebook(number: str) -> Path:

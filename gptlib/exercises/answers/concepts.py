@@ -349,10 +349,11 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "2.2": Choice(
         "a",
-        "the mask leaves one weight in row 0, A_00, and the weights of a row sum to 1, so A_00 = 1 and the write is "
-        "v_0: at the first position every head writes its own position's value, whatever it attends to elsewhere.",
+        "the reversed mask leaves one weight in row T - 1, A_{T-1,T-1}, and the weights of a row sum to 1, so it is 1 "
+        "and the write is v_{T-1}: at the last position every head writes its own position's value, whatever the "
+        "scores (under the causal mask the same holds at the first position).",
         {
-            "b": "the mask gives every later position weight exactly 0: the blend is over s <= 0, one value",
+            "b": "the mask gives every earlier position weight exactly 0: the blend is over s >= T - 1, one value",
             "c": "a softmax over one entry is 1, whatever that entry's score",
         },
     ),
@@ -391,15 +392,15 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "1.4": Choice(
         "b",
-        f"each head's write lies in W_OV^h's row space, of dimension at most d_head = {COURSE_CONFIG.d_head}, but "
-        f"the H = {COURSE_CONFIG.H} row spaces together make up W_O's, all of R^{COURSE_CONFIG.d} for generic weights: "
-        "the sublayer as a whole is confined to no smaller subspace.",
+        "each head writes W_V^h W_O^h, into the row space of its slab W_O^h, and the H slabs stacked are W_O, with "
+        f"H d_head = {2 * 32} rows: the sublayer's write lies in W_O's row space, of dimension at most {2 * 32} < d = "
+        "128, whatever the weights. Only when H d_head = d, as in the course model, can the heads together fill R^d.",
         {
-            "a": "a sum of H subspaces of dimension d_head can have dimension up to H d_head = d: each head writes "
-            "through its own W_O^h",
-            "c": "the heads read the same X but write through their own W_O^h, whose row spaces differ",
+            "a": "W_O has only H d_head rows here, fewer than d: its row space cannot be all of R^d",
+            "c": "the heads write through different slabs W_O^h, whose row spaces differ: together they span up to "
+            "H d_head dimensions, more than one head's",
         },
-        {"d": COURSE_CONFIG.d, "H": COURSE_CONFIG.H},
+        {"d": 128, "H": 2},
     ),
     "1.5": attention_rank_question(d=128, H=8, T=64),
     "1.6": Choice(
@@ -448,7 +449,7 @@ QUESTIONS: dict[str, Choice | Number] = {
         "of the forward work, so a step costs about 1 + 2/L forward passes.",
         {
             "b": "no gradient is needed below the last block: the backward pass stops there",
-            "c": "dL/dX below the last block is needed by no trainable weight: autograd does not form it",
+            "c": "d loss/dX below the last block is needed by no trainable weight: autograd does not form it",
         },
     ),
     "7.3": multi_query_crossover_question(d=1024, H=16),

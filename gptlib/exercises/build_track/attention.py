@@ -8,6 +8,7 @@ from torch import nn
 from ...config import GPTConfig
 from ...model import MultiHeadAttention as ReferenceAttention
 from ..checking import Wrong, checker
+from ..mistake_ids import Mistake
 from . import roles
 from .head import attention_run, head_mistakes, heads
 from .judging import B, T, built, extra_note, judge, loaded, random_weights, sizes
@@ -28,7 +29,9 @@ def judge_attention(module: nn.Module, d: int, H: int, seed: int = 0, where: str
     notes, got, X = attention_run(module, readings, d, d, seed)
 
     def reference(r):
-        return loaded(ReferenceAttention(GPTConfig(d=d, H=H, T_max=max(T, 8))).double(), r.weights)(X, explicit=True)
+        attention = ReferenceAttention(GPTConfig(d=d, H=H, T_max=max(T, 8))).double()
+        attention.forms_A = True  # every A^h formed, as a learner's attention forms them
+        return loaded(attention, r.weights)(X)
 
     def mistakes(r):
         w = {k: v.double() for k, v in r.weights.items()}
@@ -39,11 +42,14 @@ def judge_attention(module: nn.Module, d: int, H: int, seed: int = 0, where: str
         found = head_mistakes(X, w["W_Q"], w["W_K"], w["W_V"], joined())
         right = heads(X, w["W_Q"], w["W_K"], w["W_V"])
         found.update({
-            "your heads are joined in the wrong order: Definition 1.1 concatenates [C^1 | ... | C^H], head by head, "
-            "before W_O (yours interleaves their features)": lambda: joined("interleaved")(right),
-            "you reshaped (B, H, T, d_head) to (B, T, d) without moving the head axis back next to d_head first: "
-            "that mixes positions (transpose(1, 2) before the reshape)": lambda: joined("no_transpose")(right),
-            "the output bias b_O is not added (Theorem 5.2's convention: a bias on the output projection)":
+            Mistake("mha-heads-wrong-order",
+                "your heads are joined in the wrong order: Definition 1.1 concatenates [C^1 | ... | C^H], head by head, "
+            "before W_O (yours interleaves their features)"): lambda: joined("interleaved")(right),
+            Mistake("mha-reshape-without-transpose",
+                "you reshaped (B, H, T, d_head) to (B, T, d) without moving the head axis back next to d_head first: "
+            "that mixes positions (transpose(1, 2) before the reshape)"): lambda: joined("no_transpose")(right),
+            Mistake("mha-no-output-bias",
+                "the output bias b_O is not added (Theorem 5.2's convention: a bias on the output projection)"):
                 lambda: joined(bias=False)(right),
         })
         return found

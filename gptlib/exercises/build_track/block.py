@@ -9,6 +9,7 @@ from torch import nn
 from ...config import GPTConfig
 from ...model import Block as ReferenceBlock
 from ..checking import Wrong, checker
+from ..mistake_ids import Mistake
 from . import roles
 from .attention import heads_of, judge_attention
 from .judging import B, T, built, extra_note, inputs, judge, loaded, output, random_weights, sizes
@@ -90,7 +91,7 @@ def load_block(block: ReferenceBlock, found: dict[str, roles.Reading]) -> None:
 
 
 def block_mistakes(block: ReferenceBlock, X: torch.Tensor) -> dict:
-    ln_1, attn, ln_2, mlp = block.ln_1, lambda Z: block.attn(Z, explicit=True), block.ln_2, block.mlp
+    ln_1, attn, ln_2, mlp = block.ln_1, block.attn, block.ln_2, block.mlp
 
     def post_norm():
         Y = ln_1(X + attn(X))
@@ -101,15 +102,19 @@ def block_mistakes(block: ReferenceBlock, X: torch.Tensor) -> dict:
         return ln_2(Y) + mlp(ln_2(Y))
 
     return {
-        "this is the post-norm block (Aside 3.5): LayerNorm after each residual addition; Definition 3.1 normalizes "
-        "the branch's input, X + MHA(LN_1(X))": post_norm,
-        "the MLP reads LN_2(X), the block's input: it must read LN_2(Y), after the attention's write is added":
+        Mistake("block-post-norm",
+            "this is the post-norm block (Aside 3.5): LayerNorm after each residual addition; Definition 3.1 normalizes "
+        "the branch's input, X + MHA(LN_1(X))"): post_norm,
+        Mistake("block-mlp-reads-input",
+            "the MLP reads LN_2(X), the block's input: it must read LN_2(Y), after the attention's write is added"):
             lambda: X + attn(ln_1(X)) + mlp(ln_2(X)),
-        "the residual connections are missing: Y = X + MHA(LN_1(X)), X' = Y + MLP(LN_2(Y))":
+        Mistake("block-no-residual", "the residual connections are missing: Y = X + MHA(LN_1(X)), X' = Y + MLP(LN_2(Y))"):
             lambda: mlp(ln_2(attn(ln_1(X)))),
-        "the residual adds the normalized input: the stream carries X itself, Y = X + MHA(LN_1(X))": normalized_residual,
-        "the MLP's residual connection is missing: X' = Y + MLP(LN_2(Y))": lambda: mlp(ln_2(X + attn(ln_1(X)))),
-        "one LayerNorm serves both branches: LN_1 and LN_2 have their own gamma and beta":
+        Mistake("block-residual-normalized",
+            "the residual adds the normalized input: the stream carries X itself, Y = X + MHA(LN_1(X))"): normalized_residual,
+        Mistake("block-no-mlp-residual",
+            "the MLP's residual connection is missing: X' = Y + MLP(LN_2(Y))"): lambda: mlp(ln_2(X + attn(ln_1(X)))),
+        Mistake("block-one-layernorm", "one LayerNorm serves both branches: LN_1 and LN_2 have their own gamma and beta"):
             lambda: (lambda Y: Y + mlp(ln_1(Y)))(X + attn(ln_1(X))),
     }
 
@@ -122,13 +127,14 @@ def judge_block(module: nn.Module, d: int, H: int | None, d_ff: int, seed: int =
     X = 2 * inputs(B, T, d, seed=seed + 5)
     got = output(module, X, (B, T, d), "X")
     block = ReferenceBlock(GPTConfig(d=d, H=H, d_ff=d_ff, T_max=max(T, 8))).double()
+    block.attn.forms_A = True  # every A^h formed, as a learner's attention forms them
     load_block(block, found)
     X = X.double()
     options = [found, {**found, "ln_1": found["ln_2"], "ln_2": found["ln_1"]}]  # which LayerNorm is LN_1: by behaviour
 
     def reference(option):
         load_block(block, option)
-        return block(X, explicit=True)
+        return block(X)
 
     def mistakes(option):
         load_block(block, option)

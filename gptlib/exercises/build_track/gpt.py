@@ -8,7 +8,9 @@ from torch import nn
 
 from ...config import GPTConfig
 from ...model import GPT as ReferenceGPT
+from ...model import attention_matrices_formed
 from ..checking import Wrong, checker
+from ..mistake_ids import Mistake
 from ..variants import variant_seed
 from . import roles
 from .attention import heads_of
@@ -58,7 +60,8 @@ def gpt_parts(module: nn.Module, V: int, T_max: int, d: int, L: int) -> dict:
 
 
 def judge_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: int, d_ff: int, seed: int = 0):
-    """The loaded reference GPT under which `module` computes Section 5's logits; Wrong naming the mistake otherwise."""
+    """gpt_parts(module) with "reference": gptlib's GPT (float64) loaded with the reading under which `module`
+    computes Section 5's logits; Wrong naming the mistake otherwise."""
     parts = gpt_parts(module, V, T_max, d, L)
     zero_extra(module, parts["extra"])
     blocks = [judge_block(block, d, H, d_ff, seed=seed + l, where=f"block {l}") for l, block in enumerate(parts["blocks"])]
@@ -91,25 +94,28 @@ def judge_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: i
     def logits(choice, X=None, final=True):
         model = with_blocks(choice)
         X = model.embed(idx) if X is None else X
-        for block in model.blocks:
-            X = block(X, explicit=True)
+        with attention_matrices_formed(model):  # every A^h formed, as a learner's attention forms them
+            for block in model.blocks:
+                X = block(X)
         return (model.ln_f(X) if final else X) @ model.unembedding
 
     def mistakes(choice):
         model = with_blocks(choice)
         E = F.embedding(idx, model.E)
         return {
-            "P is not added: X^(0)_t = E[x_t] + P[t]": lambda: logits(choice, E),
-            "the final LayerNorm LN_f is missing: Z = LN_f(X^(L)) W_U": lambda: logits(choice, final=False),
-            "P is read from its last rows: position t uses P[t], the first T rows":
+            Mistake("gpt-no-p", "P is not added: X^(0)_t = E[x_t] + P[t]"): lambda: logits(choice, E),
+            Mistake("gpt-no-final-ln",
+                "the final LayerNorm LN_f is missing: Z = LN_f(X^(L)) W_U"): lambda: logits(choice, final=False),
+            Mistake("gpt-p-last-rows", "P is read from its last rows: position t uses P[t], the first T rows"):
                 lambda: logits(choice, E + model.P[-idx.shape[1]:]),
-            "your model returns probabilities (a softmax of the logits): Section 5's Z are the logits themselves":
+            Mistake("gpt-softmax-output",
+                "your model returns probabilities (a softmax of the logits): Section 5's Z are the logits themselves"):
                 lambda: logits(choice).softmax(-1),
         }
 
     inner = sorted({f"{name}" for found in blocks for reading in found.values() for name in reading.extra})
     parts["extra"] = parts["extra"] + [f"{name} (in every block)" for name in inner]
-    judge(got, choices, lambda c: logits(c), mistakes, "GPT", extra_note(parts["extra"]))
+    parts["reference"] = with_blocks(judge(got, choices, lambda c: logits(c), mistakes, "GPT", extra_note(parts["extra"])))
     return parts
 
 

@@ -10,10 +10,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..checking import Wrong, checker
+from ..mistake_ids import Mistake
 from . import roles
 from .judging import B, T, built, extra_note, inputs, judge, output, random_weights, sizes, zero_extra
 
-HIDDEN_DIAGONAL = "your mask also hides the diagonal (s >= t): position t must see itself, so mask only s > t (triu(diagonal=1))"
+HIDDEN_DIAGONAL = Mistake("head-mask-hides-diagonal",
+    "your mask also hides the diagonal (s >= t): position t must see itself, so mask only s > t (triu(diagonal=1))")
 
 
 def refuse_nan_at_start(got: torch.Tensor) -> None:
@@ -51,15 +53,21 @@ def head_mistakes(X, W_Q, W_K, W_V, combine) -> dict:
 
     return {
         HIDDEN_DIAGONAL: variant(mask="diagonal"),
-        "your mask is off by one: position t also sees t + 1; hide every s > t (triu(diagonal=1))": variant(mask="ahead"),
-        "there is no causal mask: position t sees the future; set the scores of s > t to -inf before the softmax":
+        Mistake("head-mask-off-by-one",
+            "your mask is off by one: position t also sees t + 1; hide every s > t (triu(diagonal=1))"): variant(mask="ahead"),
+        Mistake("head-no-mask",
+            "there is no causal mask: position t sees the future; set the scores of s > t to -inf before the softmax"):
             variant(mask="none"),
-        "you masked after the softmax: zeroing A's future entries leaves rows that do not sum to 1; "
-        "set the scores to -inf before the softmax": variant(mask="after"),
-        "the scores are divided by sqrt(d), the model width: Definition 1.1 divides by sqrt(d_head)": variant(scale="d"),
-        "the 1/sqrt(d_head) scaling of the scores is missing": variant(scale="none"),
-        "the scores are divided by d_head instead of sqrt(d_head)": variant(scale="d_head_not_sqrt"),
-        "your softmax runs over the wrong axis (the queries t, dim -2): each row t of A must sum to 1 over s":
+        Mistake("head-mask-after-softmax",
+            "you masked after the softmax: zeroing A's future entries leaves rows that do not sum to 1; "
+        "set the scores to -inf before the softmax"): variant(mask="after"),
+        Mistake("head-scale-sqrt-d",
+            "the scores are divided by sqrt(d), the model width: Definition 1.1 divides by sqrt(d_head)"): variant(scale="d"),
+        Mistake("head-no-scale", "the 1/sqrt(d_head) scaling of the scores is missing"): variant(scale="none"),
+        Mistake("head-scale-d-head",
+            "the scores are divided by d_head instead of sqrt(d_head)"): variant(scale="d_head_not_sqrt"),
+        Mistake("head-softmax-wrong-axis",
+            "your softmax runs over the wrong axis (the queries t, dim -2): each row t of A must sum to 1 over s"):
             variant(softmax_dim=-2),
     }
 

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from ..checking import Wrong, call, checker
+from ..mistake_ids import Mistake
 from ..mistakes import close, name_mistake
 from ..variants import variant_choice, variant_seed
 from . import roles
@@ -99,11 +100,14 @@ def check_init(init_weights, gpt) -> tuple[str, list[str]]:
             raise Wrong("every matrix is scaled by 1/sqrt(2L): only the branches' output projections W_O and W_2 are.", details)
         raise Wrong(f"E, P, W_Q, W_K, W_V, W_1, W_U should have std {STD} (Project aside 5.2).", details)
     typical = {
-        "the init is not scaled: W_O and W_2 have std 0.02 like every other matrix; Project aside 5.2 divides it by "
-        "sqrt(2L), one factor for each of the 2L writes into the residual stream": lambda: STD,
-        "W_O and W_2 are scaled by 1/sqrt(L): there are 2L residual writes (two per block), so 1/sqrt(2L)":
+        Mistake("init-not-scaled",
+            "the init is not scaled: W_O and W_2 have std 0.02 like every other matrix; Project aside 5.2 divides it by "
+        "sqrt(2L), one factor for each of the 2L writes into the residual stream"): lambda: STD,
+        Mistake("init-sqrt-l",
+            "W_O and W_2 are scaled by 1/sqrt(L): there are 2L residual writes (two per block), so 1/sqrt(2L)"):
             lambda: STD / math.sqrt(L),
-        "W_O and W_2 are divided by 2L: the factor is 1/sqrt(2L) (variances add over the 2L writes)": lambda: STD / (2 * L),
+        Mistake("init-divided-by-2l",
+            "W_O and W_2 are divided by 2L: the factor is 1/sqrt(2L) (variances add over the 2L writes)"): lambda: STD / (2 * L),
     }
     if not near(residual, scaled):
         W_O, W_2 = (pooled_std(groups["W_O, W_2"][i::2]) for i in (0, 1))

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..checking import checker
+from ..mistake_ids import Mistake
 from . import roles
 from .judging import B, T, built, inputs, judge, output, random_weights, sizes
 
@@ -21,23 +22,28 @@ def layer_norm_mistakes(X: torch.Tensor, gamma, beta) -> dict:
         return gamma * Y + beta
 
     return {
-        "you used the unbiased variance (dividing by d - 1, torch.var's default): sigma^2 in Definition 4.1 divides by d":
+        Mistake("ln-unbiased-variance",
+            "you used the unbiased variance (dividing by d - 1, torch.var's default): sigma^2 in Definition 4.1 divides by d"):
             lambda: affine((X - mu) / torch.sqrt(X.var(-1, keepdim=True) + EPS)),
-        "you normalized over the wrong axis (positions, dim -2): LayerNorm normalizes each row over its d features":
+        Mistake("ln-wrong-axis-positions",
+            "you normalized over the wrong axis (positions, dim -2): LayerNorm normalizes each row over its d features"):
             lambda: affine((X - X.mean(-2, keepdim=True)) / torch.sqrt(X.var(-2, unbiased=False, keepdim=True) + EPS)),
-        "you normalized over the batch (dim 0, as BatchNorm does): LayerNorm normalizes each row over its d features":
+        Mistake("ln-batch-axis",
+            "you normalized over the batch (dim 0, as BatchNorm does): LayerNorm normalizes each row over its d features"):
             lambda: affine((X - X.mean(0, keepdim=True)) / torch.sqrt(X.var(0, unbiased=False, keepdim=True) + EPS)),
-        "your eps sits outside the square root: Definition 4.1 divides by sqrt(sigma^2 + eps)":
+        Mistake("ln-eps-outside-root", "your eps sits outside the square root: Definition 4.1 divides by sqrt(sigma^2 + eps)"):
             lambda: affine((X - mu) / (var.sqrt() + EPS)),
-        "you divided by std + eps with the unbiased std (x.std()): sigma^2 divides by d, and eps goes inside the root":
+        Mistake("ln-unbiased-std-plus-eps",
+            "you divided by std + eps with the unbiased std (x.std()): sigma^2 divides by d, and eps goes inside the root"):
             lambda: affine((X - mu) / (X.std(-1, keepdim=True) + EPS)),
-        "your eps is missing: Definition 4.1 divides by sqrt(sigma^2 + eps), with eps = 1e-5":
+        Mistake("ln-no-eps", "your eps is missing: Definition 4.1 divides by sqrt(sigma^2 + eps), with eps = 1e-5"):
             lambda: affine((X - mu) / var.sqrt()),
-        "you do not subtract the mean (that is RMSNorm, Aside 4.4): Definition 4.1 centres first":
+        Mistake("ln-no-centering", "you do not subtract the mean (that is RMSNorm, Aside 4.4): Definition 4.1 centres first"):
             lambda: affine(X / torch.sqrt(X.pow(2).mean(-1, keepdim=True) + EPS)),
-        "gamma and beta are not applied: the output is gamma * normalized + beta":
+        Mistake("ln-no-affine", "gamma and beta are not applied: the output is gamma * normalized + beta"):
             lambda: (X - mu) / torch.sqrt(var + EPS),
-        "you divided by the variance instead of its square root": lambda: affine((X - mu) / (var + EPS)),
+        Mistake("ln-by-variance",
+            "you divided by the variance instead of its square root"): lambda: affine((X - mu) / (var + EPS)),
     }
 
 

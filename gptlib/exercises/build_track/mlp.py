@@ -10,6 +10,7 @@ from ...analysis import positionwise
 from ...config import GPTConfig
 from ...model import MLP as ReferenceMLP
 from ..checking import checker
+from ..mistake_ids import Mistake
 from . import roles
 from .judging import B, T, built, inputs, judge, loaded, output, random_weights, sizes
 
@@ -36,11 +37,13 @@ def judge_mlp(module: nn.Module, d: int, d_ff: int, seed: int = 0, where: str = 
             return lambda: activation(F.linear(X, w["W_1"], w["b_1"])) @ w["W_2"].T + w["b_2"]
 
         return {
-            f"you used the tanh approximation of GELU (GPT-2's): Definition 2.1 uses the exact t Phi(t); the two differ "
-            f"by up to {tanh_gap():.1e} per unit, too much at float32 precision": through(positionwise.gelu_tanh),
-            "you used ReLU: Definition 2.1's nonlinearity is GELU, t Phi(t)": through(torch.relu),
-            "there is no nonlinearity between W_1 and W_2": through(lambda t: t),
-            "you used the sigmoid-based approximation t sigmoid(1.702 t) (SiLU-like): Definition 2.1 uses t Phi(t)":
+            Mistake("mlp-gelu-tanh",
+                f"you used the tanh approximation of GELU (GPT-2's): Definition 2.1 uses the exact t Phi(t); the two differ "
+            f"by up to {tanh_gap():.1e} per unit, too much at float32 precision"): through(positionwise.gelu_tanh),
+            Mistake("mlp-relu", "you used ReLU: Definition 2.1's nonlinearity is GELU, t Phi(t)"): through(torch.relu),
+            Mistake("mlp-no-nonlinearity", "there is no nonlinearity between W_1 and W_2"): through(lambda t: t),
+            Mistake("mlp-sigmoid-gelu",
+                "you used the sigmoid-based approximation t sigmoid(1.702 t) (SiLU-like): Definition 2.1 uses t Phi(t)"):
                 through(lambda t: t * torch.sigmoid(1.702 * t)),
         }
 
