@@ -96,11 +96,6 @@ OWN_LABELS = {
     "layernorm.sphere_figure": (),  # a 3-D scene projected on the screen: e_1, e_2, e_3 are drawn as arrows
 }
 
-# TEMPORARY (issue 44): figures of notebooks 06-10, labelled by the helper who edits those notebooks.
-# The coordinator empties and removes this list once that work is merged.
-TEMPORARY_UNLABELLED_06_10 = {
-    "training.loss_curves_figure",  # notebook 09: the right panel shares the y axis but has no label
-}
 
 
 def figure_functions() -> set[str]:
@@ -146,9 +141,6 @@ def test_every_figure_function_of_gptlib_viz_is_built_here():
 def test_every_axes_of_every_figure_is_labelled(name):
     fig = BUILDERS[name]()
     missing = unlabelled(fig, colour_bars=name not in OWN_LABELS)
-    if name in TEMPORARY_UNLABELLED_06_10:
-        assert missing, f"{name} is labelled now: remove it from TEMPORARY_UNLABELLED_06_10"
-        pytest.xfail(f"notebooks 06-10, fixed by another change: {missing}")
     if name in OWN_LABELS:
         texts = {text.get_text() for text in fig.texts}
         assert set(OWN_LABELS[name]) <= texts, f"{name}: the texts that label its axes are missing"

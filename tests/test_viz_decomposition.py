@@ -96,7 +96,13 @@ def test_every_text_alternative_is_written_once_by_the_kernel(model):
     assert [len(said) for said in explorer.descriptions] == [T, T, T]
     assert len(explorer.rows) == COURSE_CONFIG.L * COURSE_CONFIG.H * T
     attribution = run.attribution("difference", 4, encode("e").item())
-    assert explorer.descriptions[1][4] == describe_attribution(attribution, run.title("difference", 4, encode("e").item()))
+    assert explorer.descriptions[1][4] == describe_attribution(attribution, run.title("difference", 4, encode("e").item()),
+                                                               "logit difference")
+    # a difference's bars add up to a logit difference, one character's to a logit (Figure 10.1's text alternative)
+    assert "add up to the logit difference " in explorer.descriptions[1][4]
+    assert "add up to the logit " in explorer.descriptions[0][4] and "difference" not in explorer.descriptions[0][4]
+    figure = attribution_figure(attribution, "title", quantity="logit difference")
+    assert "add up to the logit difference " in figure.get_label()
     assert explorer.alt_text() == explorer.descriptions[1][4]  # the static copy's PNG says what the page says
     assert "no true next character" in explorer.descriptions[1][T - 1]
     # row (l, h, t) names query t's three strongest keys, from the float32 pattern

@@ -56,6 +56,11 @@ from .explorer import Explorer, module
 MODES = ("predicted", "difference", "character")
 
 
+def quantity(mode: str) -> str:
+    """What the bars of a mode add up to: the logit of one character, or in "difference" mode a logit difference."""
+    return "logit difference" if mode == "difference" else "logit"
+
+
 def quoted(label: str) -> str:
     """A character label (token_labels: '\\n' and '␣' already visible) in plain single quotes, never
     escaped again as repr would ('\\\\n')."""
@@ -271,7 +276,7 @@ class StreamExplorer(Explorer):
                     said.append(str(error))
                     continue
                 values[m, t] = torch.cat([attribution.values, torch.tensor([attribution.rest, attribution.logit])])
-                said.append(describe_attribution(attribution, run.title(mode, t, self.token)))
+                said.append(describe_attribution(attribution, run.title(mode, t, self.token), quantity(mode)))
             descriptions.append(said)
         with self.hold_sync():  # one message to the page
             self.position = min(self.position, T - 1)  # a shorter text: its last position
@@ -308,10 +313,10 @@ class StreamExplorer(Explorer):
         return run.attribution(mode, t, token), run.title(mode, t, token)
 
     def static_png(self) -> bytes:
-        return render_png(attribution_figure(*self.shown()))
+        return render_png(attribution_figure(*self.shown(), quantity(self.last_drawn["mode"])))
 
     def alt_text(self) -> str:
-        return describe_attribution(*self.shown())
+        return describe_attribution(*self.shown(), quantity(self.last_drawn["mode"]))
 
 
 def attribution_figure(attribution: Attribution, title: str, quantity: str = "logit") -> Figure:
@@ -328,18 +333,19 @@ def attribution_figure(attribution: Attribution, title: str, quantity: str = "lo
     ax.set_xlabel("write into the stream")
     ax.set_ylabel(f"direct contribution to the {quantity}")
     ax.set_title(title)
-    fig.set_label(describe_attribution(attribution, title))
+    fig.set_label(describe_attribution(attribution, title, quantity))
     return fig
 
 
-def describe_attribution(attribution: Attribution, title: str) -> str:
+def describe_attribution(attribution: Attribution, title: str, quantity: str = "logit") -> str:
     """The text alternative of an attribution's bars (attribution_figure's, and the stream explorer's):
-    how many writes, the three largest in size, and the logit they add up to with LN_f's bias."""
+    how many writes, the three largest in size, and the `quantity` (a logit, or a logit difference) they
+    add up to with LN_f's bias."""
     values = attribution.values.tolist()
     top = sorted(zip(attribution.labels, values), key=lambda pair: -abs(pair[1]))[:3]
     return (f"{title}: a bar per write into the stream ({len(values)} writes); the largest in size are "
             + ", ".join(f"{label} ({value:+.2f})" for label, value in top)
-            + f"; with LN_f's bias ({attribution.rest:+.2f}) they add up to the logit {attribution.logit:+.2f}.")
+            + f"; with LN_f's bias ({attribution.rest:+.2f}) they add up to the {quantity} {attribution.logit:+.2f}.")
 
 
 def logit_lens_figure(readings: dict[str, LensReading], uniform: float) -> Figure:

@@ -23,7 +23,7 @@ def loss_curves_figure(runs: list[TrainingRun], target: float | None = None) -> 
         if target is not None:
             ax.axhline(target, color="grey", ls=":", label=f"{target} nats/char")
         ax.set_xlabel(xlabel)
-    by_step.set_ylabel("held-out loss (nats/char)")
+        ax.set_ylabel("held-out loss (nats/char)")  # both panels: sharey hides the right one's ticks, not its label
     by_step.legend(fontsize=8)
     fig.tight_layout()
     goal = "" if target is None else f", the target {target} nats/char dotted"

@@ -469,10 +469,10 @@ QUESTIONS: dict[str, Choice | Number] = {
         "the same in both runs, putting the clean write back changes little, however much that write adds to the "
         "logits in both.",
         {
-            "a": "a head can push the answer in both runs alike: restoring its clean write then restores nothing, "
-            "and neither measurement is wrong",
-            "c": "the direct contribution reads the clean write alone; patching reads the difference between the "
-            "clean and the corrupted write",
+            "a": "LN_f's centring removes a write along the all-ones direction, so such a write would have a direct "
+            "contribution near zero, not a large one",
+            "c": "patching, as part 4 defines it, replaces the head's write itself: what the head wrote in the clean "
+            "run is put back, whatever its attention pattern was",
         },
     ),
     "10.3": stream_writes_question(H=8, ell=4),
