@@ -31,7 +31,7 @@ env: $(LEARNER)
 lab: $(LEARNER)  ## install the learner's set (the notebooks extra) where missing, then open notebooks/ in JupyterLab on 127.0.0.1
 	$(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=notebooks $(ROOT_FLAG)
 
-app: $(VENV)/.ready-app  ## the three explorers as one page for the lecture hall: Voila on 127.0.0.1, code hidden, nothing fetched from elsewhere
+app: $(VENV)/.ready-app  ## the four explorers as one page for the lecture hall: Voila on 127.0.0.1, code hidden, nothing fetched from elsewhere
 	JUPYTER_PATH=$(CURDIR)/app/jupyter $(BIN)/voila app/explorers.ipynb --Voila.ip=127.0.0.1 --port=$(APP_PORT) --strip_sources=True "--Voila.config_file_paths=['app']"
 
 book: $(VENV)/.ready-book  ## the executed notebooks as a static site in build/book/html: offline, nothing re-executed

@@ -1,17 +1,18 @@
-"""Frame times of the three explorers in a real browser: key press -> the explorer's next frame.
+"""Frame times of the four explorers in a real browser: key press -> the explorer's next frame.
 
     python -m benchmarks.roundtrip [--moves 10] [--only lab|voila|book] [--docs] [--screenshots DIR]
 
 The explorers draw in the page (gptlib/viz/js), so a move is answered without the kernel. For
-every control of every explorer, in JupyterLab (notebooks 01, 04, 05), in Voila (`make app`'s
+every control of every explorer, in JupyterLab (notebooks 01, 04, 05, 10), in Voila (`make app`'s
 page) and in the static book (`make book`, no kernel at all), it presses a key MOVES times and
 measures, in the page's own clock, from the keydown to the next frame the explorer draws (its
 root's data-frames attribute changes in the requestAnimationFrame callback that draws); see
-benchmarks/browser/jupyterlab_driver.frame_ms. The attention explorer's text is the one control
-the kernel must answer (it runs the model on the new text): it is timed to the frame drawn
-from the kernel's numbers, in JupyterLab and Voila. Also server start -> first explorer usable.
-It prints one table, the targets (median <= 50 ms, worst <= 100 ms), the CPU and the load
-average before and after, since other work on the machine inflates every figure; results go
+benchmarks/browser/jupyterlab_driver.frame_ms. The attention and stream explorers' texts are the
+controls the kernel must answer (it runs the model on the new text): they are timed to the frame
+drawn from the kernel's numbers, in JupyterLab and Voila. Also server start -> first explorer
+usable. It prints one table, the targets (a control the page answers: median <= 17 ms, one frame,
+worst <= 50 ms; a text the kernel runs: median <= 100 ms), the CPU and the load average before
+and after, since other work on the machine inflates every figure; results go
 to benchmarks/results/roundtrip.json and, with --docs, into docs/benchmarks.md's table.
 
 This is a benchmark, not a test: nothing here fails on a slow machine.
@@ -32,18 +33,21 @@ from pathlib import Path
 
 from PIL import Image
 
-from .browser.jupyterlab_driver import frame_ms, live, open_and_run_all, saved
+from .browser.jupyterlab_driver import frame_ms, live, open_and_run_all, open_notebook, run_cell, saved
 from .browser.servers import CHROMIUM, CHROMIUM_ARGS, free_port, lab_server, offline_context, serve, voila_server
 
 ROOT = Path(__file__).resolve().parents[1]
 
-TARGET_MEDIAN_MS, TARGET_WORST_MS = 50, 100
+TARGET_MEDIAN_MS, TARGET_WORST_MS = 17, 50  # a control the page answers: one frame at 60 Hz; worst
+TARGET_KERNEL_MEDIAN_MS = 100  # a text the kernel runs: key -> the picture of the new text
 SCREENSHOT_WIDTH = 720  # px
-EXPLORERS = {  # name: (notebook, CSS class of the explorer)
+EXPLORERS = {  # name: (notebook, CSS class of the explorer); in JupyterLab all cells run, or ONLY_CELL's
     "attention": ("01_multi_head_attention", "gptlib-attn-explorer"),
     "sphere": ("04_layernorm_geometry", "gptlib-sphere"),
     "count": ("05_gpt_and_parameter_count", "gptlib-count"),
+    "stream": ("10_reading_the_residual_stream", "gptlib-stream-explorer"),
 }
+ONLY_CELL = {"stream": "StreamExplorer(pretrained.load_pretrained"}  # a cell that needs no earlier one
 TABLE_START, TABLE_END = "<!-- roundtrip table: python -m benchmarks.roundtrip --docs -->", "<!-- end of roundtrip table -->"
 
 
@@ -75,6 +79,26 @@ def typed_box(css: str, values: tuple[str, str]):
     return move
 
 
+def radio(css: str, count: int):
+    """Arrow keys on the checked radio of a group of `count`: to the last one, back to the first, and so on."""
+    def move(explorer, i):
+        if i == 0:
+            explorer.locator(f".{css} input[type=radio]").first.check()
+        checked = explorer.locator(f".{css} input:checked")
+        checked.focus()
+        return lambda: checked.press("ArrowRight" if (i // (count - 1)) % 2 == 0 else "ArrowLeft")
+    return move
+
+
+def button(css: str, labels: tuple[str, str]):
+    """Enter on one of two buttons in turn."""
+    def move(explorer, i):
+        target = explorer.locator(f".{css} button", has_text=labels[(i + 1) % 2]).first
+        target.focus()
+        return lambda: target.press("Enter")
+    return move
+
+
 def toggle(css: str, labels: tuple[str, ...] = ()):
     """Space on a checkbox, or on one of two buttons in turn; timed from the key's release, when
     the browser activates them (see frame_ms)."""
@@ -98,12 +122,17 @@ CONTROLS = {
     "count": {"V": typed_box("gptlib-count-V", ("65", "66")), "T_max": typed_box("gptlib-count-Tmax", ("64", "65")),
               "d": typed_box("gptlib-count-d", ("128", "132")), "H": typed_box("gptlib-count-H", ("4", "2")),
               "L": typed_box("gptlib-count-L", ("4", "5")), "tie": toggle("gptlib-count-tie")},
+    "stream": {"position": slider("gptlib-stream-position"), "token": radio("gptlib-stream-mode", 3),
+               "head": button("gptlib-stream-heads", ("L1H2", "L2H1")),
+               "text (kernel runs it)": typed_character("gptlib-stream-text")},
 }
-KERNEL_ONLY = {("attention", "text (kernel runs it)")}  # not measured in the book: no kernel there
+KERNEL_ONLY = {("attention", "text (kernel runs it)"), ("stream", "text (kernel runs it)")}  # no kernel in the book
 
 
-def measure_explorer(page, name: str, moves: int, with_kernel: bool, screenshots: Path | None) -> dict[str, list[float]]:
-    """Frame times in ms for every control of one explorer already on the page (its static copy without a kernel)."""
+def measure_explorer(page, name: str, moves: int, with_kernel: bool, screenshots: Path | None,
+                     prefix: str = "") -> dict[str, list[float]]:
+    """Frame times in ms for every control of one explorer already on the page (its static copy without a kernel);
+    a screenshot of it afterwards as screenshots/<prefix><name>.png."""
     explorer = (live if with_kernel else saved)(page, EXPLORERS[name][1])
     explorer.scroll_into_view_if_needed()
     times = {}
@@ -115,7 +144,7 @@ def measure_explorer(page, name: str, moves: int, with_kernel: bool, screenshots
         print(f"  {name:9} {control:22} median {statistics.median(times[control]):6.1f} ms", flush=True)
     if screenshots is not None:
         screenshots.mkdir(parents=True, exist_ok=True)
-        path = screenshots / f"{name}.png"
+        path = screenshots / f"{prefix}{name}.png"
         explorer.screenshot(path=str(path), scale="css")
         shot = Image.open(path)
         shot.thumbnail((SCREENSHOT_WIDTH, SCREENSHOT_WIDTH))  # small enough for a README
@@ -132,7 +161,11 @@ def in_lab(browser, moves: int, screenshots: Path | None) -> tuple[dict, float]:
             context = offline_context(browser)
             page = context.new_page()
             for name, (notebook, css) in EXPLORERS.items():
-                open_and_run_all(page, lab, f"{notebook}.ipynb")
+                if name in ONLY_CELL:
+                    open_notebook(page, lab, f"{notebook}.ipynb")
+                    run_cell(page, f"{notebook}.ipynb", ONLY_CELL[name])
+                else:
+                    open_and_run_all(page, lab, f"{notebook}.ipynb")
                 live(page, css).wait_for(timeout=120_000)
                 if startup is None:
                     startup = time.perf_counter() - start
@@ -141,7 +174,7 @@ def in_lab(browser, moves: int, screenshots: Path | None) -> tuple[dict, float]:
     return results, startup
 
 
-def in_voila(browser, moves: int) -> tuple[dict, float]:
+def in_voila(browser, moves: int, screenshots: Path | None) -> tuple[dict, float]:
     """The `make app` page in Voila; returns the frame times and server start -> all explorers drawn (s)."""
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
@@ -152,12 +185,12 @@ def in_voila(browser, moves: int) -> tuple[dict, float]:
             for _, css in EXPLORERS.values():
                 live(page, css).wait_for(timeout=180_000)
             startup = time.perf_counter() - start
-            results = {name: measure_explorer(page, name, moves, True, None) for name in EXPLORERS}
+            results = {name: measure_explorer(page, name, moves, True, screenshots, "voila-") for name in EXPLORERS}
             context.close()
     return results, startup
 
 
-def in_book(browser, moves: int) -> tuple[dict, float]:
+def in_book(browser, moves: int, screenshots: Path | None) -> tuple[dict, float]:
     """The static book's pages (built into a temporary folder, served by a plain file server):
     the explorers run on their saved values, with no kernel. Returns the frame times and server
     start -> first explorer usable (s)."""
@@ -178,7 +211,7 @@ def in_book(browser, moves: int) -> tuple[dict, float]:
                 saved(page, css).wait_for(timeout=60_000)
                 if startup is None:
                     startup = time.perf_counter() - start
-                results[name] = measure_explorer(page, name, moves, False, None)
+                results[name] = measure_explorer(page, name, moves, False, screenshots, "book-")
             context.close()
     return results, startup
 
@@ -194,6 +227,14 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def missed(name: str, control: str, times: list[list[float] | None]) -> bool:
+    """Whether a control misses its target anywhere (a text the kernel runs: only the median counts)."""
+    measured = [t for t in times if t]
+    if (name, control) in KERNEL_ONLY:
+        return any(statistics.median(t) > TARGET_KERNEL_MEDIAN_MS for t in measured)
+    return any(statistics.median(t) > TARGET_MEDIAN_MS or max(t) > TARGET_WORST_MS for t in measured)
+
+
 def table(runs: dict[str, tuple[dict, float]]) -> str:
     """Median and worst per explorer and control, one column pair per environment."""
     envs = list(runs)
@@ -205,7 +246,7 @@ def table(runs: dict[str, tuple[dict, float]]) -> str:
             for env in envs:
                 times = runs[env][0][name].get(control)
                 row += f" {statistics.median(times):10.0f} ms {max(times):9.0f} ms" if times else f" {'-':>13} {'-':>12}"
-            lines.append(row)
+            lines.append(row + ("  missed" if missed(name, control, [runs[env][0][name].get(control) for env in envs]) else ""))
     lines.append("-" * len(header))
     lines.append(f"{'start -> first explorer usable':33}" + "".join(f" {runs[env][1]:24.1f} s" for env in envs))
     return "\n".join(lines)
@@ -216,7 +257,8 @@ def main() -> None:
     parser.add_argument("--moves", type=int, default=10, help="key presses per control (default 10)")
     parser.add_argument("--only", choices=("lab", "voila", "book"), help="measure one environment only")
     parser.add_argument("--docs", action="store_true", help="write the table into docs/benchmarks.md")
-    parser.add_argument("--screenshots", type=Path, help="write one PNG of each explorer (JupyterLab) here")
+    parser.add_argument("--screenshots", type=Path, help="write one PNG of each explorer here (<name>.png from "
+                        "JupyterLab, voila-<name>.png, book-<name>.png)")
     args = parser.parse_args()
     if not Path(CHROMIUM).exists():
         sys.exit(f"no Chromium at {CHROMIUM}: install Debian's chromium (make test does when run as root)")
@@ -224,8 +266,8 @@ def main() -> None:
 
     load_before = os.getloadavg()
     runs = {}
-    environments = {"lab": lambda b: in_lab(b, args.moves, args.screenshots), "voila": lambda b: in_voila(b, args.moves),
-                    "book": lambda b: in_book(b, args.moves)}
+    environments = {"lab": lambda b: in_lab(b, args.moves, args.screenshots), "voila": lambda b: in_voila(b, args.moves, args.screenshots),
+                    "book": lambda b: in_book(b, args.moves, args.screenshots)}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         for env, measure in environments.items():
@@ -238,7 +280,8 @@ def main() -> None:
     load = (f"load average (1, 5, 15 min) before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
             f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
     report = (f"Key press -> the explorer's next frame, {args.moves} moves per control, on {cpu}; {load}\n"
-              f"(targets: median <= {TARGET_MEDIAN_MS} ms, worst <= {TARGET_WORST_MS} ms)\n\n{table(runs)}")
+              f"(targets: median <= {TARGET_MEDIAN_MS} ms, worst <= {TARGET_WORST_MS} ms; a text the kernel runs: "
+              f"median <= {TARGET_KERNEL_MEDIAN_MS} ms)\n\n{table(runs)}")
     print("\n" + report)
     out = ROOT / "benchmarks" / "results" / "roundtrip.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -106,6 +106,23 @@ def test_the_page_receives_every_layer_and_head_as_binary_buffers(model):
 
 
 
+def test_each_typed_text_is_answered_with_its_number_so_the_page_can_send_the_next(model):
+    """The page sends text and its number in one message (js/common.js's sendTyped) and sends no
+    other until `answered` equals that number: every text is answered, the same text sent again
+    (a keystroke and its undo) and a refused one too; a text set from code keeps the number."""
+    explorer = AttentionExplorer(model, text="Hello")
+    runs = []
+    explorer.observe(lambda change: runs.append(change["new"]), names="answered")
+    explorer.set_state({"text": "Hi", "typed": 1})  # as a message from the page arrives
+    assert explorer.answered == 1 and explorer.view.labels == ["H", "i"] and runs == [1]  # one run for both changes
+    explorer.set_state({"text": "Hi", "typed": 2})
+    assert explorer.answered == 2 and explorer.view.labels == ["H", "i"]
+    explorer.set_state({"text": "Hiß", "typed": 3})
+    assert explorer.answered == 3 and explorer.stale and "'ß'" in explorer.message
+    explorer.text = "Hey"
+    assert explorer.answered == 3 and explorer.view.labels == ["H", "e", "y"] and not explorer.stale
+
+
 @pytest.mark.parametrize("text, words", [("ß", "'ß'"), ("", "at least one character"), ("x" * 65, "T_max = 64")])
 def test_bad_text_keeps_the_last_picture_greyed_under_the_reason(model, text, words):
     explorer = AttentionExplorer(model, text="Hello")

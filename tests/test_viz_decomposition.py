@@ -15,8 +15,11 @@ from gptlib.analysis.decomposition import Attribution, LensReading, direct_logit
 from gptlib.viz.decomposition import (  # noqa: E402
     MODES,
     StreamExplorer,
+    StreamRun,
     attribution_figure,
     describe_attribution,
+    describe_row,
+    describe_rows,
     logit_lens_figure,
     stream_run,
 )
@@ -34,6 +37,18 @@ def model():
 def sent_values(explorer) -> torch.Tensor:  # (3, T, n + 2), as the page reads the bytes
     n, T = explorer.shape[:2]
     return torch.from_numpy(numpy.frombuffer(explorer.values, dtype=numpy.float32).copy()).reshape(len(MODES), T, n + 2)
+
+
+def test_every_rows_words_come_from_one_sort_as_from_one_row_each(model):
+    """describe_rows (what the explorer sends) says what describe_row says of every row, ties too:
+    the earlier of two keys of equal weight first."""
+    run = stream_run(model, "To be, or not to be")
+    L, H, T = run.A.shape[:3]
+    assert describe_rows(run) == [describe_row(run, l, h, t) for l in range(L) for h in range(H) for t in range(T)]
+    even = StreamRun(run.labels, run.writes, run.predicted, run.true_next, run.pieces, run.Z,
+                     torch.ones(L, H, T, T).tril() / torch.arange(1, T + 1).reshape(T, 1))  # every key alike
+    assert describe_rows(even)[T - 1] == describe_row(even, 0, 0, T - 1)
+    assert describe_row(even, 0, 0, T - 1).endswith("strongest keys: 0 'T' 0.05, 1 'o' 0.05, 2 '␣' 0.05.")
 
 
 def test_the_numbers_sent_are_direct_logit_attributions_for_every_position_and_mode(model):

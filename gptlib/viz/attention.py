@@ -256,7 +256,7 @@ class AttentionExplorer(Explorer):
         self.shown: AttentionView | None = None  # the last view drawn: what the static copy shows
         self.picture = AttentionPicture(model.config.H)  # the kernel's PNG, for the static copy
         super().__init__(text=text)
-        self.observe(self.rerun, names="text")
+        self.answer_typing(self.rerun)
         self.observe(self.redraw, names=["layer", "head"])
         self.rerun()
 
@@ -268,7 +268,7 @@ class AttentionExplorer(Explorer):
             self.run = self.view = None
             self.refuse(str(error))
             return
-        with self.hold_sync():  # one message to the page
+        with self.hold_sync():  # one message to the page (answer_typing holds it till the end too)
             self.A = self.run.A.contiguous().numpy().tobytes()
             self.norms = self.run.write_norms.contiguous().numpy().tobytes()
             self.labels = self.run.labels

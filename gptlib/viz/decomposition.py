@@ -6,6 +6,7 @@ and the stream explorer, who wrote one prediction, drawn in the page.
     stream_run(model, text)       every write's direct contribution at every position, to the
                                   predicted, the true next and one chosen character, and every A^h
     describe_row(run, l, h, t)    the text alternative of one attention row
+    describe_rows(run)            describe_row of every layer, head and query, at once
     StreamExplorer(model, text)   the widget: text, position, token; a bar per write; a head's attention row
 
 The numbers are gptlib.analysis.decomposition's (logit_pieces, attribution_from): the page only draws them.
@@ -128,11 +129,28 @@ def stream_run(model: GPT, text: str) -> StreamRun:
 
 
 def describe_row(run: StreamRun, layer: int, head: int, t: int) -> str:
-    """The text alternative of head `head` of layer `layer`'s attention row at query t: its three strongest keys."""
+    """The text alternative of head `head` of layer `layer`'s attention row at query t: its three strongest
+    keys, the earlier key first where two weigh the same."""
     row = run.A[layer, head, t, : t + 1].double()  # (t + 1,): causal, keys 0..t
-    weights, keys = row.topk(min(3, t + 1))
-    strongest = ", ".join(f"{int(s)} {quoted(run.labels[int(s)])} {w:.2f}" for w, s in zip(weights.tolist(), keys))
-    return f"L{layer}H{head} at query {t} {quoted(run.labels[t])}, strongest keys: {strongest}."
+    weights, keys = row.sort(descending=True, stable=True)
+    return row_words(run.labels, layer, head, t, weights[:3].tolist(), keys[:3].tolist())
+
+
+def describe_rows(run: StreamRun) -> list[str]:
+    """describe_row of every layer, head and query, in the order [(l * H + h) * T + t], from one sort
+    of every row (the explorer sends all of them with each text: one call per row took ~100 ms)."""
+    L, H, T = run.A.shape[:3]
+    future = torch.ones(T, T, dtype=torch.bool).triu(1)  # keys after the query: last in every sorted row
+    weights, keys = run.A.double().masked_fill(future, -math.inf).sort(dim=-1, descending=True, stable=True)
+    weights, keys = weights[..., :3].tolist(), keys[..., :3].tolist()  # (L, H, T, 3)
+    return [row_words(run.labels, l, h, t, weights[l][h][t][: t + 1], keys[l][h][t][: t + 1])
+            for l in range(L) for h in range(H) for t in range(T)]
+
+
+def row_words(labels: list[str], layer: int, head: int, t: int, weights: list[float], keys: list[int]) -> str:
+    """describe_row's words for the given strongest keys and their weights, strongest first."""
+    strongest = ", ".join(f"{s} {quoted(labels[s])} {w:.2f}" for w, s in zip(weights, keys))
+    return f"L{layer}H{head} at query {t} {quoted(labels[t])}, strongest keys: {strongest}."
 
 
 class Refused(traitlets.TraitError, ValueError):
@@ -224,7 +242,8 @@ class StreamExplorer(Explorer):
         self.token = 0  # the id of the last character that could be read (set with each run)
         self.drawn_with: tuple[StreamRun, int] | None = None  # (run, token) of the last input drawn: the static copy's
         super().__init__(text=text, character=character)
-        self.observe(self.rerun, names=["text", "character"])
+        self.answer_typing(self.rerun)
+        self.observe(self.rerun, names="character")
         self.observe(self.redraw, names=["position", "mode", "layer", "head"])
         self.rerun()
         with self.hold_trait_notifications():
@@ -264,7 +283,7 @@ class StreamExplorer(Explorer):
             self.values = values.numpy().tobytes()
             self.A = (run.A * 255).round().to(torch.uint8).contiguous().numpy().tobytes()
             self.labels, self.writes, self.descriptions = run.labels, list(run.writes), descriptions
-            self.rows = [describe_row(run, l, h, t) for l in range(L) for h in range(H) for t in range(T)]
+            self.rows = describe_rows(run)
             self.shape = [n, T, L, H]
         self.redraw()
 

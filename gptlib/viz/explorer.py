@@ -102,15 +102,38 @@ def module(name: str) -> str:
 class Explorer(anywidget.AnyWidget):
     """Base class. Subclasses set `_esm` (module(name)), `what` (a few words for the repr),
     implement static_png() and alt_text(), and call show(message) after input they could use
-    or refuse(reason) for input they cannot."""
+    or refuse(reason) for input they cannot. One whose kernel runs a typed `text` wires it with
+    answer_typing(rerun)."""
 
     _css = (JS / "explorer.css").read_text()
     message = traitlets.Unicode("").tag(sync=True)
     stale = traitlets.Bool(False).tag(sync=True)
     live = traitlets.Bool(True).tag(sync=True)  # False in a static copy: no kernel answers there
+    # the page's number of the text it sent last, and the number the kernel's last run answered
+    # (js/common.js's sendTyped: one text in flight, sent at every keystroke)
+    typed = traitlets.Int(0).tag(sync=True)
+    answered = traitlets.Int(0).tag(sync=True)
     what = "an interactive figure"
     drawn = False  # whether any input could be drawn yet
     last_drawn: dict | None = None  # the synced values when show() was last called: what a static copy shows
+
+    def answer_typing(self, rerun) -> None:
+        """Call rerun() when `text` changes, set from code or typed in the page: once per text and
+        number the page sent (the same text sent again, after a keystroke and its undo, is answered
+        too), everything it changes sent in one message with `answered` set to that number, which
+        lets the page send its next text."""
+        ran_for = None
+
+        def answer(_change=None) -> None:
+            nonlocal ran_for
+            if (self.text, self.typed) == ran_for:
+                return  # text and number arrived in one message: one run answers both
+            ran_for = self.text, self.typed
+            with self.hold_sync():
+                rerun()
+                self.answered = self.typed
+
+        self.observe(answer, names=["text", "typed"])
 
     def show(self, message: str) -> None:
         """The current input is drawn; say what it shows."""

@@ -12,6 +12,14 @@ from benchmarks.browser.jupyterlab_driver import (
 )
 
 ACTIVE_CELL = "() => window.jupyterapp.shell.currentWidget.content.activeCellIndex"
+# Every text length A^h is drawn for, in order (its text alternative says "over N characters"; it is
+# set at every frame, so a length repeats while other controls move).
+DRAWN_LENGTHS = """(canvas) => {
+    window.__drawnLengths = [];
+    new MutationObserver(() => window.__drawnLengths.push(
+        Number(/over (\\d+) characters/.exec(canvas.getAttribute('aria-label'))[1])
+    )).observe(canvas, {attributes: true, attributeFilter: ['aria-label']});
+}"""
 
 
 def test_layer_head_hover_and_all_heads_answer_in_the_page_and_bad_text_keeps_the_picture(page, lab):
@@ -50,6 +58,17 @@ def test_layer_head_hover_and_all_heads_answer_in_the_page_and_bad_text_keeps_th
     text = explorer.locator(".gptlib-attn-text")
     text.fill("To be, or not to be")
     message.filter(has_text="19 characters, layer 1, head 3").wait_for(timeout=30_000)  # the kernel ran the new text
+
+    # typed a key at a time, faster than the kernel answers: the first key's text is sent at once and
+    # drawn; each text drawn after it is a later one, and the last drawn is the box's last text
+    heat.evaluate(DRAWN_LENGTHS)
+    text.press("Control+End")
+    text.press_sequentially(" that is the question", delay=20)
+    message.filter(has_text="40 characters, layer 1, head 3").wait_for(timeout=30_000)
+    lengths = page.evaluate("window.__drawnLengths")
+    drawn = [n for i, n in enumerate(lengths) if i == 0 or n != lengths[i - 1]]
+    assert 20 in drawn and drawn[-1] == 40 and drawn == sorted(set(drawn)), drawn
+    assert text.input_value() == "To be, or not to be that is the question"
 
     box = offset_in(explorer, heat)
     text.fill("naïve café")

@@ -1,4 +1,4 @@
-"""`make app`: the three explorers served by Voila, each moved once as an instructor would; the page
+"""`make app`: the four explorers served by Voila, each moved once as an instructor would; the page
 asks for nothing outside 127.0.0.1 and its console stays clean."""
 
 import re
@@ -22,11 +22,12 @@ def test_every_explorer_redraws_in_the_voila_app(page, voila_app):
     page.on("console", lambda m: m.type in ("error", "warning") and not SHARED_MODULE_VERSION.match(m.text)
             and console.append(m.text))
     page.goto(voila_app, timeout=120_000)
-    attention, sphere, count = (live(page, css) for css in ("gptlib-attn-explorer", "gptlib-sphere", "gptlib-count"))
-    for explorer in (attention, sphere, count):
+    attention, sphere, count, stream = (live(page, css) for css in (
+        "gptlib-attn-explorer", "gptlib-sphere", "gptlib-count", "gptlib-stream-explorer"))
+    for explorer in (attention, sphere, count, stream):
         explorer.wait_for(timeout=120_000)
     assert "load_pretrained" not in page.locator("body").inner_text()  # code hidden
-    assert explorers_per_cell(page, ".jp-Cell") == [1, 1, 1]  # each the widget only, its static copy not beside it
+    assert explorers_per_cell(page, ".jp-Cell") == [1, 1, 1, 1]  # each the widget only, its static copy not beside it
 
     head = attention.locator(".gptlib-attn-head input[type=range]")
     frame_ms(attention, lambda: head.press("ArrowRight"))
@@ -42,6 +43,13 @@ def test_every_explorer_redraws_in_the_voila_app(page, voila_app):
     layers.fill("6")
     frame_ms(count, lambda: layers.press("Enter"))
     count.locator(".gptlib-count-message").filter(has_text=f"measured {six_blocks:,} equals Theorem 5.2").wait_for(timeout=30_000)
+
+    position = stream.locator(".gptlib-stream-position input[type=range]")
+    frame_ms(stream, lambda: position.press("ArrowRight"))
+    assert "at position 40 after 'o'" in stream.locator(".gptlib-stream-caption").inner_text()
+    text = stream.locator(".gptlib-stream-text")
+    text.fill("ROMEO:\nBut soft, what light through yonder window breaks?")  # the kernel runs the new text
+    stream.locator(".gptlib-stream-message").filter(has_text="57 characters, position 40").wait_for(timeout=30_000)
 
     body = page.locator("body").inner_text()
     assert "Traceback" not in body and "error when executing" not in body

@@ -71,7 +71,7 @@ function render({ model, el }) {
   keepKeys(root);
   el.append(root);
   const textId = uniqueId("attn-text");
-  const text = h("textarea", { id: textId, class: "gptlib-attn-text", rows: 2, spellcheck: "false" });
+  const text = h("textarea", { id: textId, class: "gptlib-text gptlib-attn-text", rows: 2, spellcheck: "false" });
   text.value = model.get("text");
   const layer = h("input", { type: "range", min: 0, step: 1, "aria-label": "layer l", class: "gptlib-range" });
   const head = h("input", { type: "range", min: 0, step: 1, "aria-label": "head h", class: "gptlib-range" });
@@ -88,7 +88,7 @@ function render({ model, el }) {
   const normTitle = h("div", { class: "gptlib-readout" });
   const heads = h("div", { class: "gptlib-heads", role: "group", "aria-label": "all heads of this layer: choose one" });
   root.append(
-    h("div", {}, [h("label", { for: textId, text: "text " }), text]),
+    h("div", { class: "gptlib-text-row" }, [h("label", { for: textId, text: "text" }), text]),
     h("div", { class: "gptlib-columns" }, [
       h("div", { class: "gptlib-control gptlib-attn-layer" }, [h("span", { text: "layer l" }), layer, layerShown]),
       h("div", { class: "gptlib-control gptlib-attn-head" }, [h("span", { text: "head h" }), head, headShown]),
@@ -199,11 +199,7 @@ function render({ model, el }) {
   layer.addEventListener("input", () => choose(Number(layer.value), Number(head.value)));
   head.addEventListener("input", () => choose(Number(layer.value), Number(head.value)));
 
-  let typing = null;
-  text.addEventListener("input", () => {
-    clearTimeout(typing);
-    typing = setTimeout(() => commit(model, { text: text.value }), 250);
-  });
+  sendTyped(model, text);
 
   heat.canvas.addEventListener("mousemove", (event) => {
     if (!data) return;

@@ -165,6 +165,32 @@ function commit(model, changes) {
   model.save_changes();
 }
 
+// Text the kernel must run (the model on a new text), sent at every keystroke with no pause to wait
+// for, numbered (the model's `typed`), one request in flight: keystrokes made while the kernel runs
+// one text are sent together, as the box then reads, the moment it answers (its `answered` equals
+// the number sent). Every answer is for the newest text sent, so the picture follows the typing,
+// none is dropped, and the last drawn is always the box's last text. An answer lost (an error in
+// the kernel) blocks nothing: after LOST_MS the next keystroke is sent anyway.
+const LOST_MS = 2000;
+function sendTyped(model, box) {
+  let waiting = false, more = false, sentAt = 0;
+  function send() {
+    waiting = true;
+    more = false;
+    sentAt = performance.now();
+    commit(model, { text: box.value, typed: model.get("typed") + 1 });
+  }
+  box.addEventListener("input", () => {
+    if (waiting && performance.now() - sentAt < LOST_MS) more = true;
+    else send();
+  });
+  model.on("change:answered", () => {
+    if (model.get("answered") !== model.get("typed")) return; // an answer to another view's text
+    waiting = false;
+    if (more) send();
+  });
+}
+
 // Keys pressed in the explorer's own controls are theirs: JupyterLab's notebook shortcuts
 // (arrows move between cells in command mode) listen on the document, after the event bubbles.
 function keepKeys(root) {

@@ -41,9 +41,7 @@ function render({ model, el }) {
   keepKeys(root);
   el.append(root);
   const textId = uniqueId("stream-text");
-  const text = h("textarea", {
-    id: textId, class: "gptlib-stream-text", rows: 2, spellcheck: "false", style: "width: min(60em, 95%); font: 13px monospace",
-  });
+  const text = h("textarea", { id: textId, class: "gptlib-text gptlib-stream-text", rows: 2, spellcheck: "false" });
   text.value = model.get("text");
   const positionId = uniqueId("stream-position");
   const position = h("input", { type: "range", id: positionId, min: 0, step: 1, class: "gptlib-range" });
@@ -55,10 +53,16 @@ function render({ model, el }) {
   });
   character.value = model.get("character");
   const modeLabels = { predicted: "predicted", difference: "predicted − true next", character: "character" };
-  const mode = h("fieldset", { class: "gptlib-stream-mode" }, [h("legend", { text: "token" }), ...MODES.map((m) => {
-    radios[m] = h("input", { type: "radio", name: modeName, value: m, id: `${modeName}-${m}` });
-    return h("span", {}, [radios[m], h("label", { for: `${modeName}-${m}`, text: ` ${modeLabels[m]} ` })]);
-  }), character]);
+  // a row like the other explorers' groups (the sphere's view presets): its name, then the choices,
+  // each radio inside its label, spaced by the layout, not by blanks in the text
+  const mode = h("div", { class: "gptlib-choices gptlib-stream-mode", role: "radiogroup", "aria-label": "token" }, [
+    h("span", { text: "token:" }),
+    ...MODES.map((m) => {
+      radios[m] = h("input", { type: "radio", name: modeName, value: m });
+      return h("label", {}, [radios[m], modeLabels[m]]);
+    }),
+    character,
+  ]);
   const status = statusLine("gptlib-stream-message", 2);
   const captionId = uniqueId("stream-caption");
   const bars = sharpCanvas(1, 1, "");
@@ -82,7 +86,7 @@ function render({ model, el }) {
   row.canvas.setAttribute("aria-describedby", rowCaptionId);
   const rowCaption = h("div", { id: rowCaptionId, class: "gptlib-readout" });
   root.append(
-    h("div", {}, [h("label", { for: textId, text: "text " }), text]),
+    h("div", { class: "gptlib-text-row" }, [h("label", { for: textId, text: "text" }), text]),
     h("div", { class: "gptlib-columns" }, [
       h("div", { class: "gptlib-control gptlib-stream-position" }, [h("label", { for: positionId, text: "position t" }), position, positionShown]),
       mode,
@@ -259,11 +263,7 @@ function render({ model, el }) {
   }
   character.addEventListener("change", typedCharacter);
   character.addEventListener("keydown", (event) => { if (event.key === "Enter") typedCharacter(); });
-  let typing = null;
-  text.addEventListener("input", () => {
-    clearTimeout(typing);
-    typing = setTimeout(() => commit(model, { text: text.value }), 250);
-  });
+  sendTyped(model, text);
 
   // The kernel's answer: its status line when it could not draw; a new frame only when the picture
   // greys or clears (its answer to a move the page has drawn already draws nothing again).
