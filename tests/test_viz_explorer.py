@@ -1,4 +1,4 @@
-"""What the three explorers share (gptlib.viz.explorer): the static copy's script, and the values it saves."""
+"""What the four explorers share (gptlib.viz.explorer): the static copy's script, and the values it saves."""
 
 import base64
 import html
