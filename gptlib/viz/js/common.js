@@ -1,4 +1,4 @@
-// What the three explorers' front ends share (gptlib/viz/explorer.py prepends this file to each
+// What the four explorers' front ends share (gptlib/viz/explorer.py prepends this file to each
 // explorer's module): building labelled controls, reading typed numbers, the status line,
 // a sharp canvas, and a hover read-out. Nothing here is fetched from anywhere.
 

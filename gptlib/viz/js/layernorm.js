@@ -1,17 +1,17 @@
-// The LayerNorm sphere (gptlib.viz.geometry.LayerNormSphere), drawn in the page: every move of a
+// The LayerNorm sphere (gptlib.viz.layernorm.LayerNormSphere), drawn in the page: every move of a
 // control recomputes LN(cu) here, with Definition 4.1's formula, and redraws in the same frame.
 // The kernel, when there is one, receives the values and answers with its explanation.
 
 const D = 3;
 const SQRT3 = Math.sqrt(3);
-const CONSTANT_TOLERANCE = 1e-12; // as gptlib.viz.geometry: sigma below this times max|u| is rounding noise
+const CONSTANT_TOLERANCE = 1e-12; // as gptlib.viz.layernorm: sigma below this times max|u| is rounding noise
 const EPS_STEPS = [0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0];
 const VIEWS = { "oblique": [20, 30], "down the all-ones axis": [90, 30], "side-on to the plane": [0, 30] };
 const PLANE = [[1 / Math.SQRT2, -1 / Math.SQRT2, 0], [1 / Math.sqrt(6), 1 / Math.sqrt(6), -2 / Math.sqrt(6)]];
 const ONES = [1, 1, 1];
 const COLOURS = { u: "#000000", projection: "#c25400", normalized: "#1a7f1a", image: "#7b3fa0", circle: "#1f63b4", axis: "#6b6b6b" };
 
-// Why eps cannot be drawn, or null for one of the slider's steps: gptlib.viz.geometry.eps_refusal's words.
+// Why eps cannot be drawn, or null for one of the slider's steps: gptlib.viz.layernorm.eps_refusal's words.
 export function epsRefusal(eps) {
   if (EPS_STEPS.includes(eps)) return null;
   return `eps must be one of the slider's steps (${EPS_STEPS.map(formatG).join(", ")}), got ${formatG(eps)}`;
@@ -23,7 +23,7 @@ const dot = (a, b) => a.reduce((sum, x, i) => sum + x * b[i], 0);
 const norm = (a) => Math.sqrt(dot(a, a));
 
 // LN(u) with gamma = 1, beta = 0: (u - mean(u) 1) / sqrt(sigma(u)^2 + eps), computed on u / s and
-// eps / s^2 for a power of two s near max|u_i| (gptlib.geometry does the same), so no square
+// eps / s^2 for a power of two s near max|u_i| (gptlib.analysis.layernorm does the same), so no square
 // overflows or underflows. A zero-variance u maps to 0, never to NaN.
 export function layerNorm(u, eps) {
   const largest = Math.max(...u.map(Math.abs), Math.sqrt(eps), 2.2250738585072014e-308);
@@ -35,7 +35,7 @@ export function layerNorm(u, eps) {
   return denominator > 0 ? centred.map((x) => x / Math.sqrt(denominator)) : centred.map(() => 0);
 }
 
-// Everything the picture shows, as gptlib.viz.geometry.sphere_scene computes it.
+// Everything the picture shows, as gptlib.viz.layernorm.sphere_scene computes it.
 export function scene({ u0, u1, u2, scale, eps, gamma, beta }) {
   const cu = [u0, u1, u2].map((x) => scale * x);
   const largest = Math.max(...cu.map(Math.abs));
