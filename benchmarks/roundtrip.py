@@ -266,7 +266,8 @@ def main() -> None:
 
     load_before = os.getloadavg()
     runs = {}
-    environments = {"lab": lambda b: in_lab(b, args.moves, args.screenshots), "voila": lambda b: in_voila(b, args.moves, args.screenshots),
+    environments = {"lab": lambda b: in_lab(b, args.moves, args.screenshots),
+                    "voila": lambda b: in_voila(b, args.moves, args.screenshots),
                     "book": lambda b: in_book(b, args.moves, args.screenshots)}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)

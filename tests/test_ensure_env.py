@@ -30,8 +30,9 @@ def test_the_installer_needs_the_python_pyproject_requires():
     assert PROJECT["requires-python"] == ">=" + ".".join(map(str, ensure_env.MINIMUM_PYTHON))
 
 
-def test_the_installer_offers_every_extra_but_the_benchmarks():
-    assert set(ensure_env.EXTRAS) == set(PROJECT["optional-dependencies"]) - {"bench"}
+def test_the_installer_offers_every_extra_but_the_benchmarks_and_the_export():
+    # bench is make bench's own; export (transformers, for gptlib.export) comes with test and is a pip extra only
+    assert set(ensure_env.EXTRAS) == set(PROJECT["optional-dependencies"]) - {"bench", "export"}
 
 
 def test_the_course_kit_is_installed_for_the_course_and_test_extras_only():
