@@ -4,7 +4,6 @@ Importing gptlib loads torch only; plotting and widgets live in gptlib.viz and l
 """
 
 from . import printing
-from .adopt import adopt
 from .analysis.cache import Cache, run_with_cache
 from .analysis.counting import component_table, format_table, measured_table, theorem_5_2
 from .config import COURSE_CONFIG, GPTConfig
@@ -29,3 +28,11 @@ __all__ = [
     "run_with_cache",
     "theorem_5_2",
 ]
+
+
+def adopt(model, config: GPTConfig, seed: int = 0) -> GPT:
+    """A learner's GPT read into gptlib's GPT, its logits proven equal (gptlib.adoption.adopt). Imported when
+    called: adoption reads models with the build checkers, which `import gptlib` need not load."""
+    from .adoption import adopt as adopt_model
+
+    return adopt_model(model, config, seed)

@@ -135,10 +135,10 @@ def test_environment_yml_installs_the_package_itself_with_no_copied_list():
 
 
 @pytest.mark.slow  # a fresh interpreter
-def test_import_gptlib_and_its_command_load_neither_matplotlib_nor_the_widget_libraries():
+def test_import_gptlib_and_its_command_load_neither_matplotlib_nor_the_widget_libraries_nor_the_checkers():
     code = (
         "import runpy, sys; runpy.run_module('gptlib', run_name='not_main')\n"  # imports gptlib, then gptlib.__main__
-        "print(sorted(m for m in ('matplotlib', 'ipywidgets', 'anywidget', 'IPython') if m in sys.modules))"
+        "print(sorted(m for m in ('matplotlib', 'ipywidgets', 'anywidget', 'IPython', 'gptlib.exercises') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout
     assert out.strip() == "[]"
