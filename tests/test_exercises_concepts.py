@@ -2,6 +2,7 @@
 notebooks every question is asked in Markdown above an unanswered check (its answer off screen)."""
 
 import dataclasses
+import random
 import re
 
 import pytest
@@ -10,7 +11,9 @@ import torch
 from gptlib import exercises
 from gptlib.analysis import attention, cost, decomposition, layernorm
 from gptlib.analysis.counting import measured_table
+from gptlib.assignment.variants import shifted_seeds
 from gptlib.config import COURSE_CONFIG, GPTConfig
+from gptlib.exercises import sealed
 from gptlib.exercises.answers import concepts
 from gptlib.exercises.result import FAILED, NOT_ATTEMPTED, PASSED
 from gptlib.model import GPT, attention_matrices_formed
@@ -169,6 +172,86 @@ def test_a_number_question_reasons_and_predicts_mistakes_from_its_own_sizes(ques
     _agrees(asked, values, stated, asked.asked_at)
     _agrees(build(**other), values, stated, other)
     assert exercises.concept_answer(question).endswith(asked.why(asked.answer()))
+
+
+def _of_sizes(values, asked_at: dict, pick=lambda right, wrong: right):
+    """A learner's function of a question's sizes (positional, in the order it states them) built on an
+    independent reference `values` (REBUILT): its right count, or what `pick` takes of (right, mistakes)."""
+    return lambda *sizes: pick(*values(**dict(zip(asked_at, sizes))))
+
+
+@pytest.mark.parametrize("question, build, values, stated, other", REBUILT, ids=[case[0] for case in REBUILT])
+def test_a_number_question_takes_a_function_of_its_sizes_and_a_hidden_variant_asks_it_elsewhere(
+        question, build, values, stated, other):
+    """A function computed by the independent reference passes at the stated sizes, and at the sizes every hidden
+    variant tried draws; each mistake's function fails with that mistake's words. A number, or a function right at
+    the stated sizes only, passes the public check and fails every hidden one."""
+    asked = concepts.QUESTIONS[question].asked_at
+    right = _of_sizes(values, asked)
+    count = values(**asked)[0]
+    table = lambda *sizes: count if sizes == tuple(asked.values()) else -1  # noqa: E731  (no count is negative)
+    assert exercises.check_concept(question, right).status == PASSED
+    assert exercises.check_concept(question, table).status == PASSED
+    for i, name in enumerate(concepts.QUESTIONS[question].mistakes):
+        verdict = exercises.check_concept(question, _of_sizes(values, asked, lambda _, wrong, i=i: wrong[i]))
+        assert verdict.status == FAILED and name in verdict.message
+        assert verdict.message.startswith(f"your function gives {values(**asked)[1][i]:,} at ")
+    drawn = set()
+    for offset in range(1, 9):
+        seen = []
+        with shifted_seeds(offset):
+            assert exercises.check_concept(question, lambda *sizes: seen.append(sizes) or right(*sizes)).status == PASSED
+            assert exercises.check_concept(question, table).status == FAILED
+            verdict = exercises.check_concept(question, count)
+        assert seen[0] == tuple(asked.values()) and len(seen) == 1 + sealed.VARIANT_SIZES
+        assert verdict.status == FAILED and "a whole number answers the stated sizes only" in verdict.message
+        drawn.update(seen[1:])
+    assert len(drawn) > 8 and tuple(asked.values()) not in drawn, "the drawn sizes move with the offset"
+
+
+def test_a_hidden_variant_draws_sizes_of_the_kind_each_number_question_states():
+    """Every number question can be asked elsewhere, under the same names, by its own builder."""
+    assert sorted(concepts.ASKED_ELSEWHERE) == sorted(q for q, _ in NUMBERS)
+    for question, (build, draw) in concepts.ASKED_ELSEWHERE.items():
+        assert build(**concepts.QUESTIONS[question].asked_at).asked_at == concepts.QUESTIONS[question].asked_at
+        for seed in range(20):
+            sizes = draw(random.Random(seed))
+            assert build(**sizes).asked_at == sizes and list(sizes) == list(concepts.QUESTIONS[question].asked_at)
+
+
+def test_a_function_answer_that_raises_or_returns_no_whole_number_is_told_so():
+    question, asked = "6.3", concepts.QUESTIONS["6.3"].asked_at
+    where = ", ".join(f"{name} = {value}" for name, value in asked.items())
+
+    def stub(T, w, L):
+        raise NotImplementedError
+
+    def lying(T, w, L):  # an object that claims to equal everything
+        return type("Liar", (), {"__eq__": lambda self, other: True, "__int__": lambda self: 0})()
+
+    verdicts = {
+        "stub": (exercises.check_concept(question, stub), NOT_ATTEMPTED, "still raises NotImplementedError"),
+        "raises": (exercises.check_concept(question, lambda T, w, L: 1 // 0), "error", "raised ZeroDivisionError"),
+        "arity": (exercises.check_concept(question, lambda T: T), "error", "raised TypeError"),
+        "text": (exercises.check_concept(question, lambda T, w, L: "many"), FAILED, f"value at {where} should be a whole"),
+        "half": (exercises.check_concept(question, lambda T, w, L: 51.5), FAILED, "should be a whole number, got 51.5"),
+        "none": (exercises.check_concept(question, lambda T, w, L: None), FAILED, "should be a whole number"),
+        "bool": (exercises.check_concept(question, lambda T, w, L: True), FAILED, "should be a whole number"),
+        "liar": (exercises.check_concept(question, lying), FAILED, "should be a whole number"),
+        "huge": (exercises.check_concept(question, lambda T, w, L: 10**400), FAILED, "is not it"),
+    }
+    for name, (verdict, status, words) in verdicts.items():
+        assert verdict.status == status and words in verdict.message, (name, verdict.message)
+
+
+def test_a_released_record_checks_a_function_answer_at_its_stated_sizes(monkeypatch):
+    """A class release's record states its sizes: the student's kernel checks a function there, with no answers."""
+    spec = concepts.QUESTIONS["10.3"]
+    monkeypatch.setattr(sealed, "_RELEASED", {"10.3": sealed.seal("10.3", spec, bytes(16))})
+    monkeypatch.setattr(sealed, "_self_study_record", None)  # any use of the answers here fails the test
+    assert exercises.check_concept("10.3", lambda H, ell: 1 + ell * (H + 1)).status == PASSED
+    assert exercises.check_concept("10.3", lambda H, ell: 2 + ell * (H + 2)).message.startswith(
+        f"your function gives {2 + 4 * 10} at H = 8, ell = 4: that is the course model's count")
 
 
 def test_the_course_model_choices_state_its_own_numbers():

@@ -8,7 +8,14 @@ that message: the right answer's explanation is readable only by someone who giv
 record names no letter or number. Any other number reads "... is not it".
 
     exercises.check_concept("7.1", "b")   # passed, with the reason; or failed, with what that choice misses
+    exercises.check_concept("6.3", lambda T, w, L: ...)  # a number question: its count, or a function of its sizes
     exercises.concept_answer("7.1")       # the answer and why: self-study only
+
+A number question's record also states the sizes it is asked at; a function answer is called there
+(positionally, in that order). Inside a hidden variant (gptlib.assignment.variants) it is also called at
+VARIANT_SIZES other sizes drawn from the variant's offset, each checked against the question built and
+sealed there, which needs exercises/answers/ (the judge has it); a whole number answers only the
+stated sizes, and fails there.
 
 Where the records come from: a class release ships the records of its notebook's questions
 (OUT/student/NN_name/tests/concepts.json, written by `python -m gptlib_course assign`, a fresh salt
@@ -24,14 +31,17 @@ import base64
 import functools
 import hashlib
 import json
+import random
 import secrets
 
-from .checking import Wrong
+from .checking import Wrong, call, checker
 from .mistakes import name_mistake
 from .reading import as_int
 from .result import FAILED, NOT_ATTEMPTED, PASSED, Result
+from .variants import variant_points
 
 ITERATIONS = 10_000  # PBKDF2 rounds per answer tried: milliseconds for a learner, slow for a table of all numbers
+VARIANT_SIZES = 2  # other sizes a hidden variant asks a number question at, after the stated ones
 _RELEASED: dict[str, dict] = {}  # id -> the sealed record a class release loaded
 
 
@@ -88,6 +98,8 @@ def _sealed_with_keys(question: str, spec, salt: bytes) -> tuple[dict, dict[str,
               "outcomes": dict(sorted(locked.items()))}  # in hash order: the order says nothing either
     if record["kind"] == "choice":
         record["letters"] = spec.letters()
+    else:  # the sizes the Markdown states, in the order a function answer takes them
+        record["asked_at"] = dict(spec.asked_at)
     return record, keys
 
 
@@ -120,6 +132,36 @@ def _answer_key(question: str, record: dict, known: dict[str, bytes], text: str)
     return known[text] if text in known else _key(bytes.fromhex(record["salt"]), question, text)
 
 
+@functools.cache
+def _record_elsewhere(question: str, sizes: tuple[tuple[str, int], ...]) -> tuple[dict, dict[str, bytes]]:
+    """Number question `question` built and sealed at other `sizes` (a hidden variant's), with its keys."""
+    from .answers.concepts import ASKED_ELSEWHERE
+
+    build, _ = ASKED_ELSEWHERE[question]
+    return _sealed_with_keys(question, build(**dict(sizes)), secrets.token_bytes(16))
+
+
+def _drawn_sizes(question: str, stated: dict[str, int], rng: random.Random) -> tuple[dict[str, int], ...]:
+    """The other sizes a hidden variant asks number question `question` at: VARIANT_SIZES of them, each
+    different from the stated ones and from one another."""
+    try:
+        from .answers.concepts import ASKED_ELSEWHERE
+    except ModuleNotFoundError:
+        raise ValueError(f"question {question!r} is asked at other sizes only where it is graded: this install has "
+                         "no answers to seal there") from None
+    _, draw = ASKED_ELSEWHERE[question]
+    drawn: list[dict[str, int]] = []
+    while len(drawn) < VARIANT_SIZES:
+        sizes = draw(rng)
+        if sizes != stated and sizes not in drawn:
+            drawn.append(sizes)
+    return tuple(drawn)
+
+
+def _sizes_text(sizes: dict[str, int]) -> str:
+    return ", ".join(f"{name} = {value}" for name, value in sizes.items())
+
+
 def _as_text(record: dict, answer) -> str:
     """The answer as the record spells it: one of its letters, or a whole number's digits."""
     if record["kind"] == "choice":
@@ -138,22 +180,60 @@ def verdict(question: str, letter: str) -> tuple[str, str]:
     return _unlock(key, record["outcomes"][_lookup(key)])
 
 
+def _opened(question: str, record: dict, known: dict[str, bytes], text: str) -> tuple[str, str]:
+    """(status, message) the record holds for an answer spelled `text`; a number it has no words for fails."""
+    key = _answer_key(question, record, known, text)
+    token = record["outcomes"].get(_lookup(key))
+    if token is None:  # a number the question has no words for
+        return FAILED, f"{int(text):,} is not it. Try again."
+    return _unlock(key, token)
+
+
 def check_concept(question: str, answer) -> Result:
-    """Your answer to concept question `question` ("7.1"): a letter, or a whole number; None = not yet."""
+    """Your answer to concept question `question` ("7.1"): a letter, or a whole number (or a function of the
+    sizes the question states that returns it: checked there, and in a hidden variant at other sizes too);
+    None = not yet."""
     record, known = _record(question)
     label = f"Question {question}"
     if answer is None:
         kind = "a letter" if record["kind"] == "choice" else "a whole number"
         return Result(label, NOT_ATTEMPTED, f"replace None with your answer ({kind}).")
+    if record["kind"] == "number":
+        points = variant_points((record["asked_at"],), lambda rng: _drawn_sizes(question, record["asked_at"], rng))
+        if callable(answer):
+            return _check_function(question, record, known, answer, points)
+        if len(points) > 1:
+            return Result(label, FAILED, f"a whole number answers the stated sizes only ({_sizes_text(record['asked_at'])}); "
+                          f"this check also asks at other sizes: answer with a function of {', '.join(record['asked_at'])} "
+                          "that returns it.")
     try:
         text = _as_text(record, answer)
     except Wrong as wrong:
         return Result(label, FAILED, wrong.message)
-    key = _answer_key(question, record, known, text)
-    token = record["outcomes"].get(_lookup(key))
-    if token is None:  # a number the question has no words for
-        return Result(label, FAILED, f"{int(text):,} is not it. Try again.")
-    return Result(label, *_unlock(key, token))
+    return Result(label, *_opened(question, record, known, text))
+
+
+def _check_function(question: str, record: dict, known: dict[str, bytes], answer, points: tuple[dict, ...]) -> Result:
+    """A number question answered by a function of its sizes: called (positionally, in the order the question
+    states them) at every point, the stated sizes first; the first wrong value fails with what the record says of
+    it there."""
+
+    @checker(f"Question {question}")
+    def at_every_point():
+        said = None
+        for sizes in points:
+            sizes = {name: sizes[name] for name in record["asked_at"]}  # in the order the question states them
+            opened = (record, known) if sizes == record["asked_at"] else _record_elsewhere(question, tuple(sizes.items()))
+            where = _sizes_text(sizes)
+            value = as_int(call(answer, *sizes.values(), what=where), f"your function's value at {where}")
+            status, message = _opened(question, *opened, str(value))
+            if status != PASSED:
+                raise Wrong(f"your function gives {value:,} at {where}: {message}")
+            said = said or message
+        others = len(points) - 1
+        return said + (f" Your function is also right at {others} other sizes." if others else ""), ()
+
+    return at_every_point()
 
 
 WITHHELD = "the answers stay with your instructor in this class release"

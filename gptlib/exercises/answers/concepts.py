@@ -7,14 +7,16 @@ place there); the learner answers in the code cell below it:
     exercises.check_concept("7.1", "b")    # passed, with the reason; or failed, with what that choice misses
 
 A choice question takes one letter; a number question takes a whole number (a typical wrong
-number earns the mistake that produces it). `concept_answer(id)` reveals the answer and why.
-Numbers that a gptlib function computes are computed by it here, never typed. The checking itself
+number earns the mistake that produces it), or a function of the sizes the question states that
+returns it, which a hidden variant also asks at other sizes (ASKED_ELSEWHERE). `concept_answer(id)`
+reveals the answer and why. Numbers that a gptlib function computes are computed by it here, never typed. The checking itself
 (exercises/sealed.py) reads these questions only through their sealed records, so that a class
 release can check answers without this file.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -477,6 +479,37 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "10.3": stream_writes_question(H=8, ell=4),
 }
+
+
+def _heads_and_width(rng: random.Random) -> dict[str, int]:
+    H = rng.choice((1, 2, 4, 8, 16))
+    return {"d": H * rng.randint(2, 24), "H": H}
+
+
+def _width_and_zeroed_gains(rng: random.Random) -> dict[str, int]:
+    d = rng.randint(6, 40)
+    return {"d": d, "k": rng.randint(2, d - 2)}
+
+
+# Each number question's builder, and the sizes of the kind it states that a hidden variant
+# (gptlib.assignment.variants) asks it at instead, drawn from the variant's offset: each measured in
+# well under a second. A learner who answers with a function of the sizes answers there too.
+ASKED_ELSEWHERE: dict[str, tuple[Callable[..., Number], Callable[[random.Random], dict[str, int]]]] = {
+    "1.5": (attention_rank_question, lambda rng: {**_heads_and_width(rng), "T": rng.randint(2, 48)}),
+    "2.3": (mlp_question, lambda rng: {"d": 4 * rng.randint(2, 32), "d_ff": 8 * rng.randint(1, 48)}),
+    "3.3": (final_norm_question, lambda rng: {"T": rng.randint(2, 8), "L": rng.randint(1, 4)}),
+    "4.3": (gained_image_question, _width_and_zeroed_gains),
+    "5.3": (gpt2_block_question, lambda rng: {"d": 4 * rng.randint(4, 96)}),
+    "6.3": (window_question, lambda rng: {"T": rng.randint(4, 40), "w": rng.randint(2, 6), "L": rng.randint(1, 4)}),
+    "7.3": (multi_query_crossover_question, _heads_and_width),
+    "10.3": (stream_writes_question, lambda rng: {"H": rng.randint(1, 16), "ell": rng.randint(1, 12)}),
+}
+
+
+def asked_elsewhere(question: str, rng: random.Random) -> Number:
+    """Number question `question` built again at sizes drawn from `rng` (ASKED_ELSEWHERE)."""
+    build, draw = ASKED_ELSEWHERE[question]
+    return build(**draw(rng))
 
 
 # Exercise 7's statement (exercises.check_post_norm_statement): the right one of jacobian.STATEMENTS, and what
