@@ -3,10 +3,11 @@
 A submission puts one block of code in place of the notebook's answer cells (the first answer
 cell gets the code, the others are emptied, as a student who wrote everything in one place).
 correct() answers with gptlib's reference solutions, typical() with one typical mistake per answer
-(code() adds the concept questions' answers, read from the checkers);
+(code() adds the concept questions' answers: letters read from the checkers, formulas for the numbers);
 the hostile submissions (for notebook 05 only, whose checkers are fast) crash, loop, delete their
 cells, flood the output, import what is missing, ask for 8 GiB, snoop on the grader, forge the checker,
-answer from a table of the public test's points, type the course configuration's numbers (constant),
+answer from a table of the public test's points, type the course configuration's numbers (constant: Question
+5.3's count too),
 raise the hidden configuration as their error (leaky), answer right in other types (typed), look for
 other processes, signal their parents, leave a daemon that kills whatever it can, fork without end,
 look for gptlib's answers, or answer with values that lie (confined()). Notebook 09's build track
@@ -21,7 +22,6 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
-import re
 from pathlib import Path
 
 import torch
@@ -31,6 +31,7 @@ from gptlib.assignment import cases
 from gptlib.assignment.variants import shifted_seeds
 from gptlib.config import COURSE_CONFIG
 from gptlib.exercises.answers import build as _build_solutions
+from gptlib.exercises.answers import concepts as _concepts
 from gptlib.exercises.answers import solutions as _solutions
 from gptlib_course import sandbox
 from gptlib_course.questions import ROLE_KEY
@@ -59,24 +60,34 @@ def right_letter(check, letters: str = "abcdef") -> str:
     return next(letter for letter in letters if check(letter))
 
 
-def concept_answer(question: str):
-    """A concept question's answer, read from exercises.concept_answer: '(b)' -> 'b', '12,345' -> 12345."""
-    answer = re.match(r"Question [\d.]+: \(?([\w,]+)\)?\.", exercises.concept_answer(question)).group(1)
-    return int(answer.replace(",", "")) if answer.replace(",", "").isdigit() else answer
+# Each number question's answer as a student writes it: a formula in the sizes the question states, in its
+# order (the checker compares it with the count measured at those sizes, and in a hidden case at others).
+FORMULAS = {
+    "1.5": "lambda d, H, T: T",
+    "2.3": "lambda d, d_ff: 2 * d * d_ff + d_ff + d",
+    "3.3": "lambda T, L: T",
+    "4.3": "lambda d, k: d - k",
+    "5.3": "lambda d: 12 * d**2 + 13 * d",
+    "6.3": "lambda T, w, L: T * (T - 1) // 2 + sum(T - gap for gap in range(L * (w - 1) + 1, T))",
+    "7.3": "lambda d, H: d + d // H + 4 * d",
+    "10.3": "lambda H, ell: 1 + ell * (H + 1)",
+}
 
 
 def concept_lines(asked: list, wrong: bool) -> str:
-    """`answer_concept_N_M = ...` for every concept question asked (questions.Question), right or wrong."""
+    """`answer_concept_N_M = ...` for every concept question asked (questions.Question), right or wrong: a
+    choice's letter, a number question's formula (FORMULAS; one more than it when wrong)."""
     lines = []
     for question in asked:
         call = ast.parse(question.check, mode="eval").body
         if call.func.attr != "check_concept":
             continue
         q = call.args[0].value
-        answer = concept_answer(q)
-        if wrong:
-            answer = answer + 1 if isinstance(answer, int) else right_letter(lambda x, q=q: not exercises.check_concept(q, x))
-        lines.append(f"answer_{question.name} = {answer!r}")
+        if q in FORMULAS:
+            answer = f"lambda *sizes: ({FORMULAS[q]})(*sizes) + 1" if wrong else FORMULAS[q]
+        else:
+            answer = repr(right_letter(lambda x, q=q: bool(exercises.check_concept(q, x)) != wrong))
+        lines.append(f"answer_{question.name} = {answer}")
     return "\n".join(lines)
 
 
@@ -268,7 +279,8 @@ def hostile(correct_05: str, hidden_test: str, other_student: str, port: int, me
         "forger": forger,
         "memoriser": f"TABLE = {memorised!r}\ndef count(c):\n    return TABLE.get(repr(c), 0)",
         "constant": (f"count = {_solutions.count(COURSE_CONFIG)}\ntable = {_solutions.rows(COURSE_CONFIG)}\n"
-                     f"tied_count = {_solutions.tied_count(COURSE_CONFIG.replace(tie_weights=True))}"),
+                     f"tied_count = {_solutions.tied_count(COURSE_CONFIG.replace(tie_weights=True))}\n"
+                     f"answer_concept_5_3 = {_concepts.QUESTIONS['5.3'].answer()}"),
         "leaky": "def count(c):\n    raise ValueError(repr(c))\ndef tied_count(c):\n    raise type(repr(c), (Exception,), {})()",
         "typed": ("import collections, fractions\nimport numpy as np\n"
                   "Rows = collections.namedtuple('Rows', 'embeddings attention mlps norms final')\n"

@@ -107,7 +107,7 @@ def test_hidden_cases_only_in_the_autograder(built):
                 full = cases.load(graded)
                 assert full.check == student.check
                 question = next(q for q in questions(_load(next(p for p in NOTEBOOKS if p.stem == name))) if q.name == full.name)
-                assert any(c.hidden for c in full.cases) == question.functions
+                assert any(c.hidden for c in full.cases) == assign.has_hidden_variant(question)
 
 
 def test_grader_check_runs_the_public_cases_in_the_students_namespace(built):
@@ -140,20 +140,26 @@ def test_hidden_variant_catches_an_answer_that_replays_the_public_points(built):
     assert not course_class.expected_result(replay, test.check, offset)
 
 
-# Every question whose answer is a function: its hidden variant must ask at other points.
-MUST_MOVE = {"01_multi_head_attention": ["head_circuits", "rank_bounds", "factor_pair_dimension"],
-             "04_layernorm_geometry": ["layer_norm", "weight_decay"],
-             "05_gpt_and_parameter_count": ["parameter_count", "parameter_table", "tied_count"],
-             "07_computational_cost": ["training_flops", "attention_takeover"],
+# Every question whose answer is a function, and every number concept question (a function of its sizes):
+# its hidden variant must ask at other points.
+MUST_MOVE = {"01_multi_head_attention": ["head_circuits", "rank_bounds", "factor_pair_dimension", "concept_1_5"],
+             "02_position_wise_mlp": ["concept_2_3"],
+             "03_residual_stream_and_prenorm": ["concept_3_3"],
+             "04_layernorm_geometry": ["layer_norm", "weight_decay", "concept_4_3"],
+             "05_gpt_and_parameter_count": ["parameter_count", "parameter_table", "tied_count", "concept_5_3"],
+             "06_causality": ["concept_6_3"],
+             "07_computational_cost": ["training_flops", "attention_takeover", "concept_7_3"],
              "09_build_your_own_gpt": ["layer_norm_module", "attention_head", "multi_head_attention", "mlp", "block",
-                                       "gpt", "init"]}
+                                       "gpt", "init"],
+             "10_reading_the_residual_stream": ["concept_10_3"]}
 
 
 @pytest.mark.parametrize("notebook, question", [(n, q) for n, qs in MUST_MOVE.items() for q in qs])
 def test_hidden_variant_draws_other_points_and_the_reference_passes_there(built, notebook, question):
-    """The checkers draw other configurations, inputs, weights or shapes under the hidden offset, and
-    the reference solution passes there as on the public points."""
-    correct = course_class.correct()
+    """The checkers draw other configurations, inputs, weights, shapes or sizes under the hidden offset, and
+    the reference solution (a number question's formula) passes there as on the public points."""
+    asked = questions(_load(next(p for p in NOTEBOOKS if p.stem == notebook)))
+    correct = {notebook: course_class.code(notebook, asked, wrong=False)}
     assert course_class.hidden_variant_moves(built[0], correct, notebook, question)
     test = cases.load(built[0] / "autograder" / notebook / "tests" / f"{question}.py")
     assert course_class.expected_result(correct[notebook], test.check, course_class.hidden_offset(test))
@@ -185,10 +191,10 @@ def _namespace(code: str) -> dict:
     return namespace
 
 
-def test_every_function_question_is_listed_above(built):
+def test_every_question_with_a_hidden_variant_is_listed_above(built):
     listed = {(n, q) for n, qs in MUST_MOVE.items() for q in qs}
     slow = {("03_residual_stream_and_prenorm", "post_norm_jacobian"), ("06_causality", "dependency_map")}  # seeded: they move
-    asked = {(p.stem, q.name) for p in NOTEBOOKS for q in questions(_load(p)) if q.functions and q.gradable}
+    asked = {(p.stem, q.name) for p in NOTEBOOKS for q in questions(_load(p)) if assign.has_hidden_variant(q)}
     assert asked == listed | slow
 
 

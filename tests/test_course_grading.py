@@ -315,14 +315,17 @@ def test_a_table_of_the_public_points_fails_the_hidden_variant(graded):
 
 
 def test_numbers_typed_for_the_public_configuration_fail_every_hidden_case(graded):
-    """count = 816640, a typed table and tied_count = 808320 answer the public case only."""
+    """count = 816640, a typed table, tied_count = 808320 and Question 5.3's count answer the public case only."""
     answer = {t.name: _answer_names(t.check)[0] for t in load_tests(str(graded["build"] / "autograder" / NB05))}
+    asked_elsewhere = []
     for question, outcomes in _by_question(graded, "constant").items():
-        if question.startswith("concept"):
+        if len(outcomes) == 1:  # a choice question: public only
             continue
+        asked_elsewhere.append(question)
         public, hidden = sorted(outcomes, key=lambda o: o.hidden)
         assert public.earned == public.points and hidden.earned == 0, question
         assert hidden.message.startswith(f"{answer[question]} is a value, not a function")
+    assert {"parameter_count", "tied_count", "concept_5_3"} <= set(asked_elsewhere)
 
 
 def test_a_hidden_case_shows_nothing_of_its_inputs_even_in_the_students_own_error(graded):

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from benchmarks import course_class
+from gptlib import exercises
 from gptlib.analysis import attention as circuits
 from gptlib.analysis import jacobians
 from gptlib.analysis import layernorm as geometry
@@ -27,6 +28,7 @@ from gptlib.exercises import counting as counts
 from gptlib.exercises import jacobians as jacobian
 from gptlib.exercises import layernorm
 from gptlib.exercises.answers import build as build_solutions
+from gptlib.exercises.answers import concepts
 
 pytestmark = pytest.mark.slow  # thousands of checker runs: `pytest -m slow`
 
@@ -107,6 +109,19 @@ def _maps() -> dict:
     return {name: (lambda model, idx, f=f: f(measured(model, idx)).double(),) for name, f in wrong.items()}
 
 
+def _number_question(question: str) -> tuple:
+    """Concept question `question`'s checker for a function answer, and its typical mistakes as such functions:
+    each built, by the question's own builder, at the sizes it is called with."""
+    build, _ = concepts.ASKED_ELSEWHERE[question]
+    stated = concepts.QUESTIONS[question]
+
+    def mistake(index: int):
+        return lambda *sizes: list(build(**dict(zip(stated.asked_at, sizes))).mistakes.values())[index]()
+
+    return ((lambda answer: exercises.check_concept(question, answer)),
+            {name: (mistake(i),) for i, name in enumerate(stated.mistakes)})
+
+
 BUILD = {"layer_norm_module": "check_layer_norm_module(LayerNorm)", "attention_head": "check_attention_head(AttentionHead)",
          "multi_head_attention": "check_multi_head_attention(MultiHeadAttention)", "mlp": "check_mlp(MLP)",
          "block": "check_block(Block)", "gpt": "check_gpt(GPT)", "init": "check_init(init_weights, GPT)"}
@@ -142,6 +157,7 @@ QUESTIONS = {  # question: (checker, {mistake: the answer's arguments}, offsets)
     "post_norm_jacobian": lambda: (jacobian.check_post_norm_jacobian, _jacobians(), FEW),
     "dependency_map": lambda: (causal.check_dependency_map, _maps(), FEW),
     **{step: (lambda step=step: (*_build_step(step), FEW)) for step in BUILD},
+    **{f"concept_{q.replace('.', '_')}": (lambda q=q: (*_number_question(q), FEW)) for q in concepts.ASKED_ELSEWHERE},
 }
 
 

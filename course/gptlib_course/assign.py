@@ -9,8 +9,9 @@ autograder's folder (`python -m gptlib_course assign`, `make assignments`).
     OUT/student/NN_name/tests/questions.json  every question, in order (grader.check_all)
     OUT/gradebook.ini                      points per case, weights, deadlines, late policy (gradebook.py)
 
-Every question is worth 1 point on its public case; a question whose answer is a function or a class
-gets a hidden variant worth 1 more point (variants.py, a secret seed offset drawn here). A build-track
+Every question is worth 1 point on its public case; a question whose answer is a function or a class,
+and a number concept question (answered by a function of its sizes), gets a hidden variant worth 1 more
+point (variants.py, a secret seed offset drawn here). A build-track
 class (notebook 09) stays in the submission's process: the judge's checker works on a mirror of the
 module it builds (remote_module.py, inside/module_server.py). A question whose argument is an expression
 (`check_own_model(MyGPT(), ...)`) is practice: public, 0 points, since the judge evaluates no
@@ -54,6 +55,14 @@ def concept_id(question: Question) -> str | None:
     if call.func.attr == "check_concept":
         return call.args[0].value
     return "post_norm_statement" if call.func.attr == "check_post_norm_statement" else None
+
+
+def has_hidden_variant(question: Question) -> bool:
+    """Whether a graded question gets a hidden case: its answer is a function or class the notebook defines,
+    or it is a number concept question, whose answer may be a function of the sizes it states."""
+    from gptlib.exercises.answers.concepts import ASKED_ELSEWHERE
+
+    return question.gradable and (question.functions or concept_id(question) in ASKED_ELSEWHERE)
 
 
 def sealed_concepts(asked: list[Question]) -> dict[str, dict]:
@@ -159,7 +168,7 @@ def build(notebooks: list[Path], out: Path, hints: bool = True, worked: bool = T
             points = 1 if q.gradable else 0
             (student / "tests" / f"{q.name}.py").write_text(cases.source(q, None, points))
             if q.gradable:
-                offset = secrets.randbelow(2**31) + 1 if q.functions else None
+                offset = secrets.randbelow(2**31) + 1 if has_hidden_variant(q) else None
                 (autograder / "tests" / f"{q.name}.py").write_text(cases.source(q, offset, points))
         graded = [q.name for q in asked if q.gradable]
         (autograder / "questions.json").write_text(json.dumps(graded) + "\n")

@@ -317,7 +317,8 @@ def run_case(submission: Submission, test: TestFile, case) -> CaseOutcome:
 
     def run(check: str, seed_offset: int = 0, functions: tuple[str, ...] = ()):
         answers = {name: _looked_up(submission, name) for name in _answer_names(check)}
-        values = [name for name in functions if not isinstance(answers[name], RemoteFunction)]
+        values = [name for name in functions  # None: a stub's slot, which the checker reads as not attempted
+                  if not isinstance(answers[name], RemoteFunction) and answers[name] is not None]
         if values:
             safe.append(f"{values[0]} is a value, not a function: the hidden case asks at other points than the "
                         f"public one, so write {values[0]} as a function of its arguments.")
