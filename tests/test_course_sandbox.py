@@ -273,10 +273,12 @@ def test_a_sandbox_that_cannot_start_stops_the_submission_with_bwraps_reason(lim
     submission with bwrap's own words and a line for the instructor, never an exception of the judge's."""
     missing = dataclasses.replace(limits, read_only=("/nonexistent-gptlib-folder",))
     submission = Submission([(0, "x = 1")], missing)
+    open_before = sorted(os.listdir("/proc/self/fd"))
     with pytest.raises(SubmissionStopped, match=r"^the grader could not start its sandbox \(bwrap: .*"
                                                 r"/nonexistent-gptlib-folder.*\): tell your instructor$"):
         submission.start()
     assert submission.broken and submission.stops == [submission.broken]
+    assert sorted(os.listdir("/proc/self/fd")) == open_before, "a failed start leaves no pipe or socket open"
 
 
 def _reachable(path: str) -> list[str]:

@@ -131,9 +131,6 @@ class Submission:
             raise self.stopped(str(gone)) from None
 
     def _start(self) -> None:
-        child_reads, judge_writes = os.pipe()
-        judge_reads, child_writes = os.pipe()
-        printed_read, printed_write = os.pipe()
         limits = self.limits
         request = {"env": {}, "memory": limits.memory, "cpu_s": limits.cpu_s, "output": limits.output,
                    "processes": limits.processes}
@@ -141,7 +138,15 @@ class Submission:
             self.sandbox = Sandbox.get(limits)
         except NotStarted as why:
             raise SubmissionStopped(f"the grader could not start its sandbox ({why}): tell your instructor") from None
-        self.pid = self.sandbox.fork(request, [child_reads, child_writes, printed_write])
+        child_reads, judge_writes = os.pipe()
+        judge_reads, child_writes = os.pipe()
+        printed_read, printed_write = os.pipe()
+        try:
+            self.pid = self.sandbox.fork(request, [child_reads, child_writes, printed_write])  # closes the child's ends
+        except BaseException:
+            for fd in (judge_writes, judge_reads, printed_read):
+                os.close(fd)
+            raise
         self.process = True
         self.modules = remote_module.Link(self._forward)
         self.outbound, self.inbound = Connection(judge_writes), Connection(judge_reads)

@@ -188,6 +188,7 @@ class Sandbox:
         try:
             self.facts = json.loads(self.socket.recv(65536) or b"null")["ready"]
         except (OSError, ValueError, TypeError) as error:
+            self.socket.close()
             self.process.kill()
             self.process.wait(timeout=30)
             errors.seek(0)
