@@ -61,7 +61,7 @@ def right_letter(check, letters: str = "abcdef") -> str:
 
 
 # Each number question's answer as a student writes it: a formula in the sizes the question states, in its
-# order (the checker compares it with the count measured at those sizes, and in a hidden case at others).
+# order (the checker compares it with the answer measured at those sizes, and in a hidden case at others).
 FORMULAS = {
     "1.5": "lambda d, H, T: T",
     "2.3": "lambda d, d_ff: 2 * d * d_ff + d_ff + d",

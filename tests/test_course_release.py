@@ -79,6 +79,7 @@ def test_a_released_notebook_run_as_a_student_holds_no_graded_answer(path, stude
     stubs = sorted({a for q in asked for a in q.answers})
     right = {i: concepts.SEALED[i].answer if isinstance(concepts.SEALED[i], concepts.Choice)
              else concepts.SEALED[i].answer() for i in ids}
+    numbers = {i: a for i, a in right.items() if isinstance(concepts.SEALED[i], concepts.Number)}
     released = nbformat.read(folder / path.name, as_version=4)
     first = nbformat.v4.new_code_cell(  # None in sys.modules: importing the course kit fails, as in the student's image
         f"import sys\nsys.modules['gptlib_course'] = None\n"
@@ -108,6 +109,14 @@ def test_a_released_notebook_run_as_a_student_holds_no_graded_answer(path, stude
                 exercises.show_solution(n)
         revealed = printed.getvalue() + "".join(exercises.concept_answer(i) for i in {ids!r})
         verdicts = {{i: bool(exercises.check_concept(i, a)) for i, a in {right!r}.items()}}
+        from gptlib.assignment.variants import shifted_seeds
+        for i, a in {numbers!r}.items():  # a number question: a function of its sizes, at the stated ones
+            verdicts[i, "function"] = bool(exercises.check_concept(i, lambda *sizes, a=a: a))
+            try:
+                with shifted_seeds(1):  # other sizes: sealed only where the answers are, in the judge
+                    exercises.check_concept(i, lambda *sizes, a=a: a)
+            except ValueError as refused:
+                verdicts[i, "elsewhere"] = "is asked at other sizes only where it is graded" in str(refused)
         print(importable, verdicts)
         open("revealed.txt", "w").write(revealed)
     """))
@@ -118,7 +127,8 @@ def test_a_released_notebook_run_as_a_student_holds_no_graded_answer(path, stude
     errors = [o for c in released.cells[:1] + released.cells[-1:] for o in c.get("outputs", []) if o["output_type"] == "error"]
     assert not errors, errors
     printed = "".join(o.get("text", "") for o in released.cells[-1].outputs if o["output_type"] == "stream")
-    assert printed.strip() == f"False {dict.fromkeys(ids, True)}"  # not importable; the sealed checks still pass
+    expected = {**dict.fromkeys(ids, True), **{(i, how): True for i in numbers for how in ("function", "elsewhere")}}
+    assert printed.strip() == f"False {expected}"  # not importable; the sealed checks still pass, at the stated sizes
     needed_the_kit = [o for c in released.cells for o in c.get("outputs", []) if o["output_type"] == "error"
                       and "gptlib_course" in json.dumps(o)]
     assert not needed_the_kit, needed_the_kit

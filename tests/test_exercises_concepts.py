@@ -2,6 +2,7 @@
 notebooks every question is asked in Markdown above an unanswered check (its answer off screen)."""
 
 import dataclasses
+import json
 import random
 import re
 
@@ -244,14 +245,20 @@ def test_a_function_answer_that_raises_or_returns_no_whole_number_is_told_so():
         assert verdict.status == status and words in verdict.message, (name, verdict.message)
 
 
-def test_a_released_record_checks_a_function_answer_at_its_stated_sizes(monkeypatch):
-    """A class release's record states its sizes: the student's kernel checks a function there, with no answers."""
-    spec = concepts.QUESTIONS["10.3"]
-    monkeypatch.setattr(sealed, "_RELEASED", {"10.3": sealed.seal("10.3", spec, bytes(16))})
+def test_a_released_record_calls_a_function_answer_at_its_stated_sizes_in_their_order(monkeypatch):
+    """A class release's record, read back from JSON as concepts.json holds it (keys sorted, even), states the
+    question's sizes in its order: the student's kernel calls a function there, without the answers."""
+    spec = concepts.QUESTIONS["1.5"]  # d, H, T: not in sorted order
+    record = json.loads(json.dumps(sealed.seal("1.5", spec, bytes(16)), sort_keys=True))
+    monkeypatch.setattr(sealed, "_RELEASED", {"1.5": record})
     monkeypatch.setattr(sealed, "_self_study_record", None)  # any use of the answers here fails the test
-    assert exercises.check_concept("10.3", lambda H, ell: 1 + ell * (H + 1)).status == PASSED
-    assert exercises.check_concept("10.3", lambda H, ell: 2 + ell * (H + 2)).message.startswith(
-        f"your function gives {2 + 4 * 10} at H = 8, ell = 4: that is the course model's count")
+    seen = []
+    assert exercises.check_concept("1.5", lambda *sizes: seen.append(sizes) or spec.answer()).status == PASSED
+    assert seen == [tuple(spec.asked_at.values())]
+    name, mistake = next(iter(spec.mistakes.items()))
+    where = ", ".join(f"{size} = {value}" for size, value in spec.asked_at.items())
+    verdict = exercises.check_concept("1.5", lambda *sizes: mistake())
+    assert verdict.status == FAILED and verdict.message.startswith(f"your function gives {mistake():,} at {where}: {name}")
 
 
 def test_the_course_model_choices_state_its_own_numbers():

@@ -8,7 +8,7 @@ that message: the right answer's explanation is readable only by someone who giv
 record names no letter or number. Any other number reads "... is not it".
 
     exercises.check_concept("7.1", "b")   # passed, with the reason; or failed, with what that choice misses
-    exercises.check_concept("6.3", lambda T, w, L: ...)  # a number question: its count, or a function of its sizes
+    exercises.check_concept("6.3", lambda T, w, L: ...)  # a number question: its answer, or a function of its sizes
     exercises.concept_answer("7.1")       # the answer and why: self-study only
 
 A number question's record also states the sizes it is asked at; a function answer is called there
@@ -98,8 +98,8 @@ def _sealed_with_keys(question: str, spec, salt: bytes) -> tuple[dict, dict[str,
               "outcomes": dict(sorted(locked.items()))}  # in hash order: the order says nothing either
     if record["kind"] == "choice":
         record["letters"] = spec.letters()
-    else:  # the sizes the Markdown states, in the order a function answer takes them
-        record["asked_at"] = dict(spec.asked_at)
+    else:  # the sizes the Markdown states, as [name, value] pairs in the order a function answer takes them
+        record["asked_at"] = [[name, value] for name, value in spec.asked_at.items()]
     return record, keys
 
 
@@ -146,7 +146,7 @@ def _drawn_sizes(question: str, stated: dict[str, int], rng: random.Random) -> t
     different from the stated ones and from one another."""
     try:
         from .answers.concepts import ASKED_ELSEWHERE
-    except ModuleNotFoundError:
+    except ModuleNotFoundError:  # a class release: the question is asked elsewhere only in the judge
         raise ValueError(f"question {question!r} is asked at other sizes only where it is graded: this install has "
                          "no answers to seal there") from None
     _, draw = ASKED_ELSEWHERE[question]
@@ -199,13 +199,14 @@ def check_concept(question: str, answer) -> Result:
         kind = "a letter" if record["kind"] == "choice" else "a whole number"
         return Result(label, NOT_ATTEMPTED, f"replace None with your answer ({kind}).")
     if record["kind"] == "number":
-        points = variant_points((record["asked_at"],), lambda rng: _drawn_sizes(question, record["asked_at"], rng))
+        stated = dict(record["asked_at"])
+        points = variant_points((stated,), lambda rng: _drawn_sizes(question, stated, rng))
         if callable(answer):
             return _check_function(question, record, known, answer, points)
         if len(points) > 1:
-            return Result(label, FAILED, f"a whole number answers the stated sizes only ({_sizes_text(record['asked_at'])}); "
-                          f"this check also asks at other sizes: answer with a function of {', '.join(record['asked_at'])} "
-                          "that returns it.")
+            return Result(label, FAILED, f"a whole number answers the stated sizes only ({_sizes_text(stated)}); this "
+                          f"check also asks at other sizes: answer with a function of {', '.join(stated)} that returns "
+                          "the answer.")
     try:
         text = _as_text(record, answer)
     except Wrong as wrong:
@@ -220,10 +221,10 @@ def _check_function(question: str, record: dict, known: dict[str, bytes], answer
 
     @checker(f"Question {question}")
     def at_every_point():
-        said = None
+        said, stated = None, dict(record["asked_at"])
         for sizes in points:
-            sizes = {name: sizes[name] for name in record["asked_at"]}  # in the order the question states them
-            opened = (record, known) if sizes == record["asked_at"] else _record_elsewhere(question, tuple(sizes.items()))
+            sizes = {name: sizes[name] for name in stated}  # in the order the question states them
+            opened = (record, known) if sizes == stated else _record_elsewhere(question, tuple(sizes.items()))
             where = _sizes_text(sizes)
             value = as_int(call(answer, *sizes.values(), what=where), f"your function's value at {where}")
             status, message = _opened(question, *opened, str(value))
@@ -231,7 +232,7 @@ def _check_function(question: str, record: dict, known: dict[str, bytes], answer
                 raise Wrong(f"your function gives {value:,} at {where}: {message}")
             said = said or message
         others = len(points) - 1
-        return said + (f" Your function is also right at {others} other sizes." if others else ""), ()
+        return said + (f" Your function is also right at {others} other sets of sizes." if others else ""), ()
 
     return at_every_point()
 

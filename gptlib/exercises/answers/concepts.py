@@ -506,12 +506,6 @@ ASKED_ELSEWHERE: dict[str, tuple[Callable[..., Number], Callable[[random.Random]
 }
 
 
-def asked_elsewhere(question: str, rng: random.Random) -> Number:
-    """Number question `question` built again at sizes drawn from `rng` (ASKED_ELSEWHERE)."""
-    build, draw = ASKED_ELSEWHERE[question]
-    return build(**draw(rng))
-
-
 # Exercise 7's statement (exercises.check_post_norm_statement): the right one of jacobian.STATEMENTS, and what
 # each other one misses. Checked, like the questions above, through its sealed record (exercises/sealed.py).
 POST_NORM_STATEMENT = Choice(
