@@ -27,10 +27,12 @@ ASKED_IN = ["01", "02", "03", "04", "05", "06", "07", "10"]  # notebooks that as
 
 @pytest.mark.parametrize("question, spec", CHOICES)
 def test_a_choice_passes_only_for_its_letter_and_names_why_each_other_letter_fails(question, spec):
-    assert exercises.check_concept(question, f" {spec.answer.upper()} ").status == PASSED
+    right = exercises.check_concept(question, f" {spec.answer.upper()} ")
+    assert right.status == PASSED and right.mistakes == ()
     for letter, reason in spec.wrong.items():
         verdict = exercises.check_concept(question, letter)
         assert verdict.status == FAILED and reason in verdict.message
+        assert verdict.mistakes == (reason.id,)  # the class report counts it under this identifier
     assert len(spec.letters()) >= 3 and spec.answer not in spec.wrong
 
 
@@ -43,8 +45,10 @@ def test_a_number_passes_only_for_its_value_and_names_each_typical_mistake(quest
     assert right not in wrong.values() and len(set(wrong.values())) == len(wrong)  # each mistake is told apart
     for name, value in wrong.items():
         verdict = exercises.check_concept(question, value)
-        assert verdict.status == FAILED and verdict.message.startswith(name)
-    assert exercises.check_concept(question, right + 1).status == FAILED
+        assert verdict.status == FAILED and verdict.message.startswith(name) and verdict.mistakes == (name.id,)
+    stray = next(n for n in range(right + 1, right + 10) if n not in wrong.values())
+    unnamed = exercises.check_concept(question, stray)
+    assert unnamed.status == FAILED and unnamed.mistakes == () and unnamed.message.startswith(f"{stray:,} is not it")
 
 
 def _numel(params) -> int:
@@ -195,7 +199,7 @@ def test_a_number_question_takes_a_function_of_its_sizes_and_a_hidden_variant_as
     assert exercises.check_concept(question, table).status == PASSED
     for i, name in enumerate(concepts.QUESTIONS[question].mistakes):
         verdict = exercises.check_concept(question, _of_sizes(values, asked, lambda _, wrong, i=i: wrong[i]))
-        assert verdict.status == FAILED and name in verdict.message
+        assert verdict.status == FAILED and name in verdict.message and verdict.mistakes == (name.id,)
         assert verdict.message.startswith(f"your function gives {values(**asked)[1][i]:,} at ")
     drawn = set()
     for offset in range(1, 9):

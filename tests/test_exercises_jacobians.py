@@ -10,6 +10,7 @@ from gptlib.analysis import jacobians
 from gptlib.exercises import check_post_norm_jacobian, check_post_norm_statement, statements
 from gptlib.exercises import jacobians as jacobian
 from gptlib.exercises.answers import solutions
+from gptlib.exercises.answers.concepts import POST_NORM_STATEMENT
 from gptlib.exercises.jacobians import example
 from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
 from gptlib.exercises.variants import shifted_seeds
@@ -81,6 +82,7 @@ def test_wrong_statements_are_answered_and_junk_refused():
                             ("e", "reverses each branch")):
         r = check_post_norm_statement(letter)
         assert r.status == FAILED and message in r.message
+        assert r.mistakes == (POST_NORM_STATEMENT.wrong[letter].id,)  # read back from the sealed record
     for junk in ("f", "(b) but also (c)", 2):
         r = check_post_norm_statement(junk)
         assert r.status == FAILED and "one letter" in r.message

@@ -48,7 +48,8 @@ def test_a_released_record_checks_like_the_self_study_one(question, monkeypatch)
     sealed.load_released({question: sealed.seal(question, spec, SALT)})
     for t in tries:
         after = exercises.check_concept(question, t)
-        assert (after.status, after.message) == (before[repr(t)].status, before[repr(t)].message)
+        assert (after.status, after.message, after.mistakes) == (before[repr(t)].status, before[repr(t)].message,
+                                                                 before[repr(t)].mistakes)
     right = exercises.check_concept(question, answer)
     assert right.status == PASSED and why in right.message
     assert exercises.check_concept(question, tries[-1] if isinstance(spec, concepts.Choice) else "x").status == FAILED

@@ -6,9 +6,9 @@ Messages may be reworded from one term to the next; the identifier stays, so a c
 (gptlib_course/report.py) counts one mistake once whatever its wording, and compares terms.
 
 `mistakes.name_mistake` notes the identifiers of the mistakes it names (candidates and pairs included)
-while a checker runs (`recording`); a failed Result carries them as `Result.mistakes`, and the grader
-stores them in each student's results. tests/test_exercises_mistake_ids.py checks that every identifier
-is declared once across all checkers.
+while a checker runs (`recording`), and a concept question's check those its sealed record names; a
+failed Result carries them as `Result.mistakes`, and the grader stores them in each student's results.
+tests/test_exercises_mistake_ids.py checks that every identifier is declared once across all checkers.
 """
 
 from __future__ import annotations
@@ -41,15 +41,21 @@ _NAMED: contextvars.ContextVar[list | None] = contextvars.ContextVar("gptlib_nam
 
 def note(*names) -> None:
     """Note the identifiers of the named mistakes (those that carry one) in the check running now, if any."""
+    note_ids(*(name.id for name in names if isinstance(name, Mistake)))
+
+
+def note_ids(*ids: str) -> None:
+    """Note these identifiers in the check running now, if any, each once: a concept question's check reads them
+    back from its sealed record (exercises/sealed.py), whose Mistake objects a class release does not hold."""
     named = _NAMED.get()
-    for name in names if named is not None else ():
-        if isinstance(name, Mistake) and name.id not in named:
-            named.append(name.id)
+    for i in ids if named is not None else ():
+        if i not in named:
+            named.append(i)
 
 
 @contextlib.contextmanager
 def recording():
-    """Within the block (this thread or task), the identifiers `note` receives, in order, each once."""
+    """Within the block (this thread or task), the identifiers `note` and `note_ids` receive, in order, each once."""
     named: list[str] = []
     token = _NAMED.set(named)
     try:

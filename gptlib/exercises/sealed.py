@@ -35,6 +35,7 @@ import random
 import secrets
 
 from .checking import Wrong, call, checker
+from .mistake_ids import note_ids, recording
 from .mistakes import name_mistake
 from .reading import as_int
 from .result import FAILED, NOT_ATTEMPTED, PASSED, Result
@@ -54,32 +55,34 @@ def _xor(key: bytes, data: bytes) -> bytes:
     return bytes(a ^ b for a, b in zip(data, stream))
 
 
-def _lock(key: bytes, status: str, message: str) -> str:
-    return base64.b64encode(_xor(key, json.dumps([status, message]).encode())).decode()
+def _lock(key: bytes, status: str, message: str, mistakes: tuple[str, ...]) -> str:
+    return base64.b64encode(_xor(key, json.dumps([status, message, list(mistakes)]).encode())).decode()
 
 
-def _unlock(key: bytes, token: str) -> tuple[str, str]:
-    status, message = json.loads(_xor(key, base64.b64decode(token)))
-    return status, message
+def _unlock(key: bytes, token: str) -> tuple[str, str, tuple[str, ...]]:
+    status, message, mistakes = json.loads(_xor(key, base64.b64decode(token)))
+    return status, message, tuple(mistakes)
 
 
 def _lookup(key: bytes) -> str:
     return hashlib.sha256(key).hexdigest()
 
 
-def _outcomes(spec) -> dict[str, tuple[str, str]]:
-    """{answer as text: (status, message)} for every answer the question has words for (a Choice or Number
-    of answers/concepts.py)."""
+def _outcomes(spec) -> dict[str, tuple[str, str, tuple[str, ...]]]:
+    """{answer as text: (status, message, identifiers of the mistakes it names)} for every answer the question
+    has words for (a Choice or Number of answers/concepts.py, whose mistakes are mistake_ids.Mistake)."""
     if hasattr(spec, "letters"):
-        return {letter: (PASSED, f"({letter}): {spec.why}") if letter == spec.answer else
-                (FAILED, f"({letter}) is not it: {spec.wrong[letter]}. Try another letter.") for letter in spec.letters()}
+        return {letter: (PASSED, f"({letter}): {spec.why}", ()) if letter == spec.answer else
+                (FAILED, f"({letter}) is not it: {spec.wrong[letter]}. Try another letter.", (spec.wrong[letter].id,))
+                for letter in spec.letters()}
     right = spec.answer()
-    found = {str(right): (PASSED, f"{right:,}: {spec.why(right)}")}
+    found = {str(right): (PASSED, f"{right:,}: {spec.why(right)}", ())}
     for mistake in spec.mistakes.values():
         number = mistake()
         if str(number) not in found:  # the point (): each mistake is computed with no arguments
-            named = name_mistake({(): number}, spec.mistakes)
-            found[str(number)] = (FAILED, (named or f"{number:,} is not it") + ". Try again.")
+            with recording() as named:
+                name = name_mistake({(): number}, spec.mistakes)
+            found[str(number)] = (FAILED, (name or f"{number:,} is not it") + ". Try again.", tuple(named))
     return found
 
 
@@ -91,9 +94,9 @@ def seal(question: str, spec, salt: bytes | None = None) -> dict:
 def _sealed_with_keys(question: str, spec, salt: bytes) -> tuple[dict, dict[str, bytes]]:
     """The sealed record, and the key it derived for each answer it has words for (by the answer as text)."""
     locked, keys = {}, {}
-    for answer, (status, message) in _outcomes(spec).items():
+    for answer, (status, message, mistakes) in _outcomes(spec).items():
         keys[answer] = key = _key(salt, question, answer)
-        locked[_lookup(key)] = _lock(key, status, message)
+        locked[_lookup(key)] = _lock(key, status, message, mistakes)
     record = {"kind": "choice" if hasattr(spec, "letters") else "number", "salt": salt.hex(),
               "outcomes": dict(sorted(locked.items()))}  # in hash order: the order says nothing either
     if record["kind"] == "choice":
@@ -174,18 +177,19 @@ def _as_text(record: dict, answer) -> str:
 
 def verdict(question: str, letter: str) -> tuple[str, str]:
     """(status, message) of a choice's letter, one of its record's letters: for an exercise's checker that
-    asks a choice (check_post_norm_statement)."""
-    record, known = _record(question)
-    key = _answer_key(question, record, known, letter)
-    return _unlock(key, record["outcomes"][_lookup(key)])
+    asks a choice (check_post_norm_statement). The mistake a wrong letter names is noted for its Result."""
+    status, message, mistakes = _opened(question, *_record(question), letter)
+    note_ids(*mistakes)
+    return status, message
 
 
-def _opened(question: str, record: dict, known: dict[str, bytes], text: str) -> tuple[str, str]:
-    """(status, message) the record holds for an answer spelled `text`; a number it has no words for fails."""
+def _opened(question: str, record: dict, known: dict[str, bytes], text: str) -> tuple[str, str, tuple[str, ...]]:
+    """(status, message, identifiers of the mistakes it names) the record holds for an answer spelled `text`; a
+    number it has no words for fails, naming none."""
     key = _answer_key(question, record, known, text)
     token = record["outcomes"].get(_lookup(key))
     if token is None:  # a number the question has no words for
-        return FAILED, f"{int(text):,} is not it. Try again."
+        return FAILED, f"{int(text):,} is not it. Try again.", ()
     return _unlock(key, token)
 
 
@@ -211,7 +215,8 @@ def check_concept(question: str, answer) -> Result:
         text = _as_text(record, answer)
     except Wrong as wrong:
         return Result(label, FAILED, wrong.message)
-    return Result(label, *_opened(question, record, known, text))
+    status, message, mistakes = _opened(question, record, known, text)
+    return Result(label, status, message, mistakes=mistakes)
 
 
 def _check_function(question: str, record: dict, known: dict[str, bytes], answer, points: tuple[dict, ...]) -> Result:
@@ -227,8 +232,9 @@ def _check_function(question: str, record: dict, known: dict[str, bytes], answer
             opened = (record, known) if sizes == stated else _record_elsewhere(question, tuple(sizes.items()))
             where = _sizes_text(sizes)
             value = as_int(call(answer, *sizes.values(), what=where), f"your function's value at {where}")
-            status, message = _opened(question, *opened, str(value))
+            status, message, mistakes = _opened(question, *opened, str(value))
             if status != PASSED:
+                note_ids(*mistakes)
                 raise Wrong(f"your function gives {value:,} at {where}: {message}")
             said = said or message
         others = len(points) - 1
