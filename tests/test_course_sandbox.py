@@ -272,6 +272,8 @@ def test_a_sandbox_that_cannot_start_stops_the_submission_with_bwraps_reason(lim
     """A sandbox whose zygote never says it is ready (here bwrap cannot bind a path that does not exist) stops the
     submission with bwrap's own words and a line for the instructor, never an exception of the judge's."""
     missing = dataclasses.replace(limits, read_only=("/nonexistent-gptlib-folder",))
+    with pytest.raises(SubmissionStopped):  # a first try ends the sandbox an earlier test left running, if any
+        Submission([(0, "x = 1")], missing).start()
     submission = Submission([(0, "x = 1")], missing)
     open_before = sorted(os.listdir("/proc/self/fd"))
     with pytest.raises(SubmissionStopped, match=r"^the grader could not start its sandbox \(bwrap: .*"
