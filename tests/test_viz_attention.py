@@ -68,6 +68,19 @@ def test_view_refuses_bad_input_with_a_reason(model, text, layer, head, words):
         attention_view(model, text, layer, head)
 
 
+def test_a_model_with_a_nan_or_inf_weight_is_refused_by_name_in_the_run_and_the_explorer():
+    """A diverged training run leaves NaN weights: the explorer says which, instead of drawing a NaN matrix."""
+    torch.manual_seed(0)
+    broken = GPT(GPTConfig(V=65, T_max=16, d=32, H=2, L=2))
+    for bad in (float("nan"), float("inf")):
+        with torch.no_grad():
+            broken.blocks[1].mlp.W_2[3, 4] = bad
+        with pytest.raises(ValueError, match=re.escape("NaN or inf values in blocks.1.mlp.W_2")):
+            attention_run(broken, "To be")
+        explorer = AttentionExplorer(broken, "To be")
+        assert explorer.run is None and "blocks.1.mlp.W_2" in explorer.message
+
+
 def test_run_holds_every_layer_and_views_index_it(model):
     text = "To be, or not"
     run = attention_run(model, text)

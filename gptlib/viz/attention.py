@@ -64,8 +64,8 @@ class AttentionView:
 def attention_run(model: GPT, text: str) -> AttentionRun:
     """Run `model` once on `text` and collect A^h and the per-head write norms of every layer.
 
-    Raises ValueError for empty text, text longer than T_max, or characters outside the course
-    vocabulary. The model runs in eval mode (no dropout exists, but a caller's module may
+    Raises ValueError for empty text, text longer than T_max, characters outside the course
+    vocabulary, or a NaN or inf weight (named: it would fill A^h with NaN). The model runs in eval mode (no dropout exists, but a caller's module may
     check) and is handed back in the mode it came in; any float dtype works (bfloat16 too):
     the results are float32, which numpy and matplotlib can read.
     """
@@ -75,6 +75,7 @@ def attention_run(model: GPT, text: str) -> AttentionRun:
     if len(text) > config.T_max:
         raise ValueError(f"the text has {len(text)} characters; this model reads at most T_max = {config.T_max}")
     idx = encode(text)  # (T,); ValueError naming unknown characters
+    validation.finite_weights(model)
     with eval_mode(model):
         _, cache = run_with_cache(model, idx)
         writes = [
