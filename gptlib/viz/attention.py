@@ -65,9 +65,10 @@ def attention_run(model: GPT, text: str) -> AttentionRun:
     """Run `model` once on `text` and collect A^h and the per-head write norms of every layer.
 
     Raises ValueError for empty text, text longer than T_max, characters outside the course
-    vocabulary, or a NaN or inf weight (named: it would fill A^h with NaN). The model runs in eval mode (no dropout exists, but a caller's module may
-    check) and is handed back in the mode it came in; any float dtype works (bfloat16 too):
-    the results are float32, which numpy and matplotlib can read.
+    vocabulary, or a NaN or inf weight (named: it would fill A^h with NaN). The model runs in
+    eval mode (no dropout exists, but a caller's module may check) and is handed back in the
+    mode it came in; any float dtype works (bfloat16 too): the results are float32, which numpy
+    and matplotlib can read.
     """
     config = model.config
     if not text:
