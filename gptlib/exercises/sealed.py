@@ -111,19 +111,25 @@ def load_released(records: dict[str, dict]) -> None:
     _RELEASED.update(records)
 
 
+def _answers(missing: str):
+    """exercises/answers/concepts.py, or ValueError(missing) where it is absent (a class release)."""
+    try:
+        from .answers import concepts
+    except ModuleNotFoundError:
+        raise ValueError(missing) from None
+    return concepts
+
+
 @functools.cache
 def _self_study_record(question: str) -> tuple[dict, dict[str, bytes]]:
     """The question sealed here under a fresh salt, with the keys sealing derived: a check of an answer it
     has words for then opens the record with that key instead of deriving it again (a judge checks the
     same few answers of a whole class; ITERATIONS slow a table of guesses, not the grader)."""
-    try:
-        from .answers.concepts import SEALED
-    except ModuleNotFoundError:
-        raise ValueError(f"question {question!r} has no sealed record here: in a class release, run the "
-                         "notebook's first cells (grader = Notebook(\"tests\")) before answering") from None
-    if question not in SEALED:
-        raise ValueError(f"no concept question {question!r}: they are {', '.join(SEALED)}")
-    return _sealed_with_keys(question, SEALED[question], secrets.token_bytes(16))
+    specs = _answers(f"question {question!r} has no sealed record here: in a class release, run the notebook's "
+                     "first cells (grader = Notebook(\"tests\")) before answering").SEALED
+    if question not in specs:
+        raise ValueError(f"no concept question {question!r}: they are {', '.join(specs)}")
+    return _sealed_with_keys(question, specs[question], secrets.token_bytes(16))
 
 
 def _record(question: str) -> tuple[dict, dict[str, bytes]]:
@@ -147,12 +153,8 @@ def _record_elsewhere(question: str, sizes: tuple[tuple[str, int], ...]) -> tupl
 def _drawn_sizes(question: str, stated: dict[str, int], rng: random.Random) -> tuple[dict[str, int], ...]:
     """The other sizes a hidden variant asks number question `question` at: VARIANT_SIZES of them, each
     different from the stated ones and from one another."""
-    try:
-        from .answers.concepts import ASKED_ELSEWHERE
-    except ModuleNotFoundError:  # a class release: the question is asked elsewhere only in the judge
-        raise ValueError(f"question {question!r} is asked at other sizes only where it is graded: this install has "
-                         "no answers to seal there") from None
-    _, draw = ASKED_ELSEWHERE[question]
+    _, draw = _answers(f"question {question!r} is asked at other sizes only where it is graded: this install has "
+                       "no answers to seal there").ASKED_ELSEWHERE[question]
     drawn: list[dict[str, int]] = []
     while len(drawn) < VARIANT_SIZES:
         sizes = draw(rng)

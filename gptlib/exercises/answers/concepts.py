@@ -8,10 +8,11 @@ place there); the learner answers in the code cell below it:
 
 A choice question takes one letter; a number question takes a whole number (a typical wrong
 number earns the mistake that produces it), or a function of the sizes the question states that
-returns it, which a hidden variant also asks at other sizes (ASKED_ELSEWHERE). `concept_answer(id)`
-reveals the answer and why. Numbers that a gptlib function computes are computed by it here, never typed. The checking itself
-(exercises/sealed.py) reads these questions only through their sealed records, so that a class
-release can check answers without this file.
+returns it, which a hidden variant also asks at other sizes (ASKED_ELSEWHERE). Each wrong letter
+and typical wrong number is a mistake_ids.Mistake, named in the class report. `concept_answer(id)`
+reveals the answer and why. Numbers that a gptlib function computes are computed by it here, never
+typed. The checking itself (exercises/sealed.py) reads these questions only through their sealed
+records, so that a class release can check answers without this file.
 """
 
 from __future__ import annotations
