@@ -52,18 +52,29 @@ def shown(typed: str) -> str:
     return text if len(text) <= SHOWN_CHARACTERS else f"{text[:12]}…({len(text)} characters)"
 
 
+class Refused(traitlets.TraitError, ValueError):
+    """A value a trait's rule refuses: a ValueError to whoever set it, and to traitlets a TraitError, on
+    which it rolls back every value of the same message from the page (hold_trait_notifications)."""
+
+
 class Checked:
     """A synced trait whose every value passes `rule(label, value)`, a gptlib.validation function: what it
-    refuses raises ValueError where it is set (from code, or sent by a page) and never reaches the page.
-    Subclasses name the rule: `rule = staticmethod(validation.real)`."""
+    refuses raises Refused (a ValueError) where it is set (from code, or sent by a page) and never reaches
+    the page. Subclasses name the rule (`rule = staticmethod(validation.real)`) or override check(obj, value)."""
 
     def __init__(self, default, label: str):
         super().__init__(default)
         self.label = label
         self.tag(sync=True)
 
-    def validate(self, obj, value):
+    def check(self, obj, value):
         return self.rule(self.label, value)
+
+    def validate(self, obj, value):
+        try:
+            return self.check(obj, value)
+        except ValueError as error:
+            raise Refused(str(error)) from None
 
 
 class Real(Checked, traitlets.Float):
@@ -76,6 +87,30 @@ class Switch(Checked, traitlets.Bool):
     """A switch: only True or False, never 1 or "False"."""
 
     rule = staticmethod(validation.boolean)
+
+
+class Whole(Checked, traitlets.Int):
+    """A whole number in [0, bound(explorer)] (no upper bound where bound gives None), never a bool, float or NaN."""
+
+    def __init__(self, label: str, bound):
+        super().__init__(0, label)
+        self.bound = bound
+
+    def check(self, obj, value) -> int:
+        return validation.integer(self.label, value, at_least=0, at_most=self.bound(obj))
+
+
+class OneOf(Checked, traitlets.Unicode):
+    """One of `choices` (the first by default)."""
+
+    def __init__(self, label: str, choices: tuple[str, ...]):
+        super().__init__(choices[0], label)
+        self.choices = choices
+
+    def check(self, obj, value) -> str:
+        if not isinstance(value, str) or value not in self.choices:
+            raise ValueError(f"{self.label} must be one of {', '.join(self.choices)}, got {value!r}")
+        return value
 
 
 def script_json(value) -> str:

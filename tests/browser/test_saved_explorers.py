@@ -24,8 +24,8 @@ from benchmarks.browser.jupyterlab_driver import explorers_per_cell, saved, save
 from benchmarks.browser.servers import ROOT
 from gptlib.viz.attention import AttentionExplorer
 from gptlib.viz.counting import ParameterCountExplorer
-from gptlib.viz.decomposition import StreamExplorer
 from gptlib.viz.layernorm import LayerNormSphere
+from gptlib.viz.stream import StreamExplorer
 
 NOTEBOOKS = ["01_multi_head_attention", "04_layernorm_geometry", "05_gpt_and_parameter_count", "08_trained_model_tour"]
 

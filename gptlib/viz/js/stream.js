@@ -1,10 +1,10 @@
-// The stream explorer (gptlib.viz.decomposition.StreamExplorer), drawn in the page. The kernel
+// The stream explorer (gptlib.viz.stream.StreamExplorer), drawn in the page. The kernel
 // sends, for the current text, every write's direct contribution at every position (to the
 // predicted, the true next and the chosen character's logits) with every head's A^h, and the
 // words of every picture's text alternative; moving the position, the mode or the head, hovering
 // and focusing never ask the kernel. No text alternative is written here: they come from the kernel.
 
-const MODES = ["predicted", "difference", "character"]; // as gptlib.viz.decomposition.MODES
+const MODES = ["predicted", "difference", "character"]; // as gptlib.viz.stream.MODES
 const BAR = 16; // CSS px per bar
 const GAP = 10; // CSS px between layers
 const LEFT = 44; // room for the scale
