@@ -122,9 +122,11 @@ function checkedConfig(raw) {
   return config;
 }
 
-// Another model's file: the sizes and switches an explorer was built for, as in checkpoint.load_weights_into.
+// Another model's file: `expected` holds the sizes and switches an explorer was built for (a GPTConfig's
+// fields; those the forward pass does not read, such as init_std, are not compared), as in
+// checkpoint.load_weights_into.
 function sameConfig(config, expected) {
-  const differences = Object.keys(expected).filter((name) => expected[name] !== config[name])
+  const differences = Object.keys(expected).filter((name) => name in config && expected[name] !== config[name])
     .map((name) => `${name} ${JSON.stringify(config[name])} (file) vs ${JSON.stringify(expected[name])} (expected)`);
   if (differences.length) {
     throw new WeightsError(`the weights file is of another model: its config differs in ${differences.join(", ")}`);
