@@ -196,7 +196,8 @@ INCREMENTAL = """async ([weightsUrl, steps]) => {
                            ...run.writes.heads.flat(), ...run.writes.mlp];
   let largest = 0;
   for (const text of steps) {
-    const tokens = gpt.encode(model, text), kept = arrays(session.run(tokens)), fresh = arrays(new gpt.Session(model).run(tokens));
+    const tokens = gpt.encode(model, text);
+    const kept = arrays(session.run(tokens)), fresh = arrays(new gpt.Session(model).run(tokens));
     kept.forEach((x, i) => x.forEach((v, j) => { largest = Math.max(largest, Math.abs(v - fresh[i][j])); }));
   }
   return largest;
