@@ -287,6 +287,8 @@ def corrupted_files() -> dict[str, tuple[bytes, str]]:
     nan_at = start + next(t["offset"] for t in header["tensors"] if t["name"] == "blocks.1.attn.W_V") + 4 * 7
     return {
         "empty": (b"", "empty (0 bytes)"),
+        "cut in its first 8 bytes": (good[:6], "truncated: it ends at byte 6 of its first 8"),
+        "a weight listed twice": (rewritten(lambda h: h["tensors"].append(h["tensors"][0])), "lists weight E twice"),
         "not ours": (b"PK\x03\x04" + bytes(100), 'does not start with "GPTW"'),
         "header cut": (good[:40], "truncated: its header claims"),
         "data cut": (good[: len(good) - 1000], "truncated: weight blocks.1.attn.W_O ends at byte"),
@@ -329,3 +331,40 @@ def test_a_bad_weights_file_is_refused_in_one_sentence(page_of_models):
         sentence = refusals[name]
         assert words in sentence, (name, sentence)
         assert sentence.count(". ") == 0 and "\n" not in sentence and not sentence.startswith("not a "), (name, sentence)
+
+
+def test_weights_from_a_view_at_any_offset_and_typed_text_read_the_same(page_of_models):
+    """anywidget hands binary traits over as DataViews, not necessarily 4-byte aligned; and bad arguments
+    to encode and Session.run are refused in a sentence."""
+    same, refusals = page_of_models.evaluate("""async () => {
+        const gpt = await import("/gpt.js");
+        const bytes = new Uint8Array(await (await fetch("/w/induction.gptw")).arrayBuffer());
+        const shifted = new Uint8Array(bytes.length + 1);
+        shifted.set(bytes, 1);
+        const logits = (model) => Array.from(new gpt.Session(model).run(gpt.encode(model, "abcab")).logits);
+        const reference = JSON.stringify(logits(gpt.readWeights(bytes.buffer)));
+        const views = [shifted.subarray(1), new DataView(shifted.buffer, 1), bytes];
+        const model = gpt.readWeights(bytes.buffer), said = [];
+        for (const bad of [() => gpt.encode(model, 42), () => new gpt.Session(model).run("abc"),
+                           () => new gpt.Session(model).run([1, 2, 99])]) {
+            try { bad(); said.push("accepted"); } catch (error) { said.push(`${error.name}: ${error.message}`); }
+        }
+        return [views.map((view) => JSON.stringify(logits(gpt.readWeights(view))) === reference), said];
+    }""")
+    assert same == [True, True, True]
+    assert refusals == ["TextError: the text must be a string, got number",
+                        "RangeError: tokens must be an array of token ids (encode's Int32Array), got abc",
+                        "RangeError: token ids must lie in [0, V) = [0, 65), got 99"]
+
+
+@torch.no_grad()
+def test_write_norms_are_the_attention_explorers(page_of_models):
+    model, text = MODELS["shakespeare"], TEXTS["shakespeare"][1]
+    expected = attention_run(model, text).write_norms.double().numpy()  # (L, H, T)
+    norms = page_of_models.evaluate("""async ([text]) => {
+        const gpt = await import("/gpt.js");
+        const model = gpt.readWeights(await (await fetch("/w/shakespeare.gptw")).arrayBuffer());
+        const run = new gpt.Session(model).run(gpt.encode(model, text));
+        return run.writes.heads.map((_, l) => Array.from(gpt.writeNorms(run, l)));
+    }""", [text])
+    assert np.abs(np.array(norms).reshape(expected.shape) - expected).max() <= RELATIVE_TOLERANCE * (1 + expected.max())

@@ -9,6 +9,7 @@
 //                                    a text that extends the last one costs only its new positions
 //   writeLabels(config)              the writes' labels, as gptlib.analysis.decomposition names them
 //   directContributions(model, run, position, token, against?)  decomposition's direct logit attribution
+//   writeRows(run, position, config), writeNorms(run, l)  each write's row; each head's write length
 //
 // Feature vectors are rows, as in model.py: a sequence is X (T, d), stored row after row. Weights keep
 // state_dict's names and shapes; a matrix that multiplies rows from the right (W_Q^h, W_O^h, W_U) is
@@ -37,17 +38,21 @@ const MAGIC = "GPTW";
 const FORMAT = 1;
 const NORMS = ["pre", "post"];
 
+// buffer: the file's bytes, an ArrayBuffer or a view of one (a Uint8Array, or the DataView anywidget hands a
+// binary trait as; copied then, so that every tensor is 4-byte aligned). expected: null, or the config fields
+// an explorer was built for. -> the model: {config, vocabulary, courseVocabulary, tensors, ...}.
 export function readWeights(buffer, expected = null) {
+  if (ArrayBuffer.isView(buffer)) buffer = buffer.buffer.slice(buffer.byteOffset, buffer.byteOffset + buffer.byteLength);
   if (!(buffer instanceof ArrayBuffer)) {
     const got = buffer === null || buffer === undefined ? String(buffer) : buffer.constructor?.name ?? typeof buffer;
     throw new WeightsError(`the weights must be the bytes of a weights file (an ArrayBuffer), got ${got}`);
   }
   if (buffer.byteLength === 0) throw new WeightsError("the weights file is empty (0 bytes)");
   const bytes = new Uint8Array(buffer);
-  const magic = String.fromCharCode(...bytes.subarray(0, 4));
-  if (bytes.length < 8 || magic !== MAGIC) {
+  if (String.fromCharCode(...bytes.subarray(0, 4)) !== MAGIC.slice(0, Math.min(4, bytes.length))) {
     throw new WeightsError(`the file is not a gptlib weights file: it does not start with "${MAGIC}"`);
   }
+  if (bytes.length < 8) throw new WeightsError(`the weights file is truncated: it ends at byte ${bytes.length} of its first 8`);
   const headerLength = new DataView(buffer).getUint32(4, true);
   if (8 + headerLength > bytes.length) {
     throw new WeightsError(`the weights file is truncated: its header claims ${headerLength} bytes, ` +
@@ -167,6 +172,8 @@ function checkedTensors(entries, config, buffer, start) {
   const expected = expectedShapes(config);
   if (!Array.isArray(entries)) throw new WeightsError("the weights file is corrupted: its header lists no tensors");
   const names = entries.map((entry) => entry?.name);
+  const twice = names.find((name, i) => names.indexOf(name) !== i);
+  if (twice !== undefined) throw new WeightsError(`the weights file is corrupted: it lists weight ${twice} twice`);
   const missing = [...expected.keys()].filter((name) => !names.includes(name));
   const unexpected = names.filter((name) => !expected.has(name));
   if (missing.length || unexpected.length || names.length !== expected.size) {
@@ -278,6 +285,7 @@ function named(characters) {
 }
 
 export function encode(model, text) {
+  if (typeof text !== "string") throw new TextError(`the text must be a string, got ${text === null ? "null" : typeof text}`);
   const characters = Array.from(text); // code points, as Python counts them
   const { T_max, V } = model.config;
   if (characters.length === 0) throw new TextError("type at least one character");
@@ -527,6 +535,9 @@ export class Session {
 
   // tokens: ids (an Int32Array from encode, or any array of whole numbers) -> Run.
   run(tokens) {
+    if (!Array.isArray(tokens) && !ArrayBuffer.isView(tokens)) {
+      throw new RangeError(`tokens must be an array of token ids (encode's Int32Array), got ${tokens}`);
+    }
     const { T_max, V, causal } = this.config, T = tokens.length;
     if (T === 0) throw new TextError("type at least one character");
     if (T > T_max) throw new TextError(`the text has ${T} characters; this model reads at most T_max = ${T_max}`);
@@ -556,7 +567,8 @@ export class Run {
       for (let t = 0; t < T; t++) square.set(A.subarray(t * T_max, t * T_max + T), t * T);
       return square;
     }));
-    this.writes = { // what each part of the model adds into the residual stream (Remark 3.4)
+    this.writes = { // what each part of the model adds into the residual stream (Remark 3.4); in a post-norm
+      // model what each head and MLP outputs, which its LayerNorms then rescale with the whole stream
       embed: rows(session.embed, d), // (T, d): E[x_t]
       position: rows(session.position, d), // (T, d): P[t]
       heads: session.heads.map((layer) => layer.map((write) => rows(write, d))), // [l][h] (T, d): C^h W_O^h
@@ -590,6 +602,21 @@ export function writeRows(run, position, config) {
     if (!config.attn_only) rows.push(row(run.writes.mlp[l]));
   }
   return rows;
+}
+
+// ||(A^h X W_OV^h)_t||, the length of each head's write at each position, of layer l: (H, T) as the
+// attention explorer draws them (gptlib.viz.attention.attention_run's write_norms).
+export function writeNorms(run, l) {
+  const heads = run.writes.heads[l], T = run.T, d = heads[0].length / T;
+  const norms = new Float32Array(heads.length * T);
+  heads.forEach((write, h) => {
+    for (let t = 0; t < T; t++) {
+      let sum = 0;
+      for (let k = 0; k < d; k++) sum += write[t * d + k] ** 2;
+      norms[h * T + t] = Math.sqrt(sum);
+    }
+  });
+  return norms;
 }
 
 function wholeIn(name, value, low, high) {
