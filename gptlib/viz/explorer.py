@@ -90,14 +90,15 @@ class Switch(Checked, traitlets.Bool):
 
 
 class Whole(Checked, traitlets.Int):
-    """A whole number in [0, bound(explorer)] (no upper bound where bound gives None), never a bool, float or NaN."""
+    """A whole number in [at_least, bound(explorer)] (no upper bound where bound gives None), never a bool,
+    float or NaN."""
 
-    def __init__(self, label: str, bound):
-        super().__init__(0, label)
-        self.bound = bound
+    def __init__(self, label: str, bound, at_least: int = 0):
+        super().__init__(at_least, label)
+        self.bound, self.at_least = bound, at_least
 
     def check(self, obj, value) -> int:
-        return validation.integer(self.label, value, at_least=0, at_most=self.bound(obj))
+        return validation.integer(self.label, value, at_least=self.at_least, at_most=self.bound(obj))
 
 
 class OneOf(Checked, traitlets.Unicode):
@@ -205,14 +206,18 @@ class Explorer(anywidget.AnyWidget):
                 values[name] = {"base64": base64.b64encode(bytes(value)).decode("ascii")}
         return values | {"live": False}
 
+    def saved_module(self) -> str:
+        """The module a static copy runs: the widget's own."""
+        return self._esm
+
     def static_html(self, png: bytes) -> str:
         """A self-contained copy of the explorer: the module run on the saved values, with the
         kernel's picture `png` (and its alt text) in place until the module has drawn."""
         png = base64.b64encode(png).decode("ascii")
         state = script_json(self.state())
-        key = "gptlib-" + hashlib.sha256((self._esm + state).encode()).hexdigest()[:16]
+        key = "gptlib-" + hashlib.sha256((self.saved_module() + state).encode()).hexdigest()[:16]
         script = (f"{STATIC_JS}\nconst host = document.getElementById({script_json(key)});\n"
-                  f"if (host) await showSaved(host, {script_json(self._esm)}, {state});")
+                  f"if (host) await showSaved(host, {script_json(self.saved_module())}, {state});")
         return (f'<div id="{key}" class="gptlib-static"><style>{self._css}</style>'
                 f'<img alt="{html.escape(self.alt_text())}" src="data:image/png;base64,{png}">'
                 f'<script type="module">{script}</script></div>')

@@ -38,7 +38,8 @@ from ..model import GPT, eval_mode
 from .attention import token_labels
 from .decomposition import attribution_figure, describe_attribution
 from .display import render_png
-from .explorer import Explorer, OneOf, Whole, module
+from .explorer import OneOf, Whole
+from .page_model import ModelExplorer, model_module
 
 # The token whose logit the bars split: the model's top prediction at the position, the
 # difference predicted - true next character, or a character the learner picks.
@@ -142,7 +143,7 @@ def row_words(labels: list[str], layer: int, head: int, t: int, weights: list[fl
     return f"L{layer}H{head} at query {t} {quoted(labels[t])}, strongest keys: {strongest}."
 
 
-class StreamExplorer(Explorer):
+class StreamExplorer(ModelExplorer):
     """Pick a text, a position and a token; see each write's direct contribution to its logit.
 
     One bar per write into the stream (E[x], P, every head, every attention bias b_O, every MLP),
@@ -152,7 +153,8 @@ class StreamExplorer(Explorer):
     caption, describe_row, gives the strongest weights from the float32 run). The kernel runs the model once per text
     and sends, for every position, the contributions to the predicted, the true next and the chosen
     character's logits with every A^h; moving the position, the mode or the head is answered in
-    the page. A new character is checked and computed by the kernel.
+    the page, and so are a typed text and character where the page runs the model (gptlib.viz.page_model;
+    the kernel runs them too, for its own values).
     Traits: text (refused in .message when unreadable, as the attention explorer does), position
     (0..T-1), mode (one of MODES), character (one character of the vocabulary), layer and head
     (the head whose attention row is shown). A number or mode that breaks its rule raises
@@ -162,7 +164,8 @@ class StreamExplorer(Explorer):
     gptlib-stream-caption, gptlib-stream-heads (the head buttons), gptlib-stream-row (the attention row).
     """
 
-    _esm = module("stream")
+    module_name = "stream"
+    _esm = model_module(module_name)
     what = "each write's direct contribution to one prediction"
     text = traitlets.Unicode().tag(sync=True)
     position = Whole("position", lambda self: len(self.run.labels) - 1 if self.run else None)
@@ -196,6 +199,8 @@ class StreamExplorer(Explorer):
         self.token = 0  # the id of the last character that could be read (set with each run)
         self.drawn_with: tuple[StreamRun, int] | None = None  # (run, token) of the last input drawn: the static copy's
         super().__init__(text=text, character=character)
+        if model.config.V == len(VOCABULARY):  # a smaller vocabulary's refusals are the kernel's own words
+            self.send_weights(model)
         self.answer_typing(self.rerun)
         self.observe(self.rerun, names="character")
         self.observe(self.redraw, names=["position", "mode", "layer", "head"])
