@@ -132,7 +132,7 @@ def test_an_explorer_with_nothing_drawn_shows_the_widget_and_its_repr_only():
 
 
 EXPLORER_NOTEBOOKS = {"01_multi_head_attention": ["attention"], "04_layernorm_geometry": ["layernorm"],
-                      "05_gpt_and_parameter_count": ["counting"], "08_trained_model_tour": ["attention", "next_character"],
+                      "05_gpt_and_parameter_count": ["counting"], "08_trained_model_tour": ["next_character", "attention"],
                       "10_reading_the_residual_stream": ["stream"]}
 MODEL_MODULES = {"attention", "stream", "next_character"}  # their copies run gpt.js from the book's files
 

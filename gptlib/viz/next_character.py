@@ -77,7 +77,8 @@ class NextCharacterExplorer(ModelExplorer):
     temperature = Temperature(1.0, "temperature")
     top_k = Whole("top_k", lambda self: self.model.config.V, at_least=1)
     seed = Whole("seed", lambda self: SEED_MAX)
-    # the kernel's run for the static copy: float32 (V,) probabilities and the characters they name
+    # the kernel's run, drawn until the page runs the model: uint8 (V,) round(255 p), for drawing only (the same
+    # bytes on any CPU, where float32 probabilities would differ in their last bits), and the characters they name
     probs = traitlets.Bytes().tag(sync=True)
     vocabulary = traitlets.Unicode().tag(sync=True)
 
@@ -107,7 +108,7 @@ class NextCharacterExplorer(ModelExplorer):
         except ValueError as error:
             self.refuse(str(error))
             return
-        self.probs = self.probabilities.float().numpy().tobytes()
+        self.probs = (self.probabilities * 255).round().to(torch.uint8).numpy().tobytes()
         self.shown = self.text, self.probabilities
         self.show(f"{len(self.text)} characters, temperature {self.temperature:g}, top-k {self.top_k}")
 

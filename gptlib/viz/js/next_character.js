@@ -157,7 +157,7 @@ function render({ model, el }) {
   function receive() {
     if (typing.state.ready) return;
     const view = model.get("probs");
-    if (view && view.byteLength) p = Float64Array.from(new Float32Array(view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength)));
+    if (view && view.byteLength) p = Float64Array.from(new Uint8Array(view.buffer, view.byteOffset, view.byteLength), (v) => v / 255);
     redraw();
   }
   function fromKernel() {
