@@ -52,11 +52,12 @@ ONLY_CELL = {"stream": "StreamExplorer(pretrained.load_pretrained"}  # a cell th
 TABLE_START, TABLE_END = "<!-- roundtrip table: python -m benchmarks.roundtrip --docs -->", "<!-- end of roundtrip table -->"
 
 
-def slider(css: str, steps: int = 3):
-    """Arrow keys on a range input: `steps` to the right, then back, and so on."""
+def slider(css: str, steps: int = 3, first: str = "ArrowRight"):
+    """Arrow keys on a range input: `steps` towards `first` (a slider at its maximum: "ArrowLeft"), then back, and so on."""
+    keys = (first, "ArrowLeft" if first == "ArrowRight" else "ArrowRight")
     def move(explorer, i):
         handle = explorer.locator(f".{css} input[type=range]")
-        return lambda: handle.press("ArrowRight" if (i // steps) % 2 == 0 else "ArrowLeft")
+        return lambda: handle.press(keys[(i // steps) % 2])
     return move
 
 
@@ -139,7 +140,7 @@ CONTROLS = {
     "stream": {"position": slider("gptlib-stream-position"), "token": radio("gptlib-stream-mode", 3),
                "head": button("gptlib-stream-heads", ("L1H2", "L2H1")),
                "text": typed_character("gptlib-stream-text"), "text, every length": every_length("gptlib-stream-text")},
-    "next": {"temperature": slider("gptlib-next-temperature"), "top-k": slider("gptlib-next-top-k"),
+    "next": {"temperature": slider("gptlib-next-temperature"), "top-k": slider("gptlib-next-top-k", first="ArrowLeft"),
              "text": typed_character("gptlib-next-text"), "text, every length": every_length("gptlib-next-text")},
 }
 PAGE_MODEL = {"attention", "stream", "next"}  # their texts are run by the model in the page once it is read
