@@ -373,7 +373,7 @@ function erfSeries(z) {
 // coefficients are erf's derivatives divided by n!: erf^(n)(a) = (-1)^(n-1) H_(n-1)(a) 2/sqrt(pi) e^(-a^2),
 // H the Hermite polynomials (H_0 = 1, H_1 = 2a, H_(n+1) = 2a H_n - 2n H_(n-1)); erf(a) is erfSeries(a).
 const ERF_STEP = 1 / 8, ERF_DEGREE = 8, ERF_END = 6;
-const ERF_TAYLOR = Array.from({ length: ERF_END / ERF_STEP }, (_, k) => {
+const ERF_TAYLOR = Float64Array.from(Array.from({ length: ERF_END / ERF_STEP }, (_, k) => {
   const a = (k + 0.5) * ERF_STEP, slope = (2 / Math.sqrt(Math.PI)) * Math.exp(-a * a);
   const coefficients = [erfSeries(a)];
   let previous = 0, hermite = 1, factorial = 1; // H_(n-2), H_(n-1), n!
@@ -383,7 +383,7 @@ const ERF_TAYLOR = Array.from({ length: ERF_END / ERF_STEP }, (_, k) => {
     [previous, hermite] = [hermite, 2 * a * hermite - 2 * (n - 1) * previous];
   }
   return coefficients;
-});
+}).flat()); // (48, ERF_DEGREE + 1), one row per interval
 
 // erf(z) within 1e-13 of the exact value (tests/browser/test_page_model.py checks it against Python's
 // math.erf), fast enough for every hidden unit of every MLP (131,072 per full pass of the course model):
@@ -392,9 +392,9 @@ const ERF_TAYLOR = Array.from({ length: ERF_END / ERF_STEP }, (_, k) => {
 export function erf(z) {
   const a = Math.abs(z);
   if (!(a < ERF_END)) return Number.isNaN(z) ? NaN : Math.sign(z);
-  const k = Math.floor(a / ERF_STEP), x = a - (k + 0.5) * ERF_STEP, c = ERF_TAYLOR[k];
-  let sum = c[ERF_DEGREE];
-  for (let n = ERF_DEGREE - 1; n >= 0; n--) sum = sum * x + c[n];
+  const k = Math.floor(a / ERF_STEP), x = a - (k + 0.5) * ERF_STEP, c = k * (ERF_DEGREE + 1);
+  let sum = ERF_TAYLOR[c + ERF_DEGREE];
+  for (let n = ERF_DEGREE - 1; n >= 0; n--) sum = sum * x + ERF_TAYLOR[c + n];
   return z < 0 ? -sum : sum;
 }
 
@@ -431,11 +431,14 @@ export function attentionHead(C, A, Q, K, Vv, S, p, n, T, d_head, T_max, causal)
       S[s] = Math.exp(S[s] - max);
       total += S[s];
     }
-    C.fill(0, q, q + d_head);
     for (let s = 0; s <= last; s++) {
-      const a = S[s] / total; // A_ts
-      A[t * T_max + s] = a;
-      for (let c = 0; c < d_head; c++) C[q + c] += a * Vv[s * d_head + c];
+      S[s] /= total; // A_ts
+      A[t * T_max + s] = S[s];
+    }
+    for (let c = 0; c < d_head; c++) {
+      let sum = 0;
+      for (let s = 0; s <= last; s++) sum += S[s] * Vv[s * d_head + c];
+      C[q + c] = sum;
     }
   }
 }
