@@ -328,13 +328,20 @@ export function matmulT(out, X, W, b, n, k, m) {
       }
     }
   }
-  for (; i < n; i++) { // the last n mod 4 rows (one, when a character is appended)
+  for (; i < n; i++) { // the last n mod 4 rows (one, when a character is appended), against 4 rows of W at a time
     const x = i * k;
-    for (let j = 0; j < m; j++) {
-      const w = j * k;
-      let s = 0;
-      for (let c = 0; c < k; c++) s += X[x + c] * W[w + c];
-      out[i * m + j] = s + (b === null ? 0 : b[j]); // summed in the order of the rows above: the same bits
+    for (let j = 0; j < m; j += 4) {
+      const w0 = j * k, w1 = j + 1 < m ? w0 + k : w0, w2 = j + 2 < m ? w0 + 2 * k : w0, w3 = j + 3 < m ? w0 + 3 * k : w0;
+      let a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+      for (let c = 0; c < k; c++) {
+        const u = X[x + c];
+        a0 += u * W[w0 + c]; a1 += u * W[w1 + c]; a2 += u * W[w2 + c]; a3 += u * W[w3 + c];
+      }
+      const o = i * m + j, bias = (e) => (b === null ? 0 : b[j + e]); // each summed as above: the same bits
+      out[o] = a0 + bias(0);
+      if (j + 1 < m) out[o + 1] = a1 + bias(1);
+      if (j + 2 < m) out[o + 2] = a2 + bias(2);
+      if (j + 3 < m) out[o + 3] = a3 + bias(3);
     }
   }
 }
