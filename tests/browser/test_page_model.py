@@ -165,7 +165,9 @@ def test_against_the_float32_model_the_kernel_runs_the_gap_is_torchs_own_roundin
         tolerance = RELATIVE_TOLERANCE * (1 + Z32.abs().max().item())
         assert np.abs(got["logits"] - Z32.double().numpy().ravel()).max() <= tolerance
         assert np.abs(got["attention"] - A32.numpy().ravel()).max() <= ATTENTION_TOLERANCE + own_rounding
-        assert (got["logits"].reshape(Z32.shape).argmax(1) == Z32.argmax(1).numpy()).all()
+        top_two = Z32.topk(2, dim=1).values  # (T, 2)
+        clear = (top_two[:, 0] - top_two[:, 1] > 2 * tolerance).numpy()  # closer: rounding's choice
+        assert (got["logits"].reshape(Z32.shape).argmax(1) == Z32.argmax(1).numpy())[clear].all()
 
 
 # One mistake each, planted by replacing a line of gpt.js's source: the comparison above must catch it.
