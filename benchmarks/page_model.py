@@ -12,9 +12,10 @@ and fastest wall time (performance.now in the page) and the mean CPU time of the
 from __future__ import annotations
 
 import argparse
-import platform
+import os
 
 from benchmarks.browser.servers import CHROMIUM, CHROMIUM_ARGS
+from benchmarks.roundtrip import cpu_name
 from gptlib.pretrained import load_pretrained
 from gptlib.viz.page_weights import page_weights
 from tests.support.page_model import model_page
@@ -69,7 +70,7 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     weights = page_weights(load_pretrained("shakespeare"))
-    rows = {}
+    load_before, rows = os.getloadavg()[0], {}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
@@ -87,7 +88,8 @@ def main() -> None:
         finally:
             browser.close()
     print(f"gpt.js on the course model ({len(weights):,} bytes of weights), headless Chromium {version}, "
-          f"{platform.processor() or platform.machine()}; {args.repeats} runs each, milliseconds:")
+          f"{cpu_name()}, {os.cpu_count()} CPUs, load average {load_before:.1f} before "
+          f"and {os.getloadavg()[0]:.1f} after; {args.repeats} runs each, milliseconds:")
     print(f"  {'':<38} {'median':>8} {'fastest':>8} {'CPU mean':>9}")
     for name, (median, fastest, cpu) in rows.items():
         print(f"  {name:<38} {median:8.2f} {fastest:8.2f} {cpu:9.2f}")

@@ -1,5 +1,5 @@
 // The course GPT's forward pass in the page (Lecture 5), read beside gptlib/model.py: one function per
-// definition, flat Float32Arrays with their shapes in comments, a key/value cache, as llama2.c's run.c.
+// definition, flat typed arrays with their shapes in comments, a key/value cache, as llama2.c's run.c.
 // No dependency, nothing fetched but the weights file the caller names.
 //
 //   readWeights(buffer, expected?)   a weights file (gptlib.viz.page_weights) -> model, or WeightsError
@@ -14,7 +14,7 @@
 // Feature vectors are rows, as in model.py: a sequence is X (T, d), stored row after row. Weights keep
 // state_dict's names and shapes; a matrix that multiplies rows from the right (W_Q^h, W_O^h, W_U) is
 // also kept transposed, so that every output entry is a dot product of two contiguous rows (matmulT).
-// Arithmetic is JavaScript's float64; what is kept is rounded to float32 where it is stored.
+// Arithmetic is JavaScript's float64, in Float64Arrays; what a Run hands out is rounded to Float32Arrays.
 
 export class WeightsError extends Error {
   constructor(message) {
@@ -545,7 +545,7 @@ export class Session {
 
   // tokens: ids (an Int32Array from encode, or any array of whole numbers) -> Run.
   run(tokens) {
-    if (!Array.isArray(tokens) && !ArrayBuffer.isView(tokens)) {
+    if (!Array.isArray(tokens) && !(ArrayBuffer.isView(tokens) && !(tokens instanceof DataView))) {
       throw new RangeError(`tokens must be an array of token ids (encode's Int32Array), got ${tokens}`);
     }
     const { T_max, V, causal } = this.config, T = tokens.length;
