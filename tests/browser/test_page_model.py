@@ -300,7 +300,11 @@ def corrupted_files() -> dict[str, tuple[bytes, str]]:
         "shape against config": (rewritten(lambda h: h["config"].update(d=32)),
                                  "weight E has shape [65,64] in the file; a model of this config needs [65,32]"),
         "config invalid": (rewritten(lambda h: h["config"].update(H=5)), "H = 5 does not divide d = 64"),
-        "weight missing": (rewritten(lambda h: h["tensors"].pop()), 'missing ["ln_f.beta"]'),
+        "weight missing": (rewritten(lambda h: h["tensors"].pop()), "it needs 19 weights, the file lists 18"),
+        "weight renamed": (rewritten(lambda h: h["tensors"][-1].update(name="ln_f.bias")),
+                           'missing ["ln_f.beta"], unexpected ["ln_f.bias"]'),
+        "a config of a million blocks": (rewritten(lambda h: h["config"].update(L=10**6)),
+                                         "it needs 7000005 weights, the file lists 19"),
         "a NaN weight": (good[:nan_at] + struct.pack("<f", float("nan")) + good[nan_at + 4 :],
                          "weight blocks.1.attn.W_V holds 1 non-finite values (NaN or inf)"),
     }

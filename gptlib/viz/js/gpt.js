@@ -169,12 +169,18 @@ function expectedShapes(c) {
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 function checkedTensors(entries, config, buffer, start) {
-  const expected = expectedShapes(config);
   if (!Array.isArray(entries)) throw new WeightsError("the weights file is corrupted: its header lists no tensors");
-  const names = entries.map((entry) => entry?.name);
-  const twice = names.find((name, i) => names.indexOf(name) !== i);
-  if (twice !== undefined) throw new WeightsError(`the weights file is corrupted: it lists weight ${twice} twice`);
-  const missing = [...expected.keys()].filter((name) => !names.includes(name));
+  const names = entries.map((entry) => entry?.name), listed = new Set();
+  for (const name of names) {
+    if (listed.has(name)) throw new WeightsError(`the weights file is corrupted: it lists weight ${name} twice`);
+    listed.add(name);
+  }
+  const count = 4 + (config.tie_weights ? 0 : 1) + config.L * (config.attn_only ? 7 : 13); // before listing L blocks
+  if (entries.length !== count) {
+    throw new WeightsError(`the weights do not match the config: it needs ${count} weights, the file lists ${entries.length}`);
+  }
+  const expected = expectedShapes(config);
+  const missing = [...expected.keys()].filter((name) => !listed.has(name));
   const unexpected = names.filter((name) => !expected.has(name));
   if (missing.length || unexpected.length || names.length !== expected.size) {
     throw new WeightsError(`the weights do not match the config: missing ${JSON.stringify(missing.slice(0, 5))}, ` +
