@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.browser.servers import offline_context
+from .servers import offline_context
 
 ORIGIN = "http://127.0.0.1:9"  # the discard port: page.route answers every request before it could leave
 GPT_JS = Path(__file__).resolve().parents[2] / "gptlib" / "viz" / "js" / "gpt.js"
