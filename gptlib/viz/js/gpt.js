@@ -311,15 +311,15 @@ export function encode(model, text) {
 // ---------------------------------------------------------------------------------------------------
 // The operations, on n rows at a time.
 
-// out (n, m) = X (n, k) W^T + b for W stored (m, k), b (m,) or null: every entry a dot product of two
-// contiguous rows. Four rows of X against two rows of W at a time (eight sums held in registers): each
-// weight read once serves four rows, which made it ~3x faster than one entry at a time in Chromium.
-export function matmulT(out, X, W, b, n, k, m) {
+// out (n, m) = X (n, k) W^T + b for W stored (m, k) (its rows `stride` apart, k by default), b (m,) or null:
+// every entry a dot product of two contiguous rows. Four rows of X against two rows of W at a time (eight
+// sums held in registers): each weight read once serves four rows, ~3x faster than one entry at a time.
+export function matmulT(out, X, W, b, n, k, m, stride = k) {
   let i = 0;
   for (; i + 4 <= n; i += 4) {
     const x0 = i * k, x1 = x0 + k, x2 = x1 + k, x3 = x2 + k;
     for (let j = 0; j < m; j += 2) {
-      const two = j + 1 < m, w0 = j * k, w1 = two ? w0 + k : w0;
+      const two = j + 1 < m, w0 = j * stride, w1 = two ? w0 + stride : w0;
       let a0 = 0, a1 = 0, a2 = 0, a3 = 0, c0 = 0, c1 = 0, c2 = 0, c3 = 0;
       for (let c = 0; c < k; c++) {
         const p = W[w0 + c], q = W[w1 + c], u0 = X[x0 + c], u1 = X[x1 + c], u2 = X[x2 + c], u3 = X[x3 + c];
@@ -337,7 +337,8 @@ export function matmulT(out, X, W, b, n, k, m) {
   for (; i < n; i++) { // the last n mod 4 rows (one, when a character is appended), against 4 rows of W at a time
     const x = i * k;
     for (let j = 0; j < m; j += 4) {
-      const w0 = j * k, w1 = j + 1 < m ? w0 + k : w0, w2 = j + 2 < m ? w0 + 2 * k : w0, w3 = j + 3 < m ? w0 + 3 * k : w0;
+      const w0 = j * stride, w1 = j + 1 < m ? w0 + stride : w0, w2 = j + 2 < m ? w0 + 2 * stride : w0;
+      const w3 = j + 3 < m ? w0 + 3 * stride : w0;
       let a0 = 0, a1 = 0, a2 = 0, a3 = 0;
       for (let c = 0; c < k; c++) {
         const u = X[x + c];
@@ -424,36 +425,29 @@ export function mlp(out, X, weights, n, d, d_ff, hidden) {
 }
 
 // Definition 1.1, one head, for the queries p .. p+n-1 of a sequence whose keys and values up to T-1 are
-// in K, Vv (T_max, d_head): S_ts = q_t . k_s / sqrt(d_head) plus the mask M (-inf where s > t: those
-// keys are skipped when causal), A_t = softmax(S_t), and the head's output C_t = sum_s A_ts v_s.
-// Q (n, d_head) the queries; A (T_max, T_max) receives rows p .. p+n-1; C (n, d_head); S (T_max,) scratch.
-export function attentionHead(C, A, Q, K, Vv, S, p, n, T, d_head, T_max, causal) {
+// cached: S = Q K^T / sqrt(d_head) + M, the mask M being -inf where s > t (those keys get weight 0),
+// A_t = softmax(S_t) for each query row, and the head's output C = A V, C_t = sum_s A_ts v_s.
+// Q (n, d_head) the queries; K (T_max, d_head) the keys; Vt (d_head, T_max) the values, transposed;
+// A (T_max, T_max) receives rows p .. p+n-1; C (n, d_head); S (n, T) scratch.
+export function attentionHead(C, A, Q, K, Vt, S, p, n, T, d_head, T_max, causal) {
   const scale = 1 / Math.sqrt(d_head);
+  matmulT(S, Q, K, null, n, d_head, T); // q_t . k_s for every cached key, (n, T)
   for (let i = 0; i < n; i++) {
-    const t = p + i, q = i * d_head;
+    const t = p + i, row = i * T;
     const last = causal ? t : T - 1; // the last key query t sees: the mask M
     let max = -Infinity;
-    for (let s = 0; s <= last; s++) {
-      let dot = 0;
-      for (let c = 0; c < d_head; c++) dot += Q[q + c] * K[s * d_head + c];
-      S[s] = dot * scale;
-      if (S[s] > max) max = S[s];
-    }
+    for (let s = 0; s <= last; s++) max = Math.max(max, S[row + s] * scale);
     let total = 0;
     for (let s = 0; s <= last; s++) {
-      S[s] = Math.exp(S[s] - max);
-      total += S[s];
+      S[row + s] = Math.exp(S[row + s] * scale - max);
+      total += S[row + s];
     }
-    for (let s = 0; s <= last; s++) {
-      S[s] /= total; // A_ts
-      A[t * T_max + s] = S[s];
-    }
-    for (let c = 0; c < d_head; c++) {
-      let sum = 0;
-      for (let s = 0; s <= last; s++) sum += S[s] * Vv[s * d_head + c];
-      C[q + c] = sum;
+    for (let s = 0; s < T; s++) {
+      S[row + s] = s <= last ? S[row + s] / total : 0; // A_ts
+      A[t * T_max + s] = S[row + s];
     }
   }
+  matmulT(C, S, Vt, null, n, T, d_head, T_max); // C = A V, (n, d_head)
 }
 
 // Definition 1.1, all heads, for positions p .. T-1 (n = T - p rows of X, the attention's input):
@@ -463,11 +457,12 @@ function multiHeadAttention(out, X, weights, state, l, p, n, T) {
   const { d, H, d_head, T_max, causal } = state.config, s = state.scratch;
   out.fill(0, 0, n * d);
   for (let h = 0; h < H; h++) {
-    const K = state.keys[l][h], Vv = state.values[l][h]; // (T_max, d_head)
+    const K = state.keys[l][h], Vt = state.values[l][h]; // (T_max, d_head), (d_head, T_max)
     matmulT(s.q, X, weights.W_Qt[h], null, n, d, d_head); // X W_Q^h, (n, d_head)
-    matmulT(K.subarray(p * d_head), X, weights.W_Kt[h], null, n, d, d_head);
-    matmulT(Vv.subarray(p * d_head), X, weights.W_Vt[h], null, n, d, d_head);
-    attentionHead(s.c, state.attention[l][h], s.q, K, Vv, s.scores, p, n, T, d_head, T_max, causal);
+    matmulT(K.subarray(p * d_head), X, weights.W_Kt[h], null, n, d, d_head); // X W_K^h
+    matmulT(s.v, X, weights.W_Vt[h], null, n, d, d_head); // X W_V^h
+    for (let i = 0; i < n; i++) for (let c = 0; c < d_head; c++) Vt[c * T_max + p + i] = s.v[i * d_head + c];
+    attentionHead(s.c, state.attention[l][h], s.q, K, Vt, s.scores, p, n, T, d_head, T_max, causal);
     matmulT(s.head, s.c, weights.W_Ot[h], null, n, d_head, d); // C^h W_O^h, (n, d)
     state.heads[l][h].set(s.head.subarray(0, n * d), p * d);
     for (let i = 0; i < n * d; i++) out[i] += s.head[i];
@@ -535,7 +530,7 @@ export class Session {
     this.tokens = new Int32Array(T_max);
     this.seen = 0; // positions 0 .. seen-1 hold the results for this.tokens
     this.keys = filled(L, () => filled(H, () => rows(d_head)));
-    this.values = filled(L, () => filled(H, () => rows(d_head)));
+    this.values = filled(L, () => filled(H, () => rows(d_head))); // each (d_head, T_max): V^T
     this.attention = filled(L, () => filled(H, () => kept(T_max)));
     this.embed = kept(d);
     this.position = kept(d);
@@ -544,8 +539,8 @@ export class Session {
     this.logits = kept(V);
     this.lnfScale = new Float32Array(T_max);
     this.scratch = {
-      x: rows(d), a: rows(d), b: rows(d), head: rows(d), q: rows(d_head), c: rows(d_head),
-      hidden: rows(d_ff), logits: rows(V), scores: new Float64Array(T_max), scales: new Float64Array(T_max),
+      x: rows(d), a: rows(d), b: rows(d), head: rows(d), q: rows(d_head), v: rows(d_head), c: rows(d_head),
+      hidden: rows(d_ff), logits: rows(V), scores: rows(T_max), scales: new Float64Array(T_max),
     };
   }
 
