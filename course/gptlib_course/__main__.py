@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     summary.add_argument("--threshold", type=int, default=report.THRESHOLD,
                          help="the anonymised copy shows smaller groups as 'fewer than THRESHOLD'")
     args = parser.parse_args(argv)
+    if getattr(args, "gradebook", None) is not None and not args.gradebook.exists():  # named: never the default instead
+        return refuse(args.command, f"{args.gradebook}: no such gradebook")
     if args.command == "assign":
         notebooks = args.notebooks or sorted(Path("notebooks").glob("[0-9]*.ipynb"))
         try:

@@ -71,6 +71,13 @@ def test_report_refuses_a_bad_results_file_by_name(tmp_path, data, fault):
     assert snapshot(tmp_path) == before
 
 
+def test_a_gradebook_named_but_missing_is_refused_not_replaced_by_the_default(tmp_path):
+    out = write_class(tmp_path / "build")
+    before = snapshot(tmp_path)
+    _refused(kit("report", "--out", out, "--gradebook", "term2.ini", cwd=tmp_path), "term2.ini", "no such gradebook")
+    assert snapshot(tmp_path) == before
+
+
 def test_report_refuses_an_empty_store_by_name(tmp_path):
     out = write_class(tmp_path / "build", records={"": {}})
     (out / "grades" / "results" / "0.json").unlink()
