@@ -15,7 +15,9 @@ Pictures, drawn with matplotlib and embedded as data URIs (the page needs no net
 question of its mistakes by frequency, a heat map of students by build step for notebook 09, and the late
 submissions of each assignment with a deadline, by day after it. Every number is computed from the stored
 results (results.load_results) and the gradebook: the report never runs a submission. Names and texts are
-escaped as data and cleaned of control characters, as on the feedback pages.
+escaped as data and cleaned of control characters, as on the feedback pages; a who-list holds one name per item
+(a name may hold a comma), and the heat map numbers its rows, the page listing the names by number as text (no font
+of a picture draws every script, the browser's text does). The same store and gradebook give the same bytes.
 """
 
 from __future__ import annotations
