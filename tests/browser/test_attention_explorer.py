@@ -1,6 +1,6 @@
 """Notebook 01's attention explorer, used in JupyterLab with the keyboard and the pointer as a learner would."""
 
-from benchmarks.browser.jupyterlab_driver import (
+from tests.support.browser.jupyterlab_driver import (
     code_cell,
     explorers_shown,
     frame_ms,

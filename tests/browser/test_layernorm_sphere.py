@@ -3,10 +3,10 @@
 import json
 
 import pytest
-from axe_audit import violations
 from playwright.sync_api import Error
 
-from benchmarks.browser.jupyterlab_driver import (
+from tests.support.browser.axe_audit import violations
+from tests.support.browser.jupyterlab_driver import (
     code_cell,
     explorers_shown,
     frame_ms,

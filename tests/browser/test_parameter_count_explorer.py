@@ -1,6 +1,7 @@
 """Notebook 05's parameter-count explorer, typed into as a learner would."""
 
-from benchmarks.browser.jupyterlab_driver import (
+from gptlib import COURSE_CONFIG, theorem_5_2
+from tests.support.browser.jupyterlab_driver import (
     code_cell,
     explorers_shown,
     frame_ms,
@@ -11,7 +12,6 @@ from benchmarks.browser.jupyterlab_driver import (
     run_code,
     unrun_cell_shows_one_picture,
 )
-from gptlib import COURSE_CONFIG, theorem_5_2
 
 
 def test_count_explorer_counts_in_the_page_refuses_in_words_and_hears_the_measured_count(page, lab):

@@ -1,8 +1,7 @@
 """Notebook 10's stream explorer, used in JupyterLab with the keyboard and the pointer as a learner would."""
 
-from axe_audit import violations
-
-from benchmarks.browser.jupyterlab_driver import (
+from tests.support.browser.axe_audit import violations
+from tests.support.browser.jupyterlab_driver import (
     code_cell,
     explorers_shown,
     frame_ms,

@@ -14,7 +14,6 @@ import zipfile
 import nbformat
 import pytest
 
-from benchmarks import course_class
 from gptlib import exercises
 from gptlib.assignment import cases
 from gptlib.assignment.grader import Notebook
@@ -22,6 +21,7 @@ from gptlib.exercises import sealed
 from gptlib_course import assign, gradebook
 from gptlib_course.jobs import load_tests
 from gptlib_course.questions import ROLE_KEY, cells_to_run, questions
+from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
 
 

@@ -1,6 +1,6 @@
 """The gradebook (course/gptlib_course/gradebook.py) on stored results written here: points per case, weights,
 the late policy, the exports' columns, and text a spreadsheet or a browser cannot misread. No grading runs
-(tests/test_course_grading.py grades a class and checks the same files it writes)."""
+(tests/course/test_grading.py grades a class and checks the same files it writes)."""
 
 import csv
 import datetime as dt

@@ -1,6 +1,6 @@
 """gptlib_course grade on a synthetic class: builds the assignments, grades the set in parallel,
 and checks the CSV and the feedback against what each submission deserves, which is what gptlib's
-checker says for the same code in this process (benchmarks/course_class.py).
+checker says for the same code in this process (tests/support/course_class.py).
 
 Notebooks 01, 04 and 05 here (their checkers take about a second), and notebook 09's build track, whose
 classes stay in the submission's process while the checkers judge their mirrors (remote_module.py), with
@@ -28,7 +28,6 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import course_class
 from gptlib import exercises
 from gptlib.assignment.grader import Notebook
 from gptlib_course import assign, gradebook, report, sandbox
@@ -39,6 +38,7 @@ from gptlib_course.judge import ERROR_TEXT, HIDDEN_MESSAGES, Limits, Submission,
 from gptlib_course.pool import _next_job
 from gptlib_course.questions import cells_to_run, questions
 from gptlib_course.results import load_results
+from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
 
 pytestmark = pytest.mark.slow  # starts processes or trains: `pytest -m slow` (not in `pytest -m unit`)
@@ -46,7 +46,7 @@ pytestmark = pytest.mark.slow  # starts processes or trains: `pytest -m slow` (n
 GRADED = ("01_multi_head_attention", "04_layernorm_geometry", "05_gpt_and_parameter_count")
 NB05 = "05_gpt_and_parameter_count"
 LIMITS = Limits(cells_s=90, call_s=5)  # a loop costs call_s per case; the checkers of 01, 04, 05 call for milliseconds
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KIT_ENV = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'course'}"}  # `python -m gptlib_course`: this tree's
 
 

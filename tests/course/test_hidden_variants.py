@@ -13,7 +13,6 @@ import functools
 import pytest
 import torch
 
-from benchmarks import course_class
 from gptlib import exercises
 from gptlib.analysis import attention as circuits
 from gptlib.analysis import jacobians
@@ -29,6 +28,7 @@ from gptlib.exercises import jacobians as jacobian
 from gptlib.exercises import layernorm
 from gptlib.exercises.answers import build as build_solutions
 from gptlib.exercises.answers import concepts
+from tests.support import course_class
 
 pytestmark = pytest.mark.slow  # thousands of checker runs: `pytest -m slow`
 
@@ -162,7 +162,7 @@ QUESTIONS = {  # question: (checker, {mistake: the answer's arguments}, offsets)
 
 
 def test_every_question_with_a_hidden_variant_is_here():
-    from tests.test_course_assign import MUST_MOVE
+    from tests.course.test_assign import MUST_MOVE
 
     assert set(QUESTIONS) == {q for qs in MUST_MOVE.values() for q in qs} | {"post_norm_jacobian", "dependency_map"}
 

@@ -30,7 +30,7 @@ import requests
 from gptlib_course import assign
 from tests.support.notebook_files import NOTEBOOKS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "course" / "hub" / "jupyterhub_config.py"
 PROXY = ROOT / "build" / "hub" / "node_modules" / ".bin" / "configurable-http-proxy"
 JUPYTERHUB = Path(sys.executable).parent / "jupyterhub"

@@ -2,7 +2,7 @@
 (judge.remote_call, remote_module.Link) talks to the submission's half (inside.zygote._call, ModuleServer) through the
 bytes the pipe carries (pickle one way, torch.save read back with torch.load(weights_only=True) the other).
 The build checkers judge a mirror as they judge the module itself; whatever the submission sends that the
-protocol does not allow is refused with a reason. tests/test_course_grading.py grades notebook 09 through
+protocol does not allow is refused with a reason. tests/course/test_grading.py grades notebook 09 through
 the real sandbox."""
 
 import pickle
@@ -11,7 +11,6 @@ import pytest
 import torch
 from torch import nn
 
-from benchmarks import course_class
 from gptlib import exercises
 from gptlib.assignment.variants import shifted_seeds
 from gptlib.exercises import build_track
@@ -20,6 +19,7 @@ from gptlib_course.inside import module_server, zygote
 from gptlib_course.inside.module_server import ModuleServer
 from gptlib_course.judge import Limits, RemoteFunction, SubmissionStopped, read_reply, remote_call
 from gptlib_course.remote_module import Link, RemoteModule
+from tests.support import course_class
 
 
 class InProcess:

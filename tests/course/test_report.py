@@ -1,5 +1,5 @@
 """The class report (gptlib_course/report.py) from hand-written store records: what it counts, what each copy
-shows, and that names are data. tests/test_course_grading.py builds it from the graded synthetic class and
+shows, and that names are data. tests/course/test_grading.py builds it from the graded synthetic class and
 tests/browser/test_class_report_in_chromium.py renders it in Chromium."""
 
 import csv

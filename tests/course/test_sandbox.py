@@ -19,17 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import course_class
 from gptlib_course import assign, gradebook, sandbox
 from gptlib_course.__main__ import UNCONFINED, main
 from gptlib_course.judge import Limits, Submission, SubmissionStopped
 from gptlib_course.questions import questions
 from gptlib_course.sandbox import Sandbox
+from tests.support import course_class
 from tests.support.notebook_files import NOTEBOOKS
 
 pytestmark = pytest.mark.slow  # starts processes: `pytest -m slow` (not in `pytest -m unit`)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ORDINARY = 54321  # a uid no account has: the ordinary user of the last test
 
 

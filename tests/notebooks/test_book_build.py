@@ -16,7 +16,7 @@ from tools.build_book import sphinx_build
 
 pytestmark = pytest.mark.slow  # starts processes or trains: `pytest -m slow` (not in `pytest -m unit`)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_left_hand_contents_list_every_notebook_in_lecture_order(book_html):

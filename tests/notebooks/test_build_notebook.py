@@ -141,7 +141,7 @@ def test_the_notebook_states_the_build_checkers_tolerance():
     closing = next(c.source for c in cells(notebook("09")) if c.source.startswith("## What you saw"))
     assert f"{mantissa}\\cdot10^{{{int(exponent)}}}\\,(1 + \\max|\\text{{output}}|)" in closing
     assert "exactly" not in closing
-    readme = (Path(__file__).resolve().parents[1] / "docs" / "learner.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "learner.md").read_text()
     assert f"to within {mantissa}e{int(exponent)} x (1 + max |output|)" in readme
 
 

@@ -17,7 +17,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # starts processes or trains: `pytest -m slow` (not in `pytest -m unit`)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 ENDINGS = {
     "SIGILL": ("import os, signal; os.kill(os.getpid(), signal.SIGILL)", "was killed by signal SIGILL (4)"),

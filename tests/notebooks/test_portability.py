@@ -35,7 +35,7 @@ import pytest
 
 from gptlib import make_deterministic
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # The kernel make test's nbval pass runs notebooks in (pyproject.toml's --nbval-kernel-name).
 OTHER_CPU = json.loads((ROOT / "tests" / "jupyter" / "kernels" / "gptlib-other-cpu" / "kernel.json").read_text())["env"]

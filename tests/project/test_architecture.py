@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.notebook_files import NOTEBOOKS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TEXT = (ROOT / "ARCHITECTURE.md").read_text()
 NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 PLOTTING = ("matplotlib", "ipywidgets")  # imported by the viz layer only
@@ -295,14 +295,31 @@ def test_the_analysis_package_maps_every_module_it_holds_and_no_other():
     assert listed_modules("    cache  x\n    missing  y\n") - files == {"missing"}  # a stale line would show
 
 
-def test_the_benchmarks_import_nothing_from_the_tests():
-    """benchmarks/ stands on its own: what it shares with the tests (the synthetic class, the browser driver)
-    lives in benchmarks/ and the tests import it from there, so no benchmark imports tests or puts them on sys.path."""
+def in_support(name: str) -> bool:
+    return name.split(".")[:2] == ["tests", "support"]
+
+
+def outside_support(module: str, source: str, modules) -> list[str]:
+    """What `module` imports that the shared test machinery may not be built on: a benchmark or a test module."""
+    return sorted(name for name in imports(module, source, modules)
+                  if name.split(".")[0] == "benchmarks" or (name.split(".")[0] == "tests" and not in_support(name)))
+
+
+def test_the_test_machinery_is_shared_one_way():
+    """What the tests and the benchmarks share (the synthetic class, the browser driver and servers) has one
+    copy, in tests/support: it imports neither a benchmark nor a test module, and a benchmark takes from
+    tests/ only tests.support, so neither side reaches into the other's files and no import goes in a circle."""
+    support = {f"tests.{module}": source for module, source in package_sources(ROOT / "tests" / "support").items()}
     benchmarks = package_sources(ROOT / "benchmarks")
-    assert "benchmarks.course_class" in benchmarks and "benchmarks.browser.servers" in benchmarks
-    found = {module: sorted(name for name in imports(module, source, benchmarks) if name.split(".")[0] == "tests")
-             for module, source in benchmarks.items()}
-    assert {module: names for module, names in found.items() if names} == {}
+    assert "tests.support.course_class" in support and "tests.support.browser.servers" in support
+    grading = benchmarks["benchmarks.course_grading"]
+    assert "tests.support.course_class" in imports("benchmarks.course_grading", grading, support)
+    assert {module: names for module, source in support.items() if (names := outside_support(module, source, support))} == {}
+    reached = {module: [name for name in imports(module, source, benchmarks) if name.split(".")[0] == "tests"]
+               for module, source in benchmarks.items()}
+    assert {module: names for module, names in reached.items() if not all(map(in_support, names))} == {}
+    scratch = "from benchmarks import peers\nfrom tests.course import test_assign\n"
+    assert outside_support("tests.support.x", scratch, support) == ["benchmarks", "tests.course"]  # it sees both edges
     path_edits = {module for module, source in benchmarks.items() for node in ast.walk(ast.parse(source))
                   if isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", None) == "sys"}
     assert path_edits == set()  # sys.path in code, not in the text of a hostile submission

@@ -11,7 +11,7 @@ a replacement.
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("gptlib", "course", "tests", "benchmarks", "tools", "book")
 
 

@@ -16,7 +16,7 @@ import yaml
 from gptlib import __main__ as command
 from tools import ensure_env
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 EXTRAS = PROJECT["optional-dependencies"]
 KIT = tomllib.loads((ROOT / "course" / "pyproject.toml").read_text())  # the instructor's course kit: gptlib_course
@@ -88,7 +88,7 @@ def test_every_package_gptlib_imports_is_declared_for_the_audience_that_runs_it(
 def test_the_course_kit_is_a_package_of_its_own_on_top_of_the_learners_set():
     """course/pyproject.toml: gptlib_course alone (with its subpackage `inside`, each listed), needing gptlib with
     the notebooks extra (the zygote runs IPython) and JupyterHub; the root's wheel packages gptlib alone
-    (tests/test_wheel.py reads it)."""
+    (tests/project/test_wheel.py reads it)."""
     kit = KIT["project"]
     packages = sorted(".".join(p.parent.relative_to(ROOT / "course").parts) for p in PACKAGES[1].rglob("__init__.py"))
     assert KIT["tool"]["setuptools"]["packages"] == packages == ["gptlib_course", "gptlib_course.inside"]

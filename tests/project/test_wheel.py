@@ -29,7 +29,7 @@ import pytest
 
 from tools.ensure_env import local_cpu_torch_wheel, venv_python
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RELEASED = ("pyproject.toml", "setup.py", "README.md", "gptlib", "notebooks")  # what building the wheel may read
 NOTEBOOK = "08_trained_model_tour.ipynb"  # loads both shipped checkpoints: the package data must be found
 

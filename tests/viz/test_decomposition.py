@@ -23,7 +23,7 @@ from gptlib.viz.decomposition import (  # noqa: E402
     logit_lens_figure,
     stream_run,
 )
-from tests.test_viz_explorer import outline, saved_call  # noqa: E402
+from tests.viz.test_explorer import outline, saved_call  # noqa: E402
 
 TEXT = "To be, or not\nto be"
 

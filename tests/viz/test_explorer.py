@@ -139,7 +139,7 @@ def test_a_saved_explorer_cell_holds_its_outputs_and_no_widget_state_that_would_
     """Re-executed by `make notebooks` (store_widget_state=False): with the model's widget state saved,
     nbconvert's HTML would choose the widget view and need a renderer from a CDN instead of the copy.
     The copy runs today's js/ module (the book and saved HTML pages show it)."""
-    notebook = json.loads((Path(__file__).parents[1] / "notebooks" / f"{name}.ipynb").read_text())
+    notebook = json.loads((Path(__file__).parents[2] / "notebooks" / f"{name}.ipynb").read_text())
     cells = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"
              and any(WIDGET_VIEW in output.get("data", {}) for output in cell["outputs"])]
     assert len(cells) == 1 and len(cells[0]["outputs"]) == 2  # one explorer, one output that shows it, then FROM_STATE

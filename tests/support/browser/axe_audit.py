@@ -1,4 +1,4 @@
-"""An accessibility audit with axe-core (vendored: tests/browser/vendor/axe.min.js, axe-core 4.14.1,
+"""An accessibility audit with axe-core (vendored: tests/support/browser/vendor/axe.min.js, axe-core 4.14.1,
 MPL-2.0, from npm's axe-core package), run inside the page against WCAG 2.0/2.1 A and AA."""
 
 from __future__ import annotations
