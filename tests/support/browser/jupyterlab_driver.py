@@ -291,3 +291,21 @@ def run_cell(page, notebook: str, source: str, timeout_ms: int = 120_000) -> Non
         arg=index,
         timeout=timeout_ms,
     )
+
+
+def open_explorer(page, lab, notebook: str, call: str, css_class: str, run: str | None = None):
+    """Open `notebook` in JupyterLab as a learner would and return its live explorer (css_class), in view.
+
+    Before anything runs, the cell holding `call` shows one picture (its static copy); then `run` runs
+    (the source of the one cell to run, or every cell when None), and the cell shows the widget alone,
+    not its static copy beside it."""
+    open_notebook(page, lab, notebook)
+    unrun_cell_shows_one_picture(page, call)
+    if run is None:
+        run_all(page)
+    else:
+        run_cell(page, notebook, run)
+    explorer = live(page, css_class)
+    explorer.scroll_into_view_if_needed()
+    assert explorers_shown(code_cell(page, call)) == 1, f"{call!r} shows more than its widget once run"
+    return explorer
