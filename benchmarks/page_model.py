@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from benchmarks.browser.page_model import model_page
-from benchmarks.browser.servers import CHROMIUM, CHROMIUM_ARGS
+from tests.support.browser.page_model import model_page
+from tests.support.browser.servers import CHROMIUM, CHROMIUM_ARGS
 from benchmarks.roundtrip import cpu_name
 from gptlib.pretrained import load_pretrained
 from gptlib.viz.page_weights import page_weights

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks.browser.page_model import ORIGIN, model_page
+from tests.support.browser.page_model import ORIGIN, model_page
 from gptlib import GPT, GPTConfig
 from gptlib.analysis.attention import attention_input, head_contributions
 from gptlib.analysis.cache import run_with_cache
