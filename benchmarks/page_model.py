@@ -14,11 +14,11 @@ from __future__ import annotations
 import argparse
 import os
 
-from tests.support.browser.page_model import model_page
-from tests.support.browser.servers import CHROMIUM, CHROMIUM_ARGS
 from benchmarks.roundtrip import cpu_name
 from gptlib.pretrained import load_pretrained
 from gptlib.viz.page_weights import page_weights
+from tests.support.browser.page_model import model_page
+from tests.support.browser.servers import CHROMIUM, CHROMIUM_ARGS
 
 # In the page: each case as a function, run `repeats` times on one session already warm. Changing the first
 # character recomputes all T_max positions; changing the last, one; deleting it, none (the Run is copied).

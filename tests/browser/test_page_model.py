@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 import torch
 
-from tests.support.browser.page_model import ORIGIN, model_page
 from gptlib import GPT, GPTConfig
 from gptlib.analysis.attention import attention_input, head_contributions
 from gptlib.analysis.cache import run_with_cache
@@ -27,6 +26,7 @@ from gptlib.pretrained import load_pretrained
 from gptlib.viz.attention import attention_run
 from gptlib.viz.decomposition import stream_run
 from gptlib.viz.page_weights import page_weights
+from tests.support.browser.page_model import ORIGIN, model_page
 
 ATTENTION_TOLERANCE = 1e-6  # absolute, on entries of A^h
 RELATIVE_TOLERANCE = 1e-5  # times (1 + max |logit|), on logits, writes and direct contributions
