@@ -22,6 +22,7 @@ import copy
 import torch
 from torch import nn
 
+from . import validation
 from .config import GPTConfig
 from .exercises.build_track.gpt import judge_gpt
 from .exercises.build_track.judging import TOL, output, random_weights, same
@@ -113,10 +114,7 @@ def _check_arguments(model, config) -> None:
         p = dict(params)[odd[0]]
         raise ValueError(f"model's parameters must be float32 on the CPU (the course's); {odd[0]} is {p.dtype} on "
                          f"{p.device}: adopt a CPU float32 copy, adopt(copy.deepcopy(model).float().cpu(), config)")
-    broken = [n for n, p in params if not torch.isfinite(p).all()]
-    if broken:
-        raise ValueError(f"model's weights must be finite numbers; NaN or inf in: {', '.join(broken[:5])}"
-                         f"{' ...' if len(broken) > 5 else ''}")
+    validation.finite_weights(model)  # names the first NaN or inf weight
     if not any(config.V in p.shape for _, p in params if p.dim() == 2):
         sides = sorted({s for _, p in params if p.dim() == 2 for s in p.shape})
         raise ValueError(f"config.V={config.V} is not your model's vocabulary size: no matrix of it has a side of "

@@ -37,6 +37,19 @@ def test_injected_direction_is_read_back_exactly_at_its_own_layer(sharp_model):
         residual.injected_direction_readout(model, idx, w, after_block=model.config.L)
 
 
+@pytest.mark.parametrize("directions, after_block, words", [
+    (None, -1, r"^after_block must be an integer in \[0, 2\], got -1$"),  # was read as the last block
+    (None, 0.0, r"^after_block must be an integer in \[0, 2\], got 0.0$"),
+    ([1.0] * 8, 0, r"^directions must be a floating-point torch.Tensor \(d,\) or \(n, d\), got list$"),
+])
+def test_injected_direction_readout_refuses_a_block_or_directions_it_cannot_read(sharp_model, directions, after_block, words):
+    model, _ = sharp_model("pre")
+    assert model.config.L == 3
+    w = torch.randn(model.config.d) if directions is None else directions
+    with pytest.raises(ValueError, match=words):
+        residual.injected_direction_readout(model, encode("To be or").unsqueeze(0), w, after_block=after_block)
+
+
 def test_injected_directions_in_one_batch_read_back_as_each_alone(sharp_model):
     model, _ = sharp_model("pre")
     idx = torch.stack([encode("To be or"), encode("not to b")])  # (2, T)

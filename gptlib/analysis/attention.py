@@ -27,7 +27,7 @@ import torch
 from .. import validation
 from ..config import GPTConfig
 from ..model import GPT, MultiHeadAttention
-from .cache import Cache
+from .cache import Cache, reads_model
 
 
 def _check_head(attn: MultiHeadAttention, h: int) -> int:
@@ -80,6 +80,7 @@ def scores(attn: MultiHeadAttention, X: torch.Tensor) -> torch.Tensor:
 FORWARD_SCORES_TOLERANCE = 1e-5
 
 
+@reads_model
 @torch.no_grad()
 def forward_scores(model: GPT, cache: Cache, l: int) -> torch.Tensor:
     """S^h for every head of layer l, as that layer's attention computed them in the cached pass: (B, H, T, T).
@@ -146,6 +147,7 @@ class HeadRanks:
     spread_W_QK: float  # sigma_1 / sigma_{d_head} of W_QK^h
 
 
+@reads_model
 @torch.no_grad()
 def head_ranks(model: GPT, cache: Cache) -> list[HeadRanks]:
     """HeadRanks for every head of every layer; S^h is the one the cached forward pass computed (forward_scores)."""
@@ -186,6 +188,7 @@ def _inverse(R: torch.Tensor, d_head: int, name: str) -> torch.Tensor:
     return torch.linalg.inv(R.double()).to(R.dtype)
 
 
+@reads_model
 @torch.no_grad()
 def gauge_transform(
     model: GPT, layer: int, h: int, R_qk: torch.Tensor | None = None, R_ov: torch.Tensor | None = None

@@ -24,7 +24,7 @@ from .. import validation
 from ..config import GPTConfig
 from ..model import GPT
 from .attention import W_OV, W_QK
-from .cache import run_with_cache
+from .cache import reads_model, run_with_cache
 
 INDUCTION_CONFIG = GPTConfig(V=65, T_max=64, d=64, H=4, L=2, attn_only=True)
 """The two-layer attention-only model of the induction task (vocabulary: the course's 65 characters)."""
@@ -76,6 +76,7 @@ def _copy_length(model: GPT, tokens: torch.Tensor) -> int:
     return n
 
 
+@reads_model
 @torch.no_grad()
 def half_losses(model: GPT, tokens: torch.Tensor) -> tuple[float, float]:
     """Mean next-token loss on the first and on the second copy of repeated sequences (B, 2n).
@@ -98,6 +99,7 @@ def previous_token_scores(A: torch.Tensor) -> torch.Tensor:
     return previous.mean(dim=(*range(previous.dim() - 2), -1))  # (H,)
 
 
+@reads_model
 @torch.no_grad()
 def head_scores(model: GPT, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Previous-token and induction scores (L, H) of every head on repeated sequences (B, 2n).
@@ -115,6 +117,7 @@ def head_scores(model: GPT, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.T
     return torch.stack(previous), torch.stack(induction)
 
 
+@reads_model
 @torch.no_grad()
 def full_ov_eigenvalues(model: GPT, layer: int, head: int) -> torch.Tensor:
     """Eigenvalues (V,) complex of E W_OV^h W_U, the token-to-logit map of a head (LayerNorms left out).
@@ -122,6 +125,7 @@ def full_ov_eigenvalues(model: GPT, layer: int, head: int) -> torch.Tensor:
     The matrix has rank at most d_head, so at most d_head eigenvalues are nonzero; the rest
     are zero up to rounding, with arbitrary signs.
     """
+    layer = validation.integer("layer", layer, at_least=0, at_most=model.config.L - 1)
     circuit = model.E @ W_OV(model.blocks[layer].attn, head) @ model.unembedding  # (V, V)
     return torch.linalg.eigvals(circuit.double())
 
@@ -142,9 +146,12 @@ def copying_score(eigenvalues: torch.Tensor) -> float:
     return (eigenvalues.sum().real / eigenvalues.abs().sum()).item()
 
 
+@reads_model
 @torch.no_grad()
 def k_composition(model: GPT, reader_layer: int = 1, writer_layer: int = 0) -> torch.Tensor:
     """K-composition scores (H_reader, H_writer): ||W_QK^b (W_OV^a)^T||_F / (||W_QK^b||_F ||W_OV^a||_F)."""
+    writer_layer, reader_layer = (validation.integer(name, layer) for name, layer in
+                                  (("writer_layer", writer_layer), ("reader_layer", reader_layer)))
     if not 0 <= writer_layer < reader_layer < model.config.L:
         raise ValueError(f"need 0 <= writer_layer < reader_layer < L={model.config.L}, "
                          f"got writer {writer_layer}, reader {reader_layer}")

@@ -22,7 +22,7 @@ from ..config import GPTConfig
 from ..data import encode
 from ..model import GPT, AttentionOnlyBlock, Block, attention_matrices_formed, next_token_loss
 from ..reproducibility import seeded
-from .cache import recording, run_with_cache
+from .cache import reads_model, recording, run_with_cache
 
 
 def jacobian_of(fn, X: torch.Tensor) -> torch.Tensor:
@@ -135,6 +135,7 @@ def product_of_jacobians(jacobians: list[torch.Tensor]) -> torch.Tensor:
     return product
 
 
+@reads_model
 def layer_gradient_norms(model: GPT, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """||d loss / d X^(l)|| for l = 0..L (Frobenius over positions and features): shape (L + 1,).
 

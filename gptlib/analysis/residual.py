@@ -22,7 +22,7 @@ from .. import validation
 from ..config import COURSE_CONFIG, GPTConfig
 from ..model import GPT
 from ..reproducibility import seeded
-from .cache import Cache, run_with_cache
+from .cache import Cache, reads_model, run_with_cache
 
 
 def _row_norms(X: torch.Tensor) -> torch.Tensor:
@@ -40,6 +40,7 @@ def cosine_to_initial(cache: Cache) -> torch.Tensor:
     return torch.stack([F.cosine_similarity(cache.X(l), X0, dim=-1).mean() for l in range(cache.n_layers + 1)])
 
 
+@reads_model
 def injected_direction_readout(
     model: GPT, idx: torch.Tensor, directions: torch.Tensor, after_block: int = 0
 ) -> torch.Tensor:
@@ -52,9 +53,10 @@ def injected_direction_readout(
     the identity path of a pre-norm block carries it unchanged.
     """
     L = model.config.L
-    if not 0 <= after_block < L:
-        raise ValueError(f"after_block must lie in [0, L) = [0, {L}), got {after_block}")
+    after_block = validation.integer("after_block", after_block, at_least=0, at_most=L - 1)
     d = model.config.d
+    if not isinstance(directions, torch.Tensor) or not directions.dtype.is_floating_point:
+        raise ValueError(f"directions must be a floating-point torch.Tensor (d,) or (n, d), got {type(directions).__name__}")
     if directions.dim() not in (1, 2) or directions.shape[-1] != d:
         raise ValueError(f"directions must be one w (d,) or n of them (n, d), d = {d}; got shape {tuple(directions.shape)}")
     W = directions.reshape(-1, d)  # (n, d)
@@ -175,6 +177,7 @@ class BlockDropLosses:
     dropped: torch.Tensor  # (L,): dropped[l] - base is what block l is worth
 
 
+@reads_model
 @torch.no_grad()
 def block_drop_losses(model: GPT, idx: torch.Tensor, targets: torch.Tensor) -> BlockDropLosses:
     """Empirical aside 3.5: the mean cross-entropy with all blocks, and with block l dropped (X^(l+1) = X^(l)).
