@@ -166,6 +166,12 @@ def test_layers_and_heads_outside_the_model_are_refused_not_read_from_the_end(mo
         call(model)
 
 
+@pytest.mark.parametrize("rtol", [float("nan"), float("inf"), -1.0])
+def test_significant_refuses_a_tolerance_that_is_not_a_finite_number_at_least_0(rtol):
+    with pytest.raises(ValueError, match=r"^rtol must be a finite number >= 0, got "):
+        induction.significant(torch.tensor([1.0, 1e-9]), rtol)
+
+
 def test_eval_batch_follows_the_config_length():
     tokens = induction.induction_eval_tokens(INDUCTION_CONFIG.replace(T_max=16))
     assert tokens.shape == (256, 16) and torch.equal(tokens[:, :8], tokens[:, 8:])

@@ -126,8 +126,7 @@ def numerical_rank(M: torch.Tensor, rtol: float | None = None) -> NumericalRank:
         raise ValueError("M must be a 2-D floating-point tensor")
     if rtol is None:
         rtol = max(M.shape) * torch.finfo(M.dtype).eps
-    if not rtol >= 0:
-        raise ValueError(f"rtol must be >= 0, got {rtol!r}")
+    rtol = validation.real("rtol", rtol, at_least=0)  # NaN or inf would count every singular value as 0
     sigma = torch.linalg.svdvals(M.detach())  # descending
     tolerance = float(sigma[0]) * rtol if sigma.numel() else 0.0
     return NumericalRank(sigma, tolerance, int((sigma > tolerance).sum()))

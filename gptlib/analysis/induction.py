@@ -132,6 +132,7 @@ def full_ov_eigenvalues(model: GPT, layer: int, head: int) -> torch.Tensor:
 
 def significant(eigenvalues: torch.Tensor, rtol: float = 1e-3) -> torch.Tensor:
     """The eigenvalues with |lambda| > rtol * max |lambda| (drops the rounding-level zeros of a low-rank map)."""
+    rtol = validation.real("rtol", rtol, at_least=0)  # NaN would keep none
     magnitudes = eigenvalues.abs()
     return eigenvalues[magnitudes > rtol * magnitudes.max()]
 

@@ -47,6 +47,7 @@ def finite_difference_jacobian(fn, X: torch.Tensor, h: float = 1e-6) -> torch.Te
     Column j is (fn(X + h e_j) - fn(X - h e_j)) / 2h, all 2 T d shifted copies in one batch; a
     (T d, T d) matrix, vec row by row. In float64 its error is far below 1e-6 for gptlib's blocks.
     """
+    h = validation.real("h", h, above=0)  # h = 0 divides 0 by 0
     T, d = X.shape
     shifts = h * torch.eye(T * d, dtype=X.dtype).reshape(T * d, T, d)  # (T d, T, d): h e_j as a sequence
     with torch.no_grad():
