@@ -44,7 +44,8 @@ def adopt(model: nn.Module, config: GPTConfig, seed: int = 0) -> GPT:
             found = _read(copy.deepcopy(learner), sizes, seed)
             if (found["W_U"] is None) != config.tie_weights:
                 raise Wrong(f"config.tie_weights={config.tie_weights}, but your model "
-                            f"{'ties W_U to E' if found['W_U'] is None else 'has its own W_U'}: give a config that says so")
+                            f"{'ties W_U to E' if found['W_U'] is None else 'has its own W_U'}: give a config that says so",
+                            mistake="adopt-tying-differs")
             adopted = GPT(config)
             adopted.load_state_dict(found["weights"])
             _prove(adopted.eval(), learner, found["extra"], seed)
@@ -75,7 +76,8 @@ def _read(probe: nn.Module, sizes: dict, seed: int) -> dict:
         R = reference.reshape(-1).float()  # float32 entries in float64: exact both ways
         at = torch.searchsorted(values, R).clamp(max=len(values) - 1)
         if not torch.equal(values[at], R):
-            raise Wrong(f"{name} is not one of your model's entries rearranged (gptlib's GPT holds them as they are)")
+            raise Wrong(f"{name} is not one of your model's entries rearranged (gptlib's GPT holds them as they are)",
+                        mistake="adopt-entry-not-rearranged")
         weights[name] = own[order[at]].reshape(reference.shape)
     return parts | {"weights": weights}
 
@@ -135,4 +137,4 @@ def _prove(adopted: GPT, learner: nn.Module, extra: list[str], seed: int) -> Non
             why = (f"; your model has terms the lecture's GPT has no place for, not all zero: {', '.join(extra)}"
                    if extra else "")
             raise Wrong(f"the adopted GPT's logits differ from yours by up to {gap:.2g} on ids of shape {(B, T)}, "
-                        f"more than the tolerance {TOL:g} x (1 + max |logit|){why}")
+                        f"more than the tolerance {TOL:g} x (1 + max |logit|){why}", mistake="adopt-logits-differ")
