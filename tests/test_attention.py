@@ -279,3 +279,10 @@ def test_numerical_rank_refuses_a_tolerance_that_is_not_a_finite_number_at_least
     """An infinite rtol made every singular value count as zero: rank 0, silently."""
     with pytest.raises(ValueError, match=rf"^rtol must be a finite number >= 0, {words}$"):
         attention.numerical_rank(torch.eye(3), rtol)
+
+
+def test_sizes_of_the_gauge_and_budget_helpers_are_checked_with_their_bound():
+    with pytest.raises(ValueError, match=r"^n must be an integer >= 1, got -1$"):  # was torch's RuntimeError
+        attention.random_invertible(-1)
+    with pytest.raises(ValueError, match=r"^T must be an integer >= 1, got 0$"):  # was a table of empty runs
+        attention.head_budget_comparison(COURSE_CONFIG, T=0)

@@ -172,6 +172,18 @@ def test_significant_refuses_a_tolerance_that_is_not_a_finite_number_at_least_0(
         induction.significant(torch.tensor([1.0, 1e-9]), rtol)
 
 
+@pytest.mark.parametrize("call, words", [
+    (lambda: induction.repeated_random_tokens(-1, 4, 65, torch.Generator()), r"^B must be an integer >= 1, got -1$"),
+    (lambda: induction.repeated_random_tokens(2, 4, 0, torch.Generator()), r"^V must be an integer >= 1, got 0$"),
+    (lambda: induction.training_batch(2, 8, -1, torch.Generator()), r"^V must be an integer >= 1, got -1$"),
+    (lambda: induction.training_batch(0, 8, 65, torch.Generator()), r"^B must be an integer >= 1, got 0$"),
+])
+def test_task_sizes_are_checked_with_their_bound(call, words):
+    """These raised torch's RuntimeError about a negative dimension or an empty range."""
+    with pytest.raises(ValueError, match=words):
+        call()
+
+
 def test_eval_batch_follows_the_config_length():
     tokens = induction.induction_eval_tokens(INDUCTION_CONFIG.replace(T_max=16))
     assert tokens.shape == (256, 16) and torch.equal(tokens[:, :8], tokens[:, 8:])

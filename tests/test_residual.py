@@ -157,3 +157,17 @@ def test_superposition_readout_gives_each_k_the_result_it_has_when_asked_alone()
 def test_superposition_readout_refuses_bad_k_and_trials(ks, trials, rule):
     with pytest.raises(ValueError, match=rule):
         residual.superposition_readout(residual.random_directions(64, 16), ks, trials=trials)
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: residual.random_directions(-1, 4), r"^n must be an integer >= 1, got -1$"),  # was torch's RuntimeError
+    (lambda: residual.random_directions(2, 0), r"^d must be an integer >= 1, got 0$"),  # was an empty (2, 0), silently
+    (lambda: residual.random_directions(2, 4, seed=-1), r"^seed must be an integer in \[0, 18446744073709551615\], got -1$"),
+    (lambda: residual.superposition_readout([[1.0]], (1,)), r"^W must be n >= 1 feature directions \(n, d\), .* got list$"),
+    (lambda: residual.superposition_readout(torch.eye(3), (1,), seed=math.nan), r"^seed must be an integer in "),
+    (lambda: initial_loss_gap(B=-1), r"^B must be an integer >= 1, got -1$"),
+    (lambda: residual_write_variance(2, True, B=0), r"^B must be an integer >= 1, got 0$"),
+])
+def test_sizes_and_seeds_of_the_studies_are_checked_with_their_bound(call, words):
+    with pytest.raises(ValueError, match=words):
+        call()

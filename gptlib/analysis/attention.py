@@ -175,6 +175,7 @@ def format_head_ranks(rows: list[HeadRanks], d_head: int) -> str:
 
 def random_invertible(n: int, generator: torch.Generator | None = None) -> torch.Tensor:
     """A random well-conditioned invertible n x n matrix: Q diag(s) with Q orthogonal, s in [0.5, 2]."""
+    n = validation.integer("n", n, at_least=1)
     Q, _ = torch.linalg.qr(torch.randn(n, n, generator=generator, dtype=torch.float64))
     s = 0.5 + 1.5 * torch.rand(n, generator=generator, dtype=torch.float64)
     return (Q * s).float()  # (n, n)
@@ -260,6 +261,7 @@ def head_budget_comparison(config: GPTConfig, T: int = 8) -> list[HeadBudget]:
 
     Both modules are built fresh in float64 (seeded by the caller) and run on a random (1, T, d) input.
     """
+    T = validation.integer("T", T, at_least=1)
     rows = []
     for H in (1, config.H):
         attn = MultiHeadAttention(config.replace(H=H)).double()  # float64: a d x d product is ill-conditioned

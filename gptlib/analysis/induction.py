@@ -35,7 +35,8 @@ INDUCTION_EVAL_SEQUENCES = 256  # rows of the fixed evaluation batch
 
 def repeated_random_tokens(B: int, n: int, V: int, generator: torch.Generator) -> torch.Tensor:
     """B sequences of n uniform random token ids followed by the same n again: (B, 2n)."""
-    if n < 2:
+    B, V = validation.integer("B", B, at_least=1), validation.integer("V", V, at_least=1)
+    if validation.integer("n", n) < 2:
         raise ValueError(f"need n >= 2 tokens to repeat, got n={n}")
     first = torch.randint(V, (B, n), generator=generator)  # (B, n)
     return torch.cat([first, first], dim=1)  # (B, 2n)
@@ -55,7 +56,8 @@ def training_batch(B: int, T: int, V: int, generator: torch.Generator) -> tuple[
     circuit (find the earlier occurrence of the current token, copy its successor) predicts
     every repeat. Periodic rows make most positions predictable, a strong training signal.
     """
-    if T < 8:
+    B, V = validation.integer("B", B, at_least=1), validation.integer("V", V, at_least=1)
+    if validation.integer("T", T) < 8:
         raise ValueError(f"need T >= 8 for repeated segments of length >= 4, got T={T}")
     segments = torch.randint(V, (B, T // 2), generator=generator)  # (B, T // 2)
     lengths = torch.randint(4, T // 2 + 1, (B,), generator=generator)  # (B,)

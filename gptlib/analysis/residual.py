@@ -103,6 +103,8 @@ def rk4_flow(F, X0: torch.Tensor, t: float, steps: int) -> torch.Tensor:
 
 def random_directions(n: int, d: int, seed: int = 0) -> torch.Tensor:
     """n unit vectors in R^d drawn uniformly (normalized Gaussians), float64: shape (n, d)."""
+    n, d = validation.integer("n", n, at_least=1), validation.integer("d", d, at_least=1)
+    seed = validation.seed("seed", seed)
     W = torch.randn(n, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
     return W / torch.linalg.vector_norm(W, dim=1, keepdim=True)
 
@@ -125,6 +127,10 @@ def superposition_readout(W: torch.Tensor, ks, trials: int = 200, seed: int = 0)
     is exact to rounding when the n directions are independent (n <= d), and fails when n > d:
     d coordinates carry at most d independent values.
     """
+    if not isinstance(W, torch.Tensor) or W.dim() != 2 or not W.dtype.is_floating_point or 0 in W.shape:
+        raise ValueError(f"W must be n >= 1 feature directions (n, d), a floating-point tensor, got "
+                         f"{tuple(W.shape) if isinstance(W, torch.Tensor) else type(W).__name__}")
+    seed = validation.seed("seed", seed)
     n, d = W.shape
     if not isinstance(ks, (list, tuple, range)):
         raise ValueError(f"ks must be a list, tuple or range of k values, e.g. (1, 4), got {ks!r}")
@@ -215,6 +221,7 @@ def residual_write_variance(
     global random generator is left as it was.
     """
     config = base.replace(L=L)
+    B, seed = validation.integer("B", B, at_least=1), validation.seed("seed", seed)
     with seeded(seed):
         model = GPT(config).eval()
         if not scaled:
@@ -237,6 +244,7 @@ def residual_write_variance(
 
 def initial_loss_gap(config: GPTConfig = COURSE_CONFIG, B: int = 8, seed: int = 0) -> tuple[float, float]:
     """(loss of a freshly initialized model on random tokens, ln V): Project aside 5.2's 'near ln 65'."""
+    B, seed = validation.integer("B", B, at_least=1), validation.seed("seed", seed)
     with seeded(seed):
         model = GPT(config).eval()
         idx = torch.randint(0, config.V, (B, config.T_max))
