@@ -270,9 +270,9 @@ class LayerNormSphere(Explorer):
 
 
 def _three_numbers(u) -> tuple:
-    """u as a tuple of exactly three coordinates, or a ValueError naming u."""
+    """u as a tuple of exactly three coordinates, or a ValueError naming u; a tensor's as Python numbers."""
     try:
-        values = tuple(u)
+        values = tuple(u.tolist() if isinstance(u, torch.Tensor) and u.dim() == 1 else u)
     except TypeError:
         raise ValueError(f"u must be a sequence of {D} numbers, got {u!r}") from None
     if len(values) != D:
