@@ -7,7 +7,7 @@ every control of every explorer, in JupyterLab (notebooks 01, 04, 05, 08, 10), i
 page) and in the static book (`make book`, no kernel at all), it presses a key MOVES times and
 measures, in the page's own clock, from the keydown to the next frame the explorer draws (its
 root's data-frames attribute changes in the requestAnimationFrame callback that draws); see
-benchmarks/browser/jupyterlab_driver.frame_ms. Typed text (the attention, stream and next-character
+tests/support/browser/jupyterlab_driver.frame_ms. Typed text (the attention, stream and next-character
 explorers) is run by the model in the page (gptlib.viz.page_model), once its weights are read:
 "text, every length" types one character at a time from a 1-character text to T_max = 64, so its
 median and worst cover every length. Also server start -> first explorer usable. It prints one table,
@@ -33,8 +33,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from .browser.jupyterlab_driver import frame_ms, live, open_and_run_all, open_notebook, run_cell, saved
-from .browser.servers import CHROMIUM, CHROMIUM_ARGS, free_port, lab_server, offline_context, serve, voila_server
+from tests.support.browser.jupyterlab_driver import frame_ms, live, open_and_run_all, open_notebook, run_cell, saved
+from tests.support.browser.servers import CHROMIUM, CHROMIUM_ARGS, free_port, lab_server, offline_context, serve, voila_server
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,5 +1,5 @@
 // The course GPT's forward pass in the page (Lecture 5), read beside gptlib/model.py: one function per
-// definition, flat Float32Arrays with their shapes in comments, a key/value cache, as llama2.c's run.c.
+// definition, flat typed arrays with their shapes in comments, a key/value cache, as llama2.c's run.c.
 // No dependency, nothing fetched but the weights file the caller names.
 //
 //   readWeights(buffer, expected?)   a weights file (gptlib.viz.page_weights) -> model, or WeightsError
@@ -14,7 +14,7 @@
 // Feature vectors are rows, as in model.py: a sequence is X (T, d), stored row after row. Weights keep
 // state_dict's names and shapes; a matrix that multiplies rows from the right (W_Q^h, W_O^h, W_U) is
 // also kept transposed, so that every output entry is a dot product of two contiguous rows (matmulT).
-// Arithmetic is JavaScript's float64; what is kept is rounded to float32 where it is stored.
+// Arithmetic is JavaScript's float64, in Float64Arrays; what a Run hands out is rounded to Float32Arrays.
 
 export class WeightsError extends Error {
   constructor(message) {
@@ -169,12 +169,18 @@ function expectedShapes(c) {
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 function checkedTensors(entries, config, buffer, start) {
-  const expected = expectedShapes(config);
   if (!Array.isArray(entries)) throw new WeightsError("the weights file is corrupted: its header lists no tensors");
-  const names = entries.map((entry) => entry?.name);
-  const twice = names.find((name, i) => names.indexOf(name) !== i);
-  if (twice !== undefined) throw new WeightsError(`the weights file is corrupted: it lists weight ${twice} twice`);
-  const missing = [...expected.keys()].filter((name) => !names.includes(name));
+  const names = entries.map((entry) => entry?.name), listed = new Set();
+  for (const name of names) {
+    if (listed.has(name)) throw new WeightsError(`the weights file is corrupted: it lists weight ${name} twice`);
+    listed.add(name);
+  }
+  const count = 4 + (config.tie_weights ? 0 : 1) + config.L * (config.attn_only ? 7 : 13); // before listing L blocks
+  if (entries.length !== count) {
+    throw new WeightsError(`the weights do not match the config: it needs ${count} weights, the file lists ${entries.length}`);
+  }
+  const expected = expectedShapes(config);
+  const missing = [...expected.keys()].filter((name) => !listed.has(name));
   const unexpected = names.filter((name) => !expected.has(name));
   if (missing.length || unexpected.length || names.length !== expected.size) {
     throw new WeightsError(`the weights do not match the config: missing ${JSON.stringify(missing.slice(0, 5))}, ` +
@@ -305,15 +311,15 @@ export function encode(model, text) {
 // ---------------------------------------------------------------------------------------------------
 // The operations, on n rows at a time.
 
-// out (n, m) = X (n, k) W^T + b for W stored (m, k), b (m,) or null: every entry a dot product of two
-// contiguous rows. Four rows of X against two rows of W at a time (eight sums held in registers): each
-// weight read once serves four rows, which made it ~3x faster than one entry at a time in Chromium.
-export function matmulT(out, X, W, b, n, k, m) {
+// out (n, m) = X (n, k) W^T + b for W stored (m, k) (its rows `stride` apart, k by default), b (m,) or null:
+// every entry a dot product of two contiguous rows. Four rows of X against two rows of W at a time (eight
+// sums held in registers): each weight read once serves four rows, ~3x faster than one entry at a time.
+export function matmulT(out, X, W, b, n, k, m, stride = k) {
   let i = 0;
   for (; i + 4 <= n; i += 4) {
     const x0 = i * k, x1 = x0 + k, x2 = x1 + k, x3 = x2 + k;
     for (let j = 0; j < m; j += 2) {
-      const two = j + 1 < m, w0 = j * k, w1 = two ? w0 + k : w0;
+      const two = j + 1 < m, w0 = j * stride, w1 = two ? w0 + stride : w0;
       let a0 = 0, a1 = 0, a2 = 0, a3 = 0, c0 = 0, c1 = 0, c2 = 0, c3 = 0;
       for (let c = 0; c < k; c++) {
         const p = W[w0 + c], q = W[w1 + c], u0 = X[x0 + c], u1 = X[x1 + c], u2 = X[x2 + c], u3 = X[x3 + c];
@@ -328,13 +334,21 @@ export function matmulT(out, X, W, b, n, k, m) {
       }
     }
   }
-  for (; i < n; i++) { // the last n mod 4 rows (one, when a character is appended)
+  for (; i < n; i++) { // the last n mod 4 rows (one, when a character is appended), against 4 rows of W at a time
     const x = i * k;
-    for (let j = 0; j < m; j++) {
-      const w = j * k;
-      let s = 0;
-      for (let c = 0; c < k; c++) s += X[x + c] * W[w + c];
-      out[i * m + j] = s + (b === null ? 0 : b[j]); // summed in the order of the rows above: the same bits
+    for (let j = 0; j < m; j += 4) {
+      const w0 = j * stride, w1 = j + 1 < m ? w0 + stride : w0, w2 = j + 2 < m ? w0 + 2 * stride : w0;
+      const w3 = j + 3 < m ? w0 + 3 * stride : w0;
+      let a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+      for (let c = 0; c < k; c++) {
+        const u = X[x + c];
+        a0 += u * W[w0 + c]; a1 += u * W[w1 + c]; a2 += u * W[w2 + c]; a3 += u * W[w3 + c];
+      }
+      const o = i * m + j, bias = (e) => (b === null ? 0 : b[j + e]); // each summed as above: the same bits
+      out[o] = a0 + bias(0);
+      if (j + 1 < m) out[o + 1] = a1 + bias(1);
+      if (j + 2 < m) out[o + 2] = a2 + bias(2);
+      if (j + 3 < m) out[o + 3] = a3 + bias(3);
     }
   }
 }
@@ -373,7 +387,7 @@ function erfSeries(z) {
 // coefficients are erf's derivatives divided by n!: erf^(n)(a) = (-1)^(n-1) H_(n-1)(a) 2/sqrt(pi) e^(-a^2),
 // H the Hermite polynomials (H_0 = 1, H_1 = 2a, H_(n+1) = 2a H_n - 2n H_(n-1)); erf(a) is erfSeries(a).
 const ERF_STEP = 1 / 8, ERF_DEGREE = 8, ERF_END = 6;
-const ERF_TAYLOR = Array.from({ length: ERF_END / ERF_STEP }, (_, k) => {
+const ERF_TAYLOR = Float64Array.from(Array.from({ length: ERF_END / ERF_STEP }, (_, k) => {
   const a = (k + 0.5) * ERF_STEP, slope = (2 / Math.sqrt(Math.PI)) * Math.exp(-a * a);
   const coefficients = [erfSeries(a)];
   let previous = 0, hermite = 1, factorial = 1; // H_(n-2), H_(n-1), n!
@@ -383,7 +397,7 @@ const ERF_TAYLOR = Array.from({ length: ERF_END / ERF_STEP }, (_, k) => {
     [previous, hermite] = [hermite, 2 * a * hermite - 2 * (n - 1) * previous];
   }
   return coefficients;
-});
+}).flat()); // (48, ERF_DEGREE + 1), one row per interval
 
 // erf(z) within 1e-13 of the exact value (tests/browser/test_page_model.py checks it against Python's
 // math.erf), fast enough for every hidden unit of every MLP (131,072 per full pass of the course model):
@@ -392,9 +406,9 @@ const ERF_TAYLOR = Array.from({ length: ERF_END / ERF_STEP }, (_, k) => {
 export function erf(z) {
   const a = Math.abs(z);
   if (!(a < ERF_END)) return Number.isNaN(z) ? NaN : Math.sign(z);
-  const k = Math.floor(a / ERF_STEP), x = a - (k + 0.5) * ERF_STEP, c = ERF_TAYLOR[k];
-  let sum = c[ERF_DEGREE];
-  for (let n = ERF_DEGREE - 1; n >= 0; n--) sum = sum * x + c[n];
+  const k = Math.floor(a / ERF_STEP), x = a - (k + 0.5) * ERF_STEP, c = k * (ERF_DEGREE + 1);
+  let sum = ERF_TAYLOR[c + ERF_DEGREE];
+  for (let n = ERF_DEGREE - 1; n >= 0; n--) sum = sum * x + ERF_TAYLOR[c + n];
   return z < 0 ? -sum : sum;
 }
 
@@ -411,33 +425,29 @@ export function mlp(out, X, weights, n, d, d_ff, hidden) {
 }
 
 // Definition 1.1, one head, for the queries p .. p+n-1 of a sequence whose keys and values up to T-1 are
-// in K, Vv (T_max, d_head): S_ts = q_t . k_s / sqrt(d_head) plus the mask M (-inf where s > t: those
-// keys are skipped when causal), A_t = softmax(S_t), and the head's output C_t = sum_s A_ts v_s.
-// Q (n, d_head) the queries; A (T_max, T_max) receives rows p .. p+n-1; C (n, d_head); S (T_max,) scratch.
-export function attentionHead(C, A, Q, K, Vv, S, p, n, T, d_head, T_max, causal) {
+// cached: S = Q K^T / sqrt(d_head) + M, the mask M being -inf where s > t (those keys get weight 0),
+// A_t = softmax(S_t) for each query row, and the head's output C = A V, C_t = sum_s A_ts v_s.
+// Q (n, d_head) the queries; K (T_max, d_head) the keys; Vt (d_head, T_max) the values, transposed;
+// A (T_max, T_max) receives rows p .. p+n-1; C (n, d_head); S (n, T) scratch.
+export function attentionHead(C, A, Q, K, Vt, S, p, n, T, d_head, T_max, causal) {
   const scale = 1 / Math.sqrt(d_head);
+  matmulT(S, Q, K, null, n, d_head, T); // q_t . k_s for every cached key, (n, T)
   for (let i = 0; i < n; i++) {
-    const t = p + i, q = i * d_head;
+    const t = p + i, row = i * T;
     const last = causal ? t : T - 1; // the last key query t sees: the mask M
     let max = -Infinity;
-    for (let s = 0; s <= last; s++) {
-      let dot = 0;
-      for (let c = 0; c < d_head; c++) dot += Q[q + c] * K[s * d_head + c];
-      S[s] = dot * scale;
-      if (S[s] > max) max = S[s];
-    }
+    for (let s = 0; s <= last; s++) max = Math.max(max, S[row + s] * scale);
     let total = 0;
     for (let s = 0; s <= last; s++) {
-      S[s] = Math.exp(S[s] - max);
-      total += S[s];
+      S[row + s] = Math.exp(S[row + s] * scale - max);
+      total += S[row + s];
     }
-    C.fill(0, q, q + d_head);
-    for (let s = 0; s <= last; s++) {
-      const a = S[s] / total; // A_ts
-      A[t * T_max + s] = a;
-      for (let c = 0; c < d_head; c++) C[q + c] += a * Vv[s * d_head + c];
+    for (let s = 0; s < T; s++) {
+      S[row + s] = s <= last ? S[row + s] / total : 0; // A_ts
+      A[t * T_max + s] = S[row + s];
     }
   }
+  matmulT(C, S, Vt, null, n, T, d_head, T_max); // C = A V, (n, d_head)
 }
 
 // Definition 1.1, all heads, for positions p .. T-1 (n = T - p rows of X, the attention's input):
@@ -447,11 +457,12 @@ function multiHeadAttention(out, X, weights, state, l, p, n, T) {
   const { d, H, d_head, T_max, causal } = state.config, s = state.scratch;
   out.fill(0, 0, n * d);
   for (let h = 0; h < H; h++) {
-    const K = state.keys[l][h], Vv = state.values[l][h]; // (T_max, d_head)
+    const K = state.keys[l][h], Vt = state.values[l][h]; // (T_max, d_head), (d_head, T_max)
     matmulT(s.q, X, weights.W_Qt[h], null, n, d, d_head); // X W_Q^h, (n, d_head)
-    matmulT(K.subarray(p * d_head), X, weights.W_Kt[h], null, n, d, d_head);
-    matmulT(Vv.subarray(p * d_head), X, weights.W_Vt[h], null, n, d, d_head);
-    attentionHead(s.c, state.attention[l][h], s.q, K, Vv, s.scores, p, n, T, d_head, T_max, causal);
+    matmulT(K.subarray(p * d_head), X, weights.W_Kt[h], null, n, d, d_head); // X W_K^h
+    matmulT(s.v, X, weights.W_Vt[h], null, n, d, d_head); // X W_V^h
+    for (let i = 0; i < n; i++) for (let c = 0; c < d_head; c++) Vt[c * T_max + p + i] = s.v[i * d_head + c];
+    attentionHead(s.c, state.attention[l][h], s.q, K, Vt, s.scores, p, n, T, d_head, T_max, causal);
     matmulT(s.head, s.c, weights.W_Ot[h], null, n, d_head, d); // C^h W_O^h, (n, d)
     state.heads[l][h].set(s.head.subarray(0, n * d), p * d);
     for (let i = 0; i < n * d; i++) out[i] += s.head[i];
@@ -519,7 +530,7 @@ export class Session {
     this.tokens = new Int32Array(T_max);
     this.seen = 0; // positions 0 .. seen-1 hold the results for this.tokens
     this.keys = filled(L, () => filled(H, () => rows(d_head)));
-    this.values = filled(L, () => filled(H, () => rows(d_head)));
+    this.values = filled(L, () => filled(H, () => rows(d_head))); // each (d_head, T_max): V^T
     this.attention = filled(L, () => filled(H, () => kept(T_max)));
     this.embed = kept(d);
     this.position = kept(d);
@@ -528,14 +539,14 @@ export class Session {
     this.logits = kept(V);
     this.lnfScale = new Float32Array(T_max);
     this.scratch = {
-      x: rows(d), a: rows(d), b: rows(d), head: rows(d), q: rows(d_head), c: rows(d_head),
-      hidden: rows(d_ff), logits: rows(V), scores: new Float64Array(T_max), scales: new Float64Array(T_max),
+      x: rows(d), a: rows(d), b: rows(d), head: rows(d), q: rows(d_head), v: rows(d_head), c: rows(d_head),
+      hidden: rows(d_ff), logits: rows(V), scores: rows(T_max), scales: new Float64Array(T_max),
     };
   }
 
   // tokens: ids (an Int32Array from encode, or any array of whole numbers) -> Run.
   run(tokens) {
-    if (!Array.isArray(tokens) && !ArrayBuffer.isView(tokens)) {
+    if (!Array.isArray(tokens) && !(ArrayBuffer.isView(tokens) && !(tokens instanceof DataView))) {
       throw new RangeError(`tokens must be an array of token ids (encode's Int32Array), got ${tokens}`);
     }
     const { T_max, V, causal } = this.config, T = tokens.length;
