@@ -84,11 +84,7 @@ class NextCharacterExplorer(ModelExplorer):
 
     def __init__(self, model: GPT, text: str = "ROMEO:\n", temperature: float = 1.0, top_k: int | None = None,
                  seed: int = 0):
-        if not isinstance(model, GPT):
-            raise ValueError(f"model must be a gptlib GPT, got {type(model).__name__}")
-        if model.config.V > len(VOCABULARY):
-            raise ValueError(f"model must predict the course's characters: V <= {len(VOCABULARY)}, got V = {model.config.V}")
-        self.model = model
+        self.model = self.course_model(model)
         self.probabilities: torch.Tensor | None = None
         self.shown: tuple[str, torch.Tensor] | None = None  # (prompt, probabilities) last drawn: the static copy's
         super().__init__(vocabulary=VOCABULARY[: model.config.V])

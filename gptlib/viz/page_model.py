@@ -31,6 +31,7 @@ import ipywidgets
 import traitlets
 
 from ..checkpoint import config_to_dict
+from ..data import VOCABULARY
 from ..model import GPT
 from .explorer import JS, Explorer
 from .page_weights import page_weights
@@ -111,6 +112,15 @@ class ModelExplorer(Explorer):
     def saved_module(self) -> str:
         """The static copy's module, without gpt.js's text (the book ships it beside the weights)."""
         return model_module(self.module_name, gpt_source=False)
+
+    @staticmethod
+    def course_model(model) -> GPT:
+        """`model`, a gptlib GPT predicting the course's characters (V <= 65), or a ValueError saying which rule it breaks."""
+        if not isinstance(model, GPT):
+            raise ValueError(f"model must be a gptlib GPT, got {type(model).__name__}")
+        if model.config.V > len(VOCABULARY):
+            raise ValueError(f"model must predict the course's characters: V <= {len(VOCABULARY)}, got V = {model.config.V}")
+        return model
 
     def send_weights(self, model: GPT) -> None:
         """Share `model`'s weights with the page (nothing where gpt.js does not run the model)."""

@@ -186,11 +186,7 @@ class StreamExplorer(ModelExplorer):
     def __init__(self, model: GPT, text: str = "PETRUCHIO:\nWhy, how now, Kate! I hope thou art not mad:",
                  position: int = 0, mode: str = "predicted", character: str | None = None, layer: int = 0,
                  head: int = 0):
-        if not isinstance(model, GPT):
-            raise ValueError(f"model must be a gptlib GPT, got {type(model).__name__}")
-        if model.config.V > len(VOCABULARY):
-            raise ValueError(f"model must predict the course's characters: V <= {len(VOCABULARY)}, got V = {model.config.V}")
-        self.model = model
+        self.model = self.course_model(model)
         self.vocabulary = VOCABULARY[: model.config.V]  # the characters the model reads: the course's first V
         if character is None:  # 'e', or the model's last character where its vocabulary stops before 'e'
             character = "e" if "e" in self.vocabulary else self.vocabulary[-1]

@@ -68,12 +68,7 @@ function paintGrid(context, rows, columns, valueAt, table, x, y, width, height) 
 }
 
 function render({ model, el }) {
-  const root = h("div", { class: "gptlib-explorer gptlib-attn-explorer" });
-  keepKeys(root);
-  el.append(root);
-  const textId = uniqueId("attn-text");
-  const text = h("textarea", { id: textId, class: "gptlib-text gptlib-attn-text", rows: 2, spellcheck: "false" });
-  text.value = model.get("text");
+  const { root, text, textId } = modelExplorer(model, el, "attn");
   const layer = h("input", { type: "range", min: 0, step: 1, "aria-label": "layer l", class: "gptlib-range" });
   const head = h("input", { type: "range", min: 0, step: 1, "aria-label": "head h", class: "gptlib-range" });
   const layerShown = h("output", { class: "gptlib-number-shown" });

@@ -67,6 +67,31 @@ async function pageModel(model) {
   return { gpt, weights: await pages.get(key) };
 }
 
+// A model explorer's root in `el` (gptlib-STEM-explorer) and its text box (gptlib-STEM-text, id textId), holding
+// the explorer's text.
+function modelExplorer(model, el, stem) {
+  const root = h("div", { class: `gptlib-explorer gptlib-${stem}-explorer` });
+  keepKeys(root);
+  el.append(root);
+  const textId = uniqueId(`${stem}-text`);
+  const text = h("textarea", { id: textId, class: `gptlib-text gptlib-${stem}-text`, rows: 2, spellcheck: "false" });
+  text.value = model.get("text");
+  return { root, text, textId };
+}
+
+// A 2-D context cleared to white over width x height, with a probability axis's "1" at y = top and "0" at
+// y = bottom, right-aligned at x (the next-character bars, the stream explorer's attention row).
+function probabilityAxis(c, width, height, x, top, bottom) {
+  c.fillStyle = "#ffffff";
+  c.fillRect(0, 0, width, height);
+  c.fillStyle = "#1a1a1a";
+  c.font = "10px sans-serif";
+  c.textAlign = "right";
+  c.textBaseline = "middle";
+  c.fillText("1", x, top);
+  c.fillText("0", x, bottom);
+}
+
 // What the kernel says when it refuses a text (gptlib.viz.explorer.Explorer.refuse).
 function cannotDraw(reason, drawn) {
   return `Cannot draw: ${reason} (${drawn ? "the picture still shows the last valid input" : "nothing is drawn"}).`;

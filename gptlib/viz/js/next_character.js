@@ -54,12 +54,7 @@ function pythonFloat(x) {
 }
 
 function render({ model, el }) {
-  const root = h("div", { class: "gptlib-explorer gptlib-next-explorer" });
-  keepKeys(root);
-  el.append(root);
-  const textId = uniqueId("next-text");
-  const text = h("textarea", { id: textId, class: "gptlib-text gptlib-next-text", rows: 2, spellcheck: "false" });
-  text.value = model.get("text");
+  const { root, text, textId } = modelExplorer(model, el, "next");
   const vocabulary = [...model.get("vocabulary")], V = vocabulary.length;
   const status = statusLine("gptlib-next-message", 2);
   const temperatureId = uniqueId("next-temperature");
@@ -104,15 +99,8 @@ function render({ model, el }) {
 
   function draw() {
     if (!p) return;
-    const c = bars.context, width = BARS_LEFT + V * BAR_WIDTH + 10;
-    c.fillStyle = "#ffffff";
-    c.fillRect(0, 0, width, BARS_HEIGHT);
-    c.fillStyle = "#1a1a1a";
-    c.font = "10px sans-serif";
-    c.textAlign = "right";
-    c.textBaseline = "middle";
-    c.fillText("1", BARS_LEFT - 4, BARS_PLOT.top);
-    c.fillText("0", BARS_LEFT - 4, BARS_PLOT.bottom);
+    const c = bars.context;
+    probabilityAxis(c, BARS_LEFT + V * BAR_WIDTH + 10, BARS_HEIGHT, BARS_LEFT - 4, BARS_PLOT.top, BARS_PLOT.bottom);
     const labels = tokenLabels(vocabulary.join(""));
     c.textAlign = "center";
     c.font = "10px monospace";

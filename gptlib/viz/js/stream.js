@@ -65,12 +65,7 @@ function pythonRepr(text) {
 }
 
 function render({ model, el }) {
-  const root = h("div", { class: "gptlib-explorer gptlib-stream-explorer" });
-  keepKeys(root);
-  el.append(root);
-  const textId = uniqueId("stream-text");
-  const text = h("textarea", { id: textId, class: "gptlib-text gptlib-stream-text", rows: 2, spellcheck: "false" });
-  text.value = model.get("text");
+  const { root, text, textId } = modelExplorer(model, el, "stream");
   const positionId = uniqueId("stream-position");
   const position = h("input", { type: "range", id: positionId, min: 0, step: 1, class: "gptlib-range" });
   const positionShown = h("output", { for: positionId, class: "gptlib-number-shown" });
@@ -321,14 +316,7 @@ function render({ model, el }) {
     }
     // the chosen head's attention row at query t: keys 0..t, weights in [0, 1]
     const r = row.context, cell = Math.min(20, (ROW_WIDTH - LEFT) / data.T);
-    r.fillStyle = "#ffffff";
-    r.fillRect(0, 0, ROW_WIDTH, ROW_HEIGHT);
-    r.fillStyle = "#1a1a1a";
-    r.font = "10px sans-serif";
-    r.textAlign = "right";
-    r.textBaseline = "middle";
-    r.fillText("1", LEFT - 4, 10);
-    r.fillText("0", LEFT - 4, 110);
+    probabilityAxis(r, ROW_WIDTH, ROW_HEIGHT, LEFT - 4, 10, 110);
     r.textAlign = "center";
     r.font = `${Math.min(12, Math.max(7, cell - 1))}px monospace`;
     for (let s = 0; s < data.T; s++) {
