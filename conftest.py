@@ -10,7 +10,8 @@
 * Test kinds as markers, so one kind can be run alone (`pytest -m unit`, the fast inner loop):
   notebooks (nbval over notebooks/), portability (make portability: nbval natively and under every simulated CPU),
   browser (tests/browser: JupyterLab, Voila and the book in Chromium), slow (tests marked
-  `@pytest.mark.slow` in their files: they start processes, build the book or train, seconds each),
+  `@pytest.mark.slow` in their files: they start processes, build the book, train or sweep 200 hidden
+  variants, seconds each),
   and unit (everything else).
 * Order, for `make test`'s workers (pytest-xdist, `--dist loadfile`: each file or notebook goes whole
   to one worker, `--no-loadscope-reorder`: in this order): the longest work first (portability,
