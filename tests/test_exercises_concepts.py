@@ -292,6 +292,8 @@ def test_unanswered_bad_and_unknown_questions():
     assert exercises.check_concept(question, None).status == NOT_ATTEMPTED
     assert "one letter of" in exercises.check_concept(question, "z").message
     assert "whole number" in exercises.check_concept(NUMBERS[0][0], "many").message
+    for number, built in NUMBERS:  # a number question takes a function of its sizes too, and says which
+        assert f"a function of {', '.join(built.asked_at)} that returns it" in exercises.check_concept(number, None).message
     with pytest.raises(ValueError, match="no concept question '0.9'"):
         exercises.check_concept("0.9", "a")
     assert spec.answer in exercises.concept_answer(question)
