@@ -16,6 +16,7 @@ from gptlib.assignment.variants import shifted_seeds
 from gptlib.config import COURSE_CONFIG, GPTConfig
 from gptlib.exercises import sealed
 from gptlib.exercises.answers import concepts
+from gptlib.exercises.jacobians import STATEMENTS
 from gptlib.exercises.result import FAILED, NOT_ATTEMPTED, PASSED
 from gptlib.model import GPT, attention_matrices_formed
 from tests.support import notebook_files
@@ -63,14 +64,16 @@ def _window(T: int, w: int, L: int):
     return beyond(L * (w - 1)), [sum(s > t for t, s in pairs), beyond(w - 1), beyond(L * w)]
 
 
-def _gpt2_block(d: int):
-    """Question 5.3: a GPT-2 block built from torch's own modules (every Linear with its bias, d_ff = 4d); the
-    mistakes: without b_Q, b_K, b_V; with one d-wide bias for the three; without the LayerNorms."""
+def _bare_block(d: int):
+    """Question 5.3: a block built from torch's own modules, no Linear with a bias (d_ff = 4d) and two RMSNorms with
+    their gain; the mistakes: Theorem 5.2's block (12 d^2 + 10 d), with the shifts a LayerNorm has, without the gains."""
     nn = torch.nn
-    parts = [nn.Linear(d, 3 * d), nn.Linear(d, d), nn.Linear(d, 4 * d), nn.Linear(4 * d, d), nn.LayerNorm(d), nn.LayerNorm(d)]
-    right = _numel(p for part in parts for p in part.parameters())
-    qkv_bias, norms = parts[0].bias.numel(), _numel(p for part in parts[4:] for p in part.parameters())
-    return right, [right - qkv_bias, right - qkv_bias + d, right - norms]
+    linears = [nn.Linear(d, 3 * d, bias=False), nn.Linear(d, d, bias=False), nn.Linear(d, 4 * d, bias=False),
+               nn.Linear(4 * d, d, bias=False)]
+    norms = [nn.RMSNorm(d), nn.RMSNorm(d)]
+    right = _numel(p for part in linears + norms for p in part.parameters())
+    gains = _numel(p for norm in norms for p in norm.parameters())
+    return right, [12 * d * d + 10 * d, right + gains, right - gains]
 
 
 def _gained_image(d: int, k: int):
@@ -97,10 +100,10 @@ def _attention_rank(d: int, H: int, T: int):
     return T, [d // H, d, T - 1]
 
 
-def _final_norm(T: int, L: int):
-    """Question 3.3: one zero per position (LN_f's all-ones direction); the mistakes: none, two per position,
-    one per position for each of the 2L + 1 LayerNorms."""
-    return T, [0, 2 * T, (2 * L + 1) * T]
+def _logit_rank(T: int, L: int, d: int = 16, V: int = 20):
+    """Question 3.3: LN_f leaves d - 1 directions at each position (the all-ones one removed), and W_U with V > d
+    columns keeps them: T (d - 1); the mistakes: T d, T (d - 2), T (d - 1 - 2L), T V."""
+    return T * (d - 1), [T * d, T * (d - 2), T * (d - 1 - 2 * L), T * V]
 
 
 def _multi_query_crossover(d: int, H: int):
@@ -137,14 +140,15 @@ def _writes(H: int, ell: int):
 REBUILT = [
     ("6.3", concepts.window_question, _window,
      lambda n, T, w, L: [f"L (w - 1) = {L * (w - 1)}", f"{n:,} for T = {T}"], {"T": 12, "w": 3, "L": 3}),
-    ("5.3", concepts.gpt2_block_question, _gpt2_block, lambda n, d: [f"12 d^2 + 13 d = {n:,} for d = {d}"], {"d": 64}),
+    ("5.3", concepts.bare_block_question, _bare_block, lambda n, d: [f"12 d^2 + 2 d = {n:,} for d = {d}"], {"d": 64}),
     ("4.3", concepts.gained_image_question, _gained_image,
      lambda n, d, k: [f"d - k = {n:,} for d = {d}, k = {k}"], {"d": 14, "k": 2}),
     ("2.3", concepts.mlp_question, _mlp_count, lambda n, d, d_ff: [f"= {n:,} for d = {d}, d_ff = {d_ff}"],
      {"d": 32, "d_ff": 64}),
     ("1.5", concepts.attention_rank_question, _attention_rank,
      lambda n, d, H, T: [f"rank T = {n}.", f"d_head = {d // H}."], {"d": 96, "H": 6, "T": 32}),
-    ("3.3", concepts.final_norm_question, _final_norm, lambda n, T, L: [f"T = {n} zeros"], {"T": 4, "L": 2}),
+    ("3.3", concepts.logit_jacobian_question, _logit_rank,
+     lambda n, T, L: [f"T (d - 1) = {n:,} for T = {T}", "V = 20 > d", "d - 1 = 15"], {"T": 4, "L": 2}),
     ("7.3", concepts.multi_query_crossover_question, _multi_query_crossover,
      lambda n, d, H: [f"= {n:,} for d = {d}, d_head = {d // H}."], {"d": 256, "H": 4}),
     ("10.3", concepts.stream_writes_question, _writes, lambda n, H, ell: [f"= {n:,} for ell = {ell}, H = {H}."],
@@ -429,6 +433,33 @@ def test_guessing_by_form_scores_what_chance_scores():
     assert giveaways(asked) == {}, form_scores(asked)
 
 
+LONGEST_MARGIN = 1.05  # the right option may be the longest, but by no more than 5% of the longest wrong one
+
+
+def length_giveaway(options: dict[str, str], right: str) -> float | None:
+    """The right option's shown length over the longest wrong option's, when that ratio exceeds LONGEST_MARGIN: a
+    right option clearly the longest, which a learner can pick by its form alone. None when within the margin."""
+    ratio = _shown_length(options[right]) / max(_shown_length(text) for letter, text in options.items() if letter != right)
+    return ratio if ratio > LONGEST_MARGIN else None
+
+
+@pytest.mark.parametrize("question", [q for q, _ in CHOICES])
+def test_no_right_option_is_clearly_the_longest(question):
+    """Per question, not only in aggregate: the right option is at most 5% longer (as rendered) than the longest wrong one."""
+    asked = _real_set()[question]
+    assert length_giveaway(asked.options, asked.right) is None, asked.options[asked.right]
+
+
+def test_exercise_7s_true_statement_is_not_clearly_the_longest():
+    assert length_giveaway(STATEMENTS, concepts.POST_NORM_STATEMENT.answer) is None
+
+
+def test_the_length_rule_catches_a_right_option_padded_by_a_tenth():
+    options = {"a": "x" * 100, "b": "y" * 96}
+    assert length_giveaway(options, "a") is None and length_giveaway(options, "b") is None
+    assert length_giveaway({**options, "a": "x" * 110}, "a") == pytest.approx(110 / 96)
+
+
 def _plant(asked: dict[str, Asked], strategy: str) -> dict[str, Asked]:
     """The same questions with a giveaway of the strategy's kind planted in every right option."""
     planted = {}
@@ -528,12 +559,17 @@ def test_questions_3_1_and_3_2_half_skips_and_the_final_norm():
     assert [concepts.QUESTIONS[q].answer for q in ("3.1", "3.2")] == ["b", "c"]
 
 
-def test_questions_4_1_and_4_2_shift_sign_and_a_constant_row():
+def test_questions_4_1_and_4_2_shift_sign_and_a_shifted_row():
+    """4.1: LN(3 . 1 - 2u) = -LN(u). 4.2: RMSNorm of a mean-0, RMS-1 row shifted by 5 has cosine 5/sqrt(26) with 1,
+    neither 0 nor 1 (measured on rows of several widths)."""
     u = torch.randn(12, dtype=torch.float64)
     torch.testing.assert_close(layernorm.layer_norm(3 - 2 * u), -layernorm.layer_norm(u))
-    constant = torch.full((12,), 3.0, dtype=torch.float64)
-    assert layernorm.layer_norm(constant, eps=1e-5).abs().max() < 1e-6
-    torch.testing.assert_close(layernorm.rms_norm(constant, eps=1e-5), torch.ones(12, dtype=torch.float64), atol=1e-5, rtol=0)
+    for d in (3, 12, 500):
+        u = torch.randn(d, dtype=torch.float64)
+        u = (u - u.mean()) / (u - u.mean()).pow(2).mean().sqrt()  # mean 0, root mean square 1
+        out = layernorm.rms_norm(u + 5, eps=0.0)
+        cosine = float(out @ torch.ones(d, dtype=torch.float64) / (out.norm() * d**0.5))
+        assert abs(cosine - 5 / 26**0.5) < 1e-12 and 0.9 < cosine < 0.99
     assert [concepts.QUESTIONS[q].answer for q in ("4.1", "4.2")] == ["b", "a"]
 
 

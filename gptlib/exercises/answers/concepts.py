@@ -58,20 +58,22 @@ class Number:
     mistakes: dict[str, Callable[[], int]]
 
 
-def _final_norm_zero_singular_values(T: int, L: int, d: int = 16) -> int:
-    """Singular values of d LN_f(X^(L)) / d X^(0) for a random float64 pre-norm stack (eps = 1e-5) that are zero
-    to rounding."""
+def _logit_jacobian_rank(T: int, L: int, d: int = 16, V: int = 20) -> int:
+    """Singular values of dZ / dX^(0), Z = LN_f(X^(L)) W_U, for a random float64 pre-norm stack of width d
+    (eps = 1e-5) with V tokens, that are not zero to rounding."""
     with seeded(0):
-        model = GPT(GPTConfig(V=5, T_max=T, d=d, H=2, L=L)).double()
+        model = GPT(GPTConfig(V=V, T_max=T, d=d, H=2, L=L)).double()
         X = torch.randn(T, d, dtype=torch.float64)
 
-    def normalized_top(X):  # (B, T, d) -> (B, T, d): the blocks, then LN_f
+    def logits(X):  # (T, d) -> (T, V): the blocks, LN_f, then W_U
+        X = X[None]
         for block in model.blocks:
             X = block(X)
-        return model.ln_f(X)
+        return (model.ln_f(X) @ model.W_U)[0]
 
-    s = torch.linalg.svdvals(jacobians.jacobian_of(normalized_top, X).detach())  # (T d,), largest first
-    return int((s < 1e-13 * s[0]).sum())  # LN_f's damped radial ones sit near 1e-5 x largest
+    J = torch.autograd.functional.jacobian(logits, X).reshape(T * V, T * d)
+    s = torch.linalg.svdvals(J)  # (min(T V, T d),), largest first
+    return int((s > 1e-13 * s[0]).sum())  # LN_f's damped radial ones sit near 1e-5 x largest, and count
 
 
 def _attention_rank(d: int, H: int, T: int) -> int:
@@ -101,6 +103,13 @@ def _gained_layer_norm_image_dimension(d: int, k: int) -> int:
 def _block_parameters(d: int) -> int:
     """Parameters of one block of width d (d_ff = 4d) under Theorem 5.2's convention, counted from the module."""
     return sum(p.numel() for p in GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1)).blocks[0].parameters())
+
+
+def _unbiased_gain_only_block_parameters(d: int) -> int:
+    """Parameters of one block of width d (d_ff = 4d) with no bias and norms that keep only their gain: the
+    course block's parameters, counted from the module, less b_O, b_1, b_2 and each LayerNorm's shift beta."""
+    block = GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1)).blocks[0]
+    return sum(p.numel() for name, p in block.named_parameters() if not name.rsplit(".", 1)[-1].startswith(("b_", "beta")))
 
 
 def _window_zeros(T: int, w: int, L: int) -> int:
@@ -150,21 +159,22 @@ def window_question(T: int, w: int, L: int) -> Number:
     )
 
 
-def gpt2_block_question(d: int) -> Number:
-    """Question 5.3: the parameters of one block of width d (d_ff = 4d) with biases on W_Q, W_K, W_V too."""
+def bare_block_question(d: int) -> Number:
+    """Question 5.3: the parameters of one block of width d (d_ff = 4d) with no bias anywhere and, for its two norms,
+    RMSNorms that keep a gain but have no shift."""
     return Number(
         {"d": d},
-        lambda: _block_parameters(d) + 3 * d,  # b_Q, b_K, b_V: one vector of width H d_head = d each
-        lambda n: f"Theorem 5.2's 12 d^2 + 10 d, plus three bias vectors of width d: 12 d^2 + 13 d = {n:,} for d = {d}.",
+        lambda: _unbiased_gain_only_block_parameters(d),
+        lambda n: f"the four d x d attention matrices and the two d x 4d MLP matrices, 12 d^2, plus two gains of d: "
+        f"12 d^2 + 2 d = {n:,} for d = {d}.",
         {
-            Mistake("gpt2-block-no-qkv-biases",
-                "that is Theorem 5.2's block: add b_Q, b_K and b_V"): lambda: _block_parameters(d),
-            Mistake("gpt2-block-one-qkv-bias",
-                "each of b_Q, b_K, b_V has d = H d_head entries, one per column of its projection"): (
-                lambda: _block_parameters(d) + d
-            ),
-            Mistake("gpt2-block-no-layernorms",
-                "you left out the two LayerNorms' gains and shifts (4 d)"): lambda: _block_parameters(d) + 3 * d - 4 * d,
+            Mistake("bare-block-theorem-5-2",
+                "that is Theorem 5.2's block, 12 d^2 + 10 d: this one has no b_O, b_1, b_2 and no shifts"):
+                lambda: _block_parameters(d),
+            Mistake("bare-block-keeps-shifts",
+                "an RMSNorm has a gain but no shift beta: 2 d, not 4 d"): lambda: _unbiased_gain_only_block_parameters(d) + 2 * d,
+            Mistake("bare-block-no-gains",
+                "each RMSNorm keeps its gain, d entries"): lambda: _unbiased_gain_only_block_parameters(d) - 2 * d,
         },
     )
 
@@ -245,23 +255,29 @@ def attention_rank_question(d: int, H: int, T: int) -> Number:
     )
 
 
-def final_norm_question(T: int, L: int, d: int = 16) -> Number:
-    """Question 3.3: the zero singular values of d LN_f(X^(L)) / d X^(0) for a pre-norm stack of L blocks on T
-    positions (the answer does not depend on d, which the question leaves open)."""
+def logit_jacobian_question(T: int, L: int, d: int = 16, V: int = 20) -> Number:
+    """Question 3.3: the nonzero singular values of the (T V) x (T d) Jacobian dZ / dX^(0), Z = LN_f(X^(L)) W_U,
+    for a pre-norm stack of L blocks of width d on T positions with V > d tokens (d and V are stated and fixed;
+    the sizes asked elsewhere are T and L)."""
     return Number(
         {"T": T, "L": L},
-        lambda: _final_norm_zero_singular_values(T, L, d),
-        lambda n: f"the blocks' identity paths skip their own LayerNorms, so the stack loses no direction; LN_f sits on "
-        f"every path and removes the all-ones direction at each position exactly: T = {n} zeros. Its radial "
-        "direction is only damped, by eps / (sigma^2 + eps), so it leaves a small singular value, not a zero.",
+        lambda: _logit_jacobian_rank(T, L, d, V),
+        lambda n: f"the blocks' identity paths skip their own LayerNorms, so the stack loses no direction; LN_f removes "
+        f"the all-ones direction at each position (its radial one is only damped, by eps / (sigma^2 + eps)), and "
+        f"W_U, with V = {V} > d columns, keeps the d - 1 = {d - 1} left: T (d - 1) = {n:,} for T = {T}.",
         {
-            Mistake("final-norm-no-zero",
-                "no identity path goes around LN_f: it removes the all-ones direction at every position"): lambda: 0,
-            Mistake("final-norm-radial-counted",
-                "you counted the radial direction too: with eps > 0 LayerNorm damps it but does not remove it"): lambda: 2 * T,
-            Mistake("final-norm-every-layernorm",
-                "you counted every LayerNorm: the 2L inside the blocks sit on branches, which the identity path skips"):
-                lambda: (2 * L + 1) * T,
+            Mistake("logit-rank-no-centring",
+                "LN_f removes the all-ones direction at every position: d - 1 directions reach W_U, not d"):
+                lambda: T * d,
+            Mistake("logit-rank-radial-removed",
+                "with eps > 0 LayerNorm damps the radial direction but does not remove it: only the all-ones one goes"):
+                lambda: T * (d - 2),
+            Mistake("logit-rank-every-layernorm",
+                "you removed a direction for every LayerNorm: the 2L inside the blocks sit on branches, which the "
+                "identity path skips"): lambda: T * (d - 1 - 2 * L),
+            Mistake("logit-rank-shape",
+                "a (T V) x (T d) matrix has at most T d singular values, and LN_f takes one direction from each "
+                "position"): lambda: T * V,
         },
     )
 
@@ -345,7 +361,7 @@ QUESTIONS: dict[str, Choice | Number] = {
                 "a d x d matrix has d^2 entries: doubling d quadruples it, and the number of matrices stays the same"),
         },
     ),
-    "5.3": gpt2_block_question(d=768),
+    "5.3": bare_block_question(d=768),
     "4.1": Choice(
         "b",
         "the centring removes 3 . 1 (a multiple of 1), and c = -2 flips the sign of the centred vector while sigma "
@@ -360,13 +376,15 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "4.2": Choice(
         "a",
-        "LayerNorm subtracts the row's mean, which is all of a constant row, and returns (nearly) 0 = beta; RMSNorm "
-        "only divides by the root mean square, 3 here, and returns (nearly) 1.",
+        "u + 5 . 1 has mean square mean(u^2) + 10 mean(u) + 25 = 26, so RMSNorm returns (u + 5 . 1) / sqrt(26): "
+        "its part along 1 has length 5 sqrt(d / 26) of the output's sqrt(d), a cosine of 5 / sqrt(26), about 0.98. "
+        "RMSNorm does not centre; a LayerNorm would remove the shift and give a cosine of 0.",
         {
-            "b": Mistake("layernorm-keeps-constant-row",
-                "LayerNorm centres first: a constant row is all mean, so nothing is left to rescale"),
-            "c": Mistake("rmsnorm-centres",
-                "RMSNorm does not centre: it divides the row by its root mean square and keeps its direction"),
+            "b": Mistake("rmsnorm-removes-shift",
+                "RMSNorm does not centre: dividing by the root mean square rescales the shift, it does not remove it"),
+            "c": Mistake("rmsnorm-shift-swamps-row",
+                "u is still there after the division, orthogonal to 1 with length sqrt(d / 26): the cosine is "
+                "5 / sqrt(26), close to 1 but not 1"),
         },
     ),
     "4.3": gained_image_question(d=20, k=3),
@@ -483,7 +501,7 @@ QUESTIONS: dict[str, Choice | Number] = {
                 "LN_f removes the rows' scale before W_U reads them: a longer row does not carry w further"),
         },
     ),
-    "3.3": final_norm_question(T=6, L=3),
+    "3.3": logit_jacobian_question(T=6, L=3),
     "7.1": Choice(
         "c",
         "per token the projections and the MLP multiply a row of width d by d x d and d x d_ff matrices: (8 d^2 + "
@@ -555,9 +573,9 @@ def _width_and_zeroed_gains(rng: random.Random) -> dict[str, int]:
 ASKED_ELSEWHERE: dict[str, tuple[Callable[..., Number], Callable[[random.Random], dict[str, int]]]] = {
     "1.5": (attention_rank_question, lambda rng: {**_heads_and_width(rng), "T": rng.randint(2, 48)}),
     "2.3": (mlp_question, lambda rng: {"d": 4 * rng.randint(2, 32), "d_ff": 8 * rng.randint(1, 48)}),
-    "3.3": (final_norm_question, lambda rng: {"T": rng.randint(2, 8), "L": rng.randint(1, 4)}),
+    "3.3": (logit_jacobian_question, lambda rng: {"T": rng.randint(2, 8), "L": rng.randint(1, 4)}),
     "4.3": (gained_image_question, _width_and_zeroed_gains),
-    "5.3": (gpt2_block_question, lambda rng: {"d": 4 * rng.randint(4, 96)}),
+    "5.3": (bare_block_question, lambda rng: {"d": 4 * rng.randint(4, 96)}),
     "6.3": (window_question, lambda rng: {"T": rng.randint(4, 40), "w": rng.randint(2, 6), "L": rng.randint(1, 4)}),
     "7.3": (multi_query_crossover_question, _heads_and_width),
     "10.3": (stream_writes_question, lambda rng: {"H": rng.randint(1, 16), "ell": rng.randint(1, 12)}),
