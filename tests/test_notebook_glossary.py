@@ -41,7 +41,8 @@ TERMS = {
     "activation patching": r"\bpatching\b",
 }
 # words an entry defines in italics, each checked with the entry that defines it
-DEFINED_INSIDE = {"QK gauge": "gauge", "ill-conditioned": "condition number", "well-conditioned": "condition number", "nat": "nats/char"}
+DEFINED_INSIDE = {"QK gauge": "gauge", "ill-conditioned": "condition number", "well-conditioned": "condition number",
+                  "nat": "nats/char"}
 
 
 def _normal(term: str) -> str:
