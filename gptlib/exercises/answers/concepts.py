@@ -304,7 +304,7 @@ def multi_query_crossover_question(d: int, H: int) -> Number:
 
 
 _COURSE_BLOCKS = COURSE_CONFIG.L * (12 * COURSE_CONFIG.d**2 + 10 * COURSE_CONFIG.d)  # Theorem 5.2's blocks, d_ff = 4d
-_WIDER = COURSE_CONFIG.replace(d=2 * COURSE_CONFIG.d)  # Question 5.2's model
+_WIDE_VOCABULARY = COURSE_CONFIG.replace(V=50257)  # Question 5.2's model: GPT-2's vocabulary
 
 
 QUESTIONS: dict[str, Choice | Number] = {
@@ -349,16 +349,16 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "5.2": Choice(
         "a",
-        f"Theorem 5.2 gives {theorem_5_2(COURSE_CONFIG):,} at d = {COURSE_CONFIG.d} and {theorem_5_2(_WIDER):,} at "
-        f"d = {_WIDER.d}, {theorem_5_2(_WIDER) / theorem_5_2(COURSE_CONFIG):.2f} times as many: the blocks' "
-        f"L (12 d^2 + 10 d) are {_COURSE_BLOCKS / theorem_5_2(COURSE_CONFIG):.0%} of the count and grow as d^2; only "
-        "the embeddings, LN_f and W_U grow as d.",
+        f"Theorem 5.2 gives {theorem_5_2(COURSE_CONFIG):,} at V = {COURSE_CONFIG.V} and {theorem_5_2(_WIDE_VOCABULARY):,} at "
+        f"V = {_WIDE_VOCABULARY.V:,}, {theorem_5_2(_WIDE_VOCABULARY) / theorem_5_2(COURSE_CONFIG):.1f} times as many: E and "
+        f"W_U hold 2 V d = {2 * _WIDE_VOCABULARY.V * _WIDE_VOCABULARY.d:,} of them, while the blocks' L (12 d^2 + 10 d) = "
+        f"{_COURSE_BLOCKS:,} do not change. The blocks dominate only while 2 V d is small next to them.",
         {
-            "b": Mistake("embeddings-dominate-count",
-                "the embeddings and W_U are only a few percent of the course model: most parameters sit in the "
-                "blocks' d x d and d x d_ff matrices"),
-            "c": Mistake("doubling-d-eightfold",
-                "a d x d matrix has d^2 entries: doubling d quadruples it, and the number of matrices stays the same"),
+            "b": Mistake("vocabulary-leaves-count",
+                "the blocks do not grow, but E and W_U each have V d entries: at V = 50,257 they dwarf the blocks"),
+            "c": Mistake("vocabulary-growth-from-shares",
+                "a share of a few percent at V = 65 grows with V: 2 V d, about 770 times larger, now outweighs "
+                "everything else"),
         },
     ),
     "5.3": bare_block_question(d=768),
@@ -479,15 +479,17 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "3.1": Choice(
         "b",
-        "each block's Jacobian is 1/2 I + DF, about 1/2 I, and the chain rule multiplies L of them: about "
-        "(1/2)^L = 2^-L. The exact identity of I + DF is what keeps a deep residual stack's gradient from fading "
-        "(Remark 3.3).",
+        f"each block's Jacobian is alpha I + DF, about alpha I, and the chain rule multiplies the 24 of them: alpha^24, "
+        f"within [1/2, 2] exactly when |ln alpha| <= ln 2 / 24, alpha from {2 ** (-1 / 24):.3f} to {2 ** (1 / 24):.3f}. "
+        "The exact identity of I + DF is what keeps a deep residual stack's gradient from fading (Remark 3.3): at this "
+        "depth a skip off by 3% already costs a factor 2.",
         {
-            "a": Mistake("half-skip-keeps-identity",
-                "the skip contributes its own coefficient times I: 1/2 I here, not I"),
-            "c": Mistake("half-skip-one-factor",
-                "every block contributes its own factor 1/2, and the chain rule multiplies all L of them"),
+            "a": Mistake("skip-weight-bound-per-block",
+                "each block's factor alpha multiplies the others': alpha = 1/2 gives 2^-24 after 24 blocks, not 1/2"),
+            "c": Mistake("skip-weight-must-be-one",
+                "alpha = 1.01 gives 1.01^24, about 1.27: within a factor 2, as is every alpha within about 3% of 1"),
         },
+        {"L": 24},
     ),
     "3.2": Choice(
         "c",
