@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from gptlib import exercises
-from gptlib.analysis import attention, cost, decomposition, layernorm
+from gptlib.analysis import attention, cost, layernorm
 from gptlib.analysis.counting import measured_table
 from gptlib.assignment.variants import shifted_seeds
 from gptlib.config import COURSE_CONFIG, GPTConfig
@@ -656,11 +656,25 @@ def test_question_7_2_training_the_last_block_costs_about_1_plus_2_over_L_forwar
     assert "1 + 2/L forward passes" in concepts.QUESTIONS["7.2"].why and concepts.QUESTIONS["7.2"].answer == "a"
 
 
-def test_question_10_1_the_split_of_the_stream_does_not_read_the_final_norm():
+def test_question_10_1_a_post_norm_stream_is_no_sum_of_its_sublayers_outputs():
+    """X^(L) = X^(0) + the sum of the sublayers' outputs in the pre-norm GPT (to rounding), not in the post-norm one
+    with the same weights, LN_f dropped or not (X^(L) is before it), at initialization (gains 1, shifts 0) too."""
     torch.manual_seed(0)
-    model = GPT(GPTConfig(V=5, T_max=6, d=16, H=2, L=2))
     idx = torch.tensor([[0, 1, 2, 3, 4, 0]])
-    before = decomposition.stream_writes(model, idx).final_stream
-    model.ln_f = torch.nn.RMSNorm(16)
-    torch.testing.assert_close(decomposition.stream_writes(model, idx).final_stream, before)
+    pre = GPT(GPTConfig(V=5, T_max=6, d=16, H=2, L=2)).double()
+    post = GPT(GPTConfig(V=5, T_max=6, d=16, H=2, L=2, norm="post")).double()
+    post.load_state_dict(pre.state_dict())
+    gaps = {}
+    for name, model in (("pre", pre), ("post", post)):
+        X = model.embed(idx[0]).unsqueeze(0)  # (1, T, d): X^(0)
+        total = X.clone()
+        with torch.no_grad():
+            for block in model.blocks:  # X^(l+1) from the model's own block; the two sublayer outputs alongside
+                norm_1, norm_2 = (block.ln_1, block.ln_2) if name == "pre" else (torch.nn.Identity(), torch.nn.Identity())
+                attn_write = block.attn(norm_1(X))
+                Y = X + attn_write if name == "pre" else block.ln_1(X + attn_write)
+                total = total + attn_write + block.mlp(norm_2(Y))
+                X = block(X)
+        gaps[name] = float((X - total).abs().max() / X.abs().max())
+    assert gaps["pre"] < 1e-12 and gaps["post"] > 0.1, gaps
     assert concepts.QUESTIONS["10.1"].answer == "c"

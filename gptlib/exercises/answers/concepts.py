@@ -530,15 +530,18 @@ QUESTIONS: dict[str, Choice | Number] = {
     "7.3": multi_query_crossover_question(d=1024, H=16),
     "10.1": Choice(
         "c",
-        "X^(L) is built by the blocks' additions alone (pre-norm); LN_f, whichever norm it is, acts only after "
-        "X^(L) is complete. What changes is how each write reaches the logits, not the split of the stream.",
+        "in post-norm each block ends in a LayerNorm of the stream itself, X^(l+1) = LN_2(Y + MLP(Y)): it recentres "
+        "the whole row, earlier writes included, and divides it by a spread that depends on all of them, so X^(L) is no "
+        "fixed sum of the sublayers' outputs. Pre-norm normalizes only each branch's input and adds every write as it is.",
         {
-            "a": Mistake("rmsnorm-breaks-stream-split",
-                "the final norm acts after X^(L) is complete: the writes add up to X^(L) whatever comes after it"),
-            "b": Mistake("split-needs-centred-writes",
-                "the split is of X^(L), before any final norm: centred or not, the writes add up to it"),
-            "d": Mistake("split-reads-final-gain",
-                "the final norm's gain acts after X^(L) is complete: the split of X^(L) does not read it"),
+            "a": Mistake("post-norm-stream-still-sums",
+                "the LayerNorm after each addition acts on the whole stream: it recentres and rescales the earlier "
+                "writes too, not only the new one"),
+            "b": Mistake("post-norm-only-final-norm",
+                "the LayerNorms of a post-norm block sit on the stream itself, not on a branch: dropping LN_f leaves "
+                "2L of them between the writes and X^(L)"),
+            "d": Mistake("post-norm-unit-gain-sums",
+                "a gain of 1 and a shift of 0 still leave the centring and the division by the row's spread"),
         },
     ),
     "10.2": Choice(
