@@ -506,14 +506,17 @@ QUESTIONS: dict[str, Choice | Number] = {
     "3.3": logit_jacobian_question(T=6, L=3),
     "7.1": Choice(
         "c",
-        "per token the projections and the MLP multiply a row of width d by d x d and d x d_ff matrices: (8 d^2 + "
-        "4 d d_ff) L quadruples; each query's scores and aggregation take 4 L T d, which doubles.",
+        "the projections multiply a row of width d by W_Q, W_K, W_V, W_O, whose H slabs of width d_head still make up "
+        "d x d matrices; each head's scores and aggregation take 4 T d_head per query, and H of them take 4 T d. "
+        "Section 6's count, 8 L d^2 + 4 L d d_ff + 4 L T d per token, has no H in it.",
         {
-            "a": Mistake("attention-flops-quadratic-in-d",
-                "attention's scores and aggregation take 4 L T d per token: linear in d, so they only double"),
-            "b": Mistake("projection-flops-linear-in-d",
-                "the projections and the MLP take 8 L d^2 + 4 L d d_ff per token: quadratic in d"),
+            "a": Mistake("more-heads-more-score-flops",
+                "twice the heads form twice the T x T score matrices, but each over d_head / 2: 4 T d_head per "
+                "query and head, 4 T d in all, as before"),
+            "b": Mistake("more-heads-narrower-projections",
+                "each head's slab is half as wide, but there are twice as many: W_Q, W_K, W_V, W_O stay d x d"),
         },
+        {"d": 128, "H": 8},
     ),
     "7.2": Choice(
         "a",
