@@ -527,7 +527,8 @@ def test_question_1_2_only_the_inverse_leaves_W_OV_unchanged():
 
 def test_questions_2_1_and_2_2_permuted_rows_and_the_first_position():
     """2.1: an unmasked head's output permutes with its input rows. 2.2: under the causal mask the first row of A^h
-    is (1, 0, ..., 0), and under the reversed mask (keys s >= t) the last row is (0, ..., 0, 1), whatever the weights."""
+    is (1, 0, ..., 0), and under a mask that leaves query t only key t - 2 the write at t is v_{t-2}, whatever the
+    weights."""
     X = torch.randn(1, 6, 16, dtype=torch.float64)
     perm = torch.randperm(6)
     attn = _attention(causal=False)
@@ -535,10 +536,11 @@ def test_questions_2_1_and_2_2_permuted_rows_and_the_first_position():
     q, k, _ = _attention(causal=True).qkv(X)
     A = _attention(causal=True).attention_matrices(q, k)  # (1, H, T, T)
     assert torch.equal(A[0, :, 0], torch.eye(6, dtype=torch.float64)[0].expand(A.shape[1], 6))
-    q, k, _ = attn.qkv(X)  # the unmasked head's queries and keys, (1, H, T, d_head)
-    reversed_mask = torch.full((6, 6), float("-inf"), dtype=torch.float64).tril(-1)  # query t sees keys s >= t
-    A = (q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5 + reversed_mask).softmax(-1)  # (1, H, T, T)
-    assert torch.equal(A[0, :, -1], torch.eye(6, dtype=torch.float64)[-1].expand(A.shape[1], 6))
+    q, k, v = attn.qkv(X)  # the unmasked head's queries, keys and values, (1, H, T, d_head)
+    two_back = torch.full((6, 6), float("-inf"), dtype=torch.float64)
+    two_back[torch.arange(2, 6), torch.arange(0, 4)] = 0  # query t >= 2 sees key t - 2 only
+    A = (q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5 + two_back)[..., 2:, :].softmax(-1)  # (1, H, T - 2, T)
+    torch.testing.assert_close(A @ v, v[:, :, :4], rtol=0, atol=0)  # the write at t is v_{t-2}, exactly
     assert [concepts.QUESTIONS[q].answer for q in ("2.1", "2.2")] == ["c", "a"]
 
 

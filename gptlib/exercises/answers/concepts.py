@@ -403,12 +403,11 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "2.2": Choice(
         "a",
-        "the reversed mask leaves one weight in row T - 1, A_{T-1,T-1}, and the weights of a row sum to 1, so it is 1 "
-        "and the write is v_{T-1}: at the last position every head writes its own position's value, whatever the "
-        "scores (under the causal mask the same holds at the first position).",
+        "the mask leaves one weight in row t, A_{t,t-2}, and the weights of a row sum to 1, so it is 1 and the write is "
+        "v_{t-2}, whatever the scores: the head copies the value two positions back.",
         {
-            "b": Mistake("reversed-mask-blends-values",
-                "the mask gives every earlier position weight exactly 0: the blend is over s >= T - 1, one value"),
+            "b": Mistake("one-key-mask-blends-values",
+                "the mask gives every other position weight exactly 0: the blend is over one key, s = t - 2"),
             "c": Mistake("single-weight-set-by-score", "a softmax over one entry is 1, whatever that entry's score"),
         },
     ),
