@@ -271,8 +271,8 @@ def test_a_released_record_calls_a_function_answer_at_its_stated_sizes_in_their_
 
 def test_the_course_model_choices_state_its_own_numbers():
     """Question 5.2's counts are Theorem 5.2's, measured on models (V = 65 and GPT-2's 50,257); the course model's
-    heads' W_OV^h stacked have rank d (their row spaces fill R^d); Question 1.4's variant, H d_head < d, stacks to
-    rank H d_head, its stated bound."""
+    heads' W_OV^h stacked have rank d (their row spaces fill R^d); Question 1.4's variant, one output slab M for
+    every head, writes in a subspace of rank d_head, its stated bound."""
     wide = COURSE_CONFIG.replace(V=50257)
     counts = [measured_table(config)[-1] for config in (COURSE_CONFIG, wide)]
     blocks = [sum(measured_table(config)[1:4]) for config in (COURSE_CONFIG, wide)]
@@ -286,11 +286,14 @@ def test_the_course_model_choices_state_its_own_numbers():
     stacked = torch.cat([attention.W_OV(attn, h) for h in range(COURSE_CONFIG.H)])  # (H d, d)
     assert set(ranks) == {COURSE_CONFIG.d_head} and attention.numerical_rank(stacked).rank == COURSE_CONFIG.d
     spec = concepts.QUESTIONS["1.4"]
-    d, H, d_head = spec.asked_at["d"], spec.asked_at["H"], 32  # the variant: H heads of width 32, H d_head < d
-    W_V, W_O = torch.randn(H, d, d_head, dtype=torch.float64), torch.randn(H * d_head, d, dtype=torch.float64)
-    writes = torch.cat([W_V[h] @ W_O[h * d_head:(h + 1) * d_head] for h in range(H)])  # (H d, d): rows span the writes
+    d, H, d_head = spec.asked_at["d"], spec.asked_at["H"], 32  # the variant: one output slab M shared by all heads
+    W_V, M = torch.randn(H, d, d_head, dtype=torch.float64), torch.randn(d_head, d, dtype=torch.float64)
+    X = torch.randn(64, d, dtype=torch.float64)
+    writes = sum(X @ W_V[h] @ M for h in range(H))  # (64, d): the sublayer's write at 64 > d_head positions, A^h = I
     rank = attention.numerical_rank(writes).rank
-    assert rank == H * d_head < d and f"H d_head = {rank} rows" in spec.why and f"{rank} < d = {d}," in spec.why
+    own = sum(X @ W_V[h] @ torch.randn(d_head, d, dtype=torch.float64) for h in range(H))  # each head its own slab
+    assert attention.numerical_rank(own).rank == 64  # the control: as many directions as positions here
+    assert rank == d_head < d and f"d_head = {rank} < d = {d}," in spec.why
     assert spec.answer == "b" and _large_numbers(spec.why) == {rank, d}
 
 

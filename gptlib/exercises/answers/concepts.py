@@ -452,17 +452,17 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "1.4": Choice(
         "b",
-        "each head writes W_V^h W_O^h, into the row space of its slab W_O^h, and the H slabs stacked are W_O, with "
-        f"H d_head = {2 * 32} rows: the sublayer's write lies in W_O's row space, of dimension at most {2 * 32} < d = "
-        "128, whatever the weights. Only when H d_head = d, as in the course model, can the heads together fill R^d.",
+        "each head's write is (A^h X W_V^h) M, a combination of M's d_head rows, and so is their sum: the sublayer's "
+        f"write lies in M's row space, of dimension at most d_head = {COURSE_CONFIG.d_head} < d = {COURSE_CONFIG.d}, "
+        "whatever the other weights. Own slabs W_O^h, stacked into W_O with d rows, are what lets the heads fill R^d.",
         {
-            "a": Mistake("w-o-rows-fill-r-d",
-                "W_O has only H d_head rows here, fewer than d: its row space cannot be all of R^d"),
-            "c": Mistake("heads-share-one-row-space",
-                "the heads write through different slabs W_O^h, whose row spaces differ: together they span up to "
-                "H d_head dimensions, more than one head's"),
+            "a": Mistake("shared-w-o-rows-fill-r-d",
+                "whatever W_V^h reads, every head's write is multiplied by the same M last: it lies in M's row space"),
+            "c": Mistake("shared-w-o-parallel-writes",
+                "a shared M does not make the writes parallel: each head's A^h X W_V^h can be any combination of M's "
+                "d_head rows"),
         },
-        {"d": 128, "H": 2},
+        {"d": 128, "H": 4},
     ),
     "1.5": attention_rank_question(d=128, H=8, T=64),
     "1.6": Choice(
