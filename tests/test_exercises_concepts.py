@@ -87,12 +87,12 @@ def _gained_image(d: int, k: int):
     return rank, [d - 2, rank - 2, rank - 1]
 
 
-def _mlp_count(d: int, d_ff: int):
-    """Question 2.3: 2 d d_ff + d_ff + d, counted from torch's Linear layers; the mistakes: 8 d^2 + 5 d, the
-    weights alone, b_1 of width d."""
-    layers = [torch.nn.Linear(d, d_ff), torch.nn.Linear(d_ff, d)]
-    weights = sum(layer.weight.numel() for layer in layers)
-    return _numel(p for layer in layers for p in layer.parameters()), [8 * d * d + 5 * d, weights, weights + 2 * d]
+def _gated_mlp_count(d: int, d_ff: int):
+    """Question 2.3: a gated MLP built from torch's Linear layers without bias (W_1, W_3: d -> d_ff, W_2: d_ff -> d);
+    the mistakes: without the gate, with the three biases, at d_ff = 4d."""
+    layers = [torch.nn.Linear(d, d_ff, bias=False), torch.nn.Linear(d, d_ff, bias=False), torch.nn.Linear(d_ff, d, bias=False)]
+    right = _numel(p for layer in layers for p in layer.parameters())
+    return right, [right - layers[1].weight.numel(), right + 2 * d_ff + d, 12 * d * d]
 
 
 def _attention_rank(d: int, H: int, T: int):
@@ -143,7 +143,7 @@ REBUILT = [
     ("5.3", concepts.bare_block_question, _bare_block, lambda n, d: [f"12 d^2 + 2 d = {n:,} for d = {d}"], {"d": 64}),
     ("4.3", concepts.gained_image_question, _gained_image,
      lambda n, d, k: [f"d - k = {n:,} for d = {d}, k = {k}"], {"d": 14, "k": 2}),
-    ("2.3", concepts.mlp_question, _mlp_count, lambda n, d, d_ff: [f"= {n:,} for d = {d}, d_ff = {d_ff}"],
+    ("2.3", concepts.gated_mlp_question, _gated_mlp_count, lambda n, d, d_ff: [f"= {n:,} for d = {d}, d_ff = {d_ff}"],
      {"d": 32, "d_ff": 64}),
     ("1.5", concepts.attention_rank_question, _attention_rank,
      lambda n, d, H, T: [f"rank T = {n}.", f"d_head = {d // H}."], {"d": 96, "H": 6, "T": 32}),

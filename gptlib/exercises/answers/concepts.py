@@ -85,9 +85,11 @@ def _attention_rank(d: int, H: int, T: int) -> int:
     return attention.numerical_rank(attn.attention_matrices(q, k)[0, 0].detach()).rank
 
 
-def _mlp_parameters(d: int, d_ff: int) -> int:
-    """Parameters of one MLP sublayer of width d and hidden width d_ff, counted from the module."""
-    return sum(p.numel() for p in GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1, d_ff=d_ff)).blocks[0].mlp.parameters())
+def _gated_mlp_parameters(d: int, d_ff: int) -> int:
+    """Parameters of a gated MLP W_2 (GELU(W_1 u) * (W_3 u)) without biases: the course MLP's weight matrices, counted
+    from the module, plus a gate W_3 of W_1's shape."""
+    mlp = GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1, d_ff=d_ff)).blocks[0].mlp
+    return mlp.W_1.numel() + mlp.W_2.numel() + mlp.W_1.numel()
 
 
 def _gained_layer_norm_image_dimension(d: int, k: int) -> int:
@@ -220,18 +222,21 @@ def gained_image_question(d: int, k: int) -> Number:
     )
 
 
-def mlp_question(d: int, d_ff: int) -> Number:
-    """Question 2.3: the parameters of one MLP sublayer of width d and hidden width d_ff."""
+def gated_mlp_question(d: int, d_ff: int) -> Number:
+    """Question 2.3: the parameters of a gated MLP W_2 (GELU(W_1 u) * (W_3 u)) of width d and hidden width d_ff,
+    without biases."""
     return Number(
         {"d": d, "d_ff": d_ff},
-        lambda: _mlp_parameters(d, d_ff),
-        lambda n: f"W_1 and W_2 have d d_ff entries each, b_1 has d_ff and b_2 has d: 2 d d_ff + d_ff + d = {n:,} "
-        f"for d = {d}, d_ff = {d_ff}.",
+        lambda: _gated_mlp_parameters(d, d_ff),
+        lambda n: f"W_1 and W_3 map d to d_ff and W_2 maps back, d d_ff entries each, and there is no bias: 3 d d_ff "
+        f"= {n:,} for d = {d}, d_ff = {d_ff}.",
         {
-            Mistake("mlp-count-at-4d",
-                "that is the count for d_ff = 4d, 8 d^2 + 5 d: this MLP is narrower"): lambda: 8 * d**2 + 5 * d,
-            Mistake("mlp-count-no-biases", "you left out the biases b_1 (d_ff) and b_2 (d)"): lambda: 2 * d * d_ff,
-            Mistake("mlp-count-b-1-width-d", "b_1 has d_ff entries, not d"): lambda: 2 * d * d_ff + 2 * d,
+            Mistake("gated-mlp-no-gate", "you left out the gate W_3, a third d x d_ff matrix"): lambda: 2 * d * d_ff,
+            Mistake("gated-mlp-with-biases",
+                "this MLP has no biases: b_1, b_3 (d_ff each) and b_2 (d) are not there"):
+                lambda: 3 * d * d_ff + 2 * d_ff + d,
+            Mistake("gated-mlp-at-4d",
+                "that is the count for d_ff = 4d, 12 d^2: this MLP is narrower"): lambda: 12 * d * d,
         },
     )
 
@@ -411,7 +416,7 @@ QUESTIONS: dict[str, Choice | Number] = {
             "c": Mistake("single-weight-set-by-score", "a softmax over one entry is 1, whatever that entry's score"),
         },
     ),
-    "2.3": mlp_question(d=64, d_ff=192),
+    "2.3": gated_mlp_question(d=64, d_ff=192),
     "1.1": Choice(
         "a",
         "sum_h W_V W_O^h = W_V (sum_h W_O^h): one product through the inner dimension d_head, so its rank is at most "
@@ -579,7 +584,7 @@ def _width_and_zeroed_gains(rng: random.Random) -> dict[str, int]:
 # well under a second. A learner who answers with a function of the sizes answers there too.
 ASKED_ELSEWHERE: dict[str, tuple[Callable[..., Number], Callable[[random.Random], dict[str, int]]]] = {
     "1.5": (attention_rank_question, lambda rng: {**_heads_and_width(rng), "T": rng.randint(2, 48)}),
-    "2.3": (mlp_question, lambda rng: {"d": 4 * rng.randint(2, 32), "d_ff": 8 * rng.randint(1, 48)}),
+    "2.3": (gated_mlp_question, lambda rng: {"d": 4 * rng.randint(2, 32), "d_ff": 8 * rng.randint(1, 48)}),
     "3.3": (logit_jacobian_question, lambda rng: {"T": rng.randint(2, 8), "L": rng.randint(1, 4)}),
     "4.3": (gained_image_question, _width_and_zeroed_gains),
     "5.3": (bare_block_question, lambda rng: {"d": 4 * rng.randint(4, 96)}),
