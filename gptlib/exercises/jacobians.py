@@ -137,8 +137,7 @@ def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
         gap = (got - truth).abs().max().item()
         raise Wrong(
             (named or "your Jacobian differs from autograd's on gptlib's post-norm block") + ".",
-            [f"T = {T}, d = {d}, float64; largest entry difference {gap:.3g}"],
-        )
+            [f"T = {T}, d = {d}, float64; largest entry difference {gap:.3g}"], mistake=None)
     identity_gap = (truth - torch.eye(T * d, dtype=truth.dtype)).abs().max().item()
     return (
         f"equal to autograd's Jacobian of gptlib's post-norm block (to within {RTOL:g} of its largest entry).",
@@ -163,10 +162,11 @@ def check_post_norm_statement(letter) -> tuple[str, list[str]]:
         not_attempted("no statement chosen yet: set it to one of the letters printed by statements().")
     choice = _chosen_letter(letter)
     if choice is None:
-        raise Wrong(f"answer with one letter of {sorted(STATEMENTS)} (as 'a' or '(a)'), got {letter!r:.40}")
+        raise Wrong(f"answer with one letter of {sorted(STATEMENTS)} (as 'a' or '(a)'), got {letter!r:.40}",
+                    mistake="statement-not-a-letter")
     status, message = sealed.verdict("post_norm_statement", choice)  # the answer is not in this file: answers/
     if status != PASSED:
-        raise Wrong(message)
+        raise Wrong(message, mistake=None)
     return message, []
 
 
