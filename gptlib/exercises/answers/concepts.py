@@ -71,7 +71,7 @@ def _logit_jacobian_rank(T: int, L: int, d: int = 16, V: int = 20) -> int:
             X = block(X)
         return (model.ln_f(X) @ model.W_U)[0]
 
-    J = torch.autograd.functional.jacobian(logits, X).reshape(T * V, T * d)
+    J = torch.autograd.functional.jacobian(logits, X, vectorize=True).reshape(T * V, T * d)  # batched backward
     s = torch.linalg.svdvals(J)  # (min(T V, T d),), largest first
     return int((s > 1e-13 * s[0]).sum())  # LN_f's damped radial ones sit near 1e-5 x largest, and count
 
