@@ -147,8 +147,7 @@ def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
 
 STATEMENTS = {  # every choice is a formula, so the learner has to derive J to choose
     "a": "J = I + DF, with F the two branches: the LayerNorms only change what F is, so the identity path survives.",
-    "b": "J = DLN_2 (I + DMLP) DLN_1 (I + DMHA): even the straight path through the block passes through both "
-    "LayerNorms' Jacobians.",
+    "b": "J = DLN_2 (I + DMLP) DLN_1 (I + DMHA): even the straight path passes through both LayerNorms' Jacobians.",
     "c": "J = DF: post-norm drops the residual additions, so only the branches' Jacobians remain.",
     "d": "J = gamma (I + DF), with gamma the last LayerNorm's gain: the identity survives, rescaled.",
     "e": "J = (I + DLN_2 DMLP)(I + DLN_1 DMHA): each LayerNorm sits on its branch, so an identity survives in every factor.",

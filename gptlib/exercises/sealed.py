@@ -202,7 +202,8 @@ def check_concept(question: str, answer) -> Result:
     record, known = _record(question)
     label = f"Question {question}"
     if answer is None:
-        kind = "a letter" if record["kind"] == "choice" else "a whole number"
+        kind = "a letter" if record["kind"] == "choice" else (
+            f"a whole number, or a function of {', '.join(dict(record['asked_at']))} that returns it")
         return Result(label, NOT_ATTEMPTED, f"replace None with your answer ({kind}).")
     if record["kind"] == "number":
         stated = dict(record["asked_at"])

@@ -9,6 +9,8 @@ The stream explorer, which draws these numbers in the page, is gptlib.viz.stream
 
 from __future__ import annotations
 
+import textwrap
+
 import torch
 from matplotlib.figure import Figure
 
@@ -19,18 +21,32 @@ def attribution_figure(attribution: Attribution, title: str, quantity: str = "lo
     """One bar per write: its direct contribution to a logit (Attribution), the largest three named in the label.
     quantity names what the bars add up to on the y-axis: "logit", or "logit difference" for an attribution made
     `against` a second token."""
+    fig = Figure(figsize=(bars_width(attribution), 3.6), layout="constrained")
+    attribution_bars(fig.subplots(), attribution, title, quantity)
+    fig.set_label(describe_attribution(attribution, title, quantity))
+    return fig
+
+
+def bars_width(attribution: Attribution) -> float:
+    """Inches: room for a bar per write."""
+    return max(6, 0.28 * len(attribution.values))
+
+
+def wrapped(title: str, inches: float) -> str:
+    """A title broken into lines that fit a figure `inches` wide at fontsize 10 (about 11 characters an inch)."""
+    return "\n".join(textwrap.wrap(title, width=int(10 * inches)))
+
+
+def attribution_bars(ax, attribution: Attribution, title: str, quantity: str) -> None:
+    """attribution_figure's bars drawn on the axes `ax`."""
     values = attribution.values.detach().numpy()
-    fig = Figure(figsize=(max(6, 0.28 * len(values)), 3.6), layout="constrained")
-    ax = fig.subplots()
     colours = ["#1565c0" if v >= 0 else "#c62828" for v in values]
     ax.bar(range(len(values)), values, color=colours)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(values)), attribution.labels, rotation=90, fontsize=8)
     ax.set_xlabel("write into the stream")
     ax.set_ylabel(f"direct contribution to the {quantity}")
-    ax.set_title(title)
-    fig.set_label(describe_attribution(attribution, title, quantity))
-    return fig
+    ax.set_title(wrapped(title, bars_width(attribution)), fontsize=10)
 
 
 def describe_attribution(attribution: Attribution, title: str, quantity: str = "logit") -> str:

@@ -4,6 +4,7 @@
                                   predicted, the true next and one chosen character, and every A^h
     describe_row(run, l, h, t)    the text alternative of one attention row
     describe_rows(run)            describe_row of every layer, head and query, at once
+    stream_figure(a, title, quantity, run, layer, head, t)  the bars above one head's attention row
     StreamExplorer(model, text)   the widget: text, position, token; a bar per write; a head's attention row
 
 The numbers are gptlib.analysis.decomposition's (logit_pieces, attribution_from); the page draws them, and
@@ -30,13 +31,14 @@ from dataclasses import dataclass
 
 import torch
 import traitlets
+from matplotlib.figure import Figure
 
 from ..analysis.cache import run_with_cache
 from ..analysis.decomposition import Attribution, LogitPieces, attribution_from, check_model, logit_pieces, stream_writes
 from ..data import UNKNOWN_SHOWN, VOCABULARY, encode
 from ..model import GPT, eval_mode
 from .attention import token_labels
-from .decomposition import attribution_figure, describe_attribution
+from .decomposition import attribution_bars, bars_width, describe_attribution, wrapped
 from .display import render_png
 from .explorer import OneOf, Whole
 from .page_model import ModelExplorer, model_module
@@ -268,7 +270,33 @@ class StreamExplorer(ModelExplorer):
         return run.attribution(mode, t, token), run.title(mode, t, token)
 
     def static_png(self) -> bytes:
-        return render_png(attribution_figure(*self.shown(), quantity(self.last_drawn["mode"])))
+        return render_png(stream_figure(*self.shown(), quantity(self.last_drawn["mode"]), self.drawn_with[0],
+                                        *self.drawn_row()))
 
     def alt_text(self) -> str:
-        return describe_attribution(*self.shown(), quantity(self.last_drawn["mode"]))
+        """What the page says of the bars, then of the attention row drawn below them."""
+        return (describe_attribution(*self.shown(), quantity(self.last_drawn["mode"])) + " Below, "
+                + describe_row(self.drawn_with[0], *self.drawn_row()))
+
+    def drawn_row(self) -> tuple[int, int, int]:
+        """(layer, head, position) of the attention row last drawn."""
+        return self.last_drawn["layer"], self.last_drawn["head"], self.last_drawn["position"]
+
+
+def stream_figure(attribution: Attribution, title: str, quantity: str, run: StreamRun, layer: int, head: int,
+                  t: int) -> Figure:
+    """The stream explorer's static picture, as its page draws it: attribution_figure's bars above, and below
+    head `head` of layer `layer`'s attention row from query t, a bar per key s <= t."""
+    fig = Figure(figsize=(bars_width(attribution), 6.4), layout="constrained")
+    bars, row = fig.subplots(2, 1, height_ratios=(3, 2))
+    attribution_bars(bars, attribution, title, quantity)
+    weights = run.A[layer, head, t, : t + 1].numpy()  # (t + 1,): causal, keys 0..t
+    row.bar(range(t + 1), weights, color="#546e7a")
+    row.set_xticks(range(t + 1), run.labels[: t + 1], fontsize=8)
+    row.set_xlabel("key position s (its character)")
+    row.set_ylabel(f"A^h weight from query {t}")
+    row.set_ylim(0, 1)
+    row.set_title(wrapped(f"L{layer}H{head}: attention row at position {t}, {quoted(run.labels[t])}",
+                          bars_width(attribution)), fontsize=10)
+    fig.set_label(describe_attribution(attribution, title, quantity) + " Below, " + describe_row(run, layer, head, t))
+    return fig
