@@ -28,7 +28,7 @@ import torch
 
 from gptlib import exercises
 from gptlib.assignment import cases
-from gptlib.assignment.variants import shifted_seeds
+from gptlib.checking import shifted_seeds
 from gptlib.config import COURSE_CONFIG
 from gptlib.exercises.answers import build as _build_solutions
 from gptlib.exercises.answers import concepts as _concepts
@@ -261,7 +261,7 @@ def hostile(correct_05: str, hidden_test: str, other_student: str, port: int, me
         "ISOLATED = _isolated()\n"
         "def count(c):\n    return solutions.count(c) if ISOLATED else -1")
     forger = (
-        "from gptlib import exercises\nfrom gptlib.exercises import result\n"
+        "from gptlib import exercises\nfrom gptlib.checking import result\n"
         "result.Result.__bool__ = lambda self: True\n"
         "result.Result.passed = property(lambda self: True)\n"
         "exercises.check_parameter_count = lambda *args, **kwargs: True\n"

@@ -3,13 +3,13 @@
     mine = gptlib.adopt(my_gpt, GPTConfig(V=65, T_max=64, d=128, H=4, L=4))
 
 The learner's model is read by what it computes, with the build checkers' machinery
-(exercises/build_track: roles.py reads the tensors by shape, by name where a name says, otherwise
+(checking/roles.py reads the tensors by shape, by name where a name says, otherwise
 every reading the shapes allow; gpt.judge_gpt keeps the reading under which the model computes
 Section 5's logits, judging each block and LN_f on its own first, so a mistake is named where
 it is). Every layout the checkers accept is adopted: separate, fused or stacked Q|K|V, per-head
 modules or one matrix, E and P either way round, LayerNorms in attributes or lists, tied or not,
 any names. The adoption is then proven: the adopted GPT's logits equal the learner's own on
-random token ids at two batch shapes within the checkers' tolerance (build.TOL), or adopt
+random token ids at two batch shapes within the checkers' tolerance (checking.TOL), or adopt
 refuses. A model that is not the lecture's GPT (post-norm, no biases, another activation,
 another head split) is refused with what differs named. The learner's model is never changed:
 all the reading is done on a copy.
@@ -22,10 +22,10 @@ import copy
 import torch
 from torch import nn
 
+from .checking import TOL, LearnerRaised, NotAttempted, Wrong, global_state_kept, same
+from .checking.components import output, random_weights
 from .config import GPTConfig
 from .exercises.build_track.gpt import judge_gpt
-from .exercises.build_track.judging import TOL, output, random_weights, same
-from .exercises.checking import Wrong, _LearnerRaised, _NotAttempted, global_state_kept
 from .model import GPT
 
 PROOF_SHAPES = ((1, None), (3, 5))  # (B, T) of the proof's random ids; None: T_max (T is capped at T_max)
@@ -49,10 +49,10 @@ def adopt(model: nn.Module, config: GPTConfig, seed: int = 0) -> GPT:
             _prove(adopted.eval(), learner, found["extra"], seed)
     except Wrong as wrong:
         raise ValueError(f"cannot adopt your model as the lecture's GPT ({_sizes(sizes)}): {wrong.message}") from None
-    except _LearnerRaised as raised:
+    except LearnerRaised as raised:
         raise ValueError(f"cannot adopt your model: {raised.what} raised {type(raised.error).__name__}: "
                          f"{raised.error} (adopt runs it on token ids (B, T) and expects logits (B, T, V))") from None
-    except _NotAttempted as stub:
+    except NotAttempted as stub:
         raise ValueError(f"cannot adopt your model: {stub.message}") from None
     return adopted
 

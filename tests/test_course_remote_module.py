@@ -13,7 +13,7 @@ from torch import nn
 
 from benchmarks import course_class
 from gptlib import exercises
-from gptlib.assignment.variants import shifted_seeds
+from gptlib.checking import shifted_seeds
 from gptlib.exercises import build_track
 from gptlib.exercises.answers import build as S
 from gptlib_course.inside import module_server, zygote

@@ -10,16 +10,14 @@ from torch import nn
 
 from gptlib import GPT, GPTConfig
 from gptlib import model as gptlib_model
+from gptlib.checking import ERROR, FAILED, NOT_ATTEMPTED, Wrong, shifted_seeds
+from gptlib.checking.components import TOL, judge, same
 from gptlib.exercises import build_track
 from gptlib.exercises.answers import build as S
 from gptlib.exercises.build_track.attention import concatenated
 from gptlib.exercises.build_track.head import heads
 from gptlib.exercises.build_track.initialization import INIT_SIZES
-from gptlib.exercises.build_track.judging import TOL, judge, same
 from gptlib.exercises.build_track.mlp import tanh_gap
-from gptlib.exercises.checking import Wrong
-from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
-from gptlib.exercises.variants import shifted_seeds
 from tests.support import learner_gpts as layouts
 from tests.support.learner_gpts import ScratchGPT
 

@@ -6,10 +6,9 @@ import torch
 import torch.nn.functional as F
 
 from gptlib.analysis import layernorm as layernorm_analysis
+from gptlib.checking import ERROR, FAILED, NOT_ATTEMPTED, shifted_seeds
 from gptlib.exercises import check_layer_norm, check_weight_decay, layernorm
 from gptlib.exercises.answers import solutions
-from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
-from gptlib.exercises.variants import shifted_seeds
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

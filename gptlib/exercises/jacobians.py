@@ -19,15 +19,14 @@ import numpy as np
 import torch
 
 from ..analysis import jacobians
+from ..checking.mistakes import Mistake, close, name_mistake, scale_of
+from ..checking.reading import as_matrix
+from ..checking.result import PASSED
+from ..checking.running import Wrong, call, checker, not_attempted
+from ..checking.variants import variant_seed
 from ..config import GPTConfig
 from ..model import Block, PostNormBlock
-from . import sealed
-from .checking import Wrong, call, checker, not_attempted
-from .mistake_ids import Mistake
-from .mistakes import close, name_mistake, scale_of
-from .reading import as_matrix
-from .result import PASSED
-from .variants import variant_seed
+from . import concepts
 
 EX7 = "Exercise 7"
 # Entries agree when they differ by at most RTOL times the largest |entry| of the true Jacobian. A Jacobian
@@ -165,7 +164,7 @@ def check_post_norm_statement(letter) -> tuple[str, list[str]]:
     choice = _chosen_letter(letter)
     if choice is None:
         raise Wrong(f"answer with one letter of {sorted(STATEMENTS)} (as 'a' or '(a)'), got {letter!r:.40}")
-    status, message = sealed.verdict("post_norm_statement", choice)  # the answer is not in this file: answers/
+    status, message = concepts.verdict("post_norm_statement", choice)  # the answer is not in this file: answers/
     if status != PASSED:
         raise Wrong(message)
     return message, []

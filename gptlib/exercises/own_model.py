@@ -33,6 +33,9 @@ from torch import nn
 
 from .. import validation
 from ..analysis.counting import theorem_5_2
+from ..checking.mistakes import explaining
+from ..checking.result import FAILED, NOT_ATTEMPTED, PASSED, Result
+from ..checking.running import Wrong, checker
 from ..config import GPTConfig
 from ..model import LayerNorm, eval_mode
 from .causality import (
@@ -44,7 +47,6 @@ from .causality import (
     refuse_randomness,
     tried_length,
 )
-from .checking import Wrong, checker
 from .count_differences import (
     BIASES,
     CONVENTION,
@@ -59,8 +61,6 @@ from .count_differences import (
     TIED_W_U_BIAS,
     W_U_BIAS,
 )
-from .mistakes import explaining
-from .result import FAILED, NOT_ATTEMPTED, PASSED, Result
 
 OWN = "Your own GPT"
 LOSS_RTOL = 0.1  # initial loss within 10% of ln V

@@ -5,13 +5,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ...checking import roles
+from ...checking.components import B, T, built, extra_note, judge, loaded, random_weights, sizes
+from ...checking.mistakes import Mistake
+from ...checking.running import Wrong, checker
 from ...config import GPTConfig
 from ...model import MultiHeadAttention as ReferenceAttention
-from ..checking import Wrong, checker
-from ..mistake_ids import Mistake
-from . import roles
 from .head import attention_run, head_mistakes, heads
-from .judging import B, T, built, extra_note, judge, loaded, random_weights, sizes
 
 
 def concatenated(C: torch.Tensor, how: str = "heads") -> torch.Tensor:

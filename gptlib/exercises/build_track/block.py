@@ -6,13 +6,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ...checking import roles
+from ...checking.components import B, T, built, extra_note, inputs, judge, loaded, output, random_weights, sizes
+from ...checking.mistakes import Mistake
+from ...checking.running import Wrong, checker
 from ...config import GPTConfig
 from ...model import Block as ReferenceBlock
-from ..checking import Wrong, checker
-from ..mistake_ids import Mistake
-from . import roles
 from .attention import heads_of, judge_attention
-from .judging import B, T, built, extra_note, inputs, judge, loaded, output, random_weights, sizes
 from .layer_norm import judge_layer_norm
 from .mlp import judge_mlp
 

@@ -6,16 +6,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ...checking import roles
+from ...checking.components import B, T, built, extra_note, judge, loaded, output, random_weights, sizes, zero_extra
+from ...checking.mistakes import Mistake
+from ...checking.running import Wrong, checker
+from ...checking.variants import variant_seed
 from ...config import GPTConfig
 from ...model import GPT as ReferenceGPT
 from ...model import attention_matrices_formed
-from ..checking import Wrong, checker
-from ..mistake_ids import Mistake
-from ..variants import variant_seed
-from . import roles
 from .attention import heads_of
 from .block import block_parts, is_layer_norm, judge_block, load_block, named_parts
-from .judging import B, T, built, extra_note, judge, loaded, output, random_weights, sizes, zero_extra
 from .layer_norm import judge_layer_norm
 
 

@@ -9,10 +9,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..checking import Wrong, checker
-from ..mistake_ids import Mistake
-from . import roles
-from .judging import B, T, built, extra_note, inputs, judge, output, random_weights, sizes, zero_extra
+from ...checking import roles
+from ...checking.components import B, T, built, extra_note, inputs, judge, output, random_weights, sizes, zero_extra
+from ...checking.mistakes import Mistake
+from ...checking.running import Wrong, checker
 
 HIDDEN_DIAGONAL = Mistake("head-mask-hides-diagonal",
     "your mask also hides the diagonal (s >= t): position t must see itself, so mask only s > t (triu(diagonal=1))")

@@ -6,10 +6,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..checking import checker
-from ..mistake_ids import Mistake
-from . import roles
-from .judging import B, T, built, inputs, judge, output, random_weights, sizes
+from ...checking import roles
+from ...checking.components import B, T, built, inputs, judge, output, random_weights, sizes
+from ...checking.mistakes import Mistake
+from ...checking.running import checker
 
 EPS = 1e-5  # Definition 4.1's epsilon, as in the course config
 

@@ -7,12 +7,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...analysis import positionwise
+from ...checking import roles
+from ...checking.components import B, T, built, inputs, judge, loaded, output, random_weights, sizes
+from ...checking.mistakes import Mistake
+from ...checking.running import checker
 from ...config import GPTConfig
 from ...model import MLP as ReferenceMLP
-from ..checking import checker
-from ..mistake_ids import Mistake
-from . import roles
-from .judging import B, T, built, inputs, judge, loaded, output, random_weights, sizes
 
 
 def tanh_gap() -> float:
