@@ -221,11 +221,11 @@ def hostile_modules() -> dict[str, str]:
     }
 
 
-# A submission that rewrites its own process's description of every module (inside.module_server.ModuleServer, found
+# A submission that rewrites its own process's description of every module (inside.remote_module.ModuleServer, found
 # through the garbage collector): its first parameter declared of shape (3,), whatever its value holds.
 LIAR = """import gc, types
 _server = next(m for m in gc.get_objects()
-               if isinstance(m, types.ModuleType) and m.__name__ == 'gptlib_course.inside.module_server')
+               if isinstance(m, types.ModuleType) and m.__name__ == 'gptlib_course.inside.remote_module')
 _described = _server.ModuleServer.described
 
 

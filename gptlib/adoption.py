@@ -4,7 +4,7 @@
 
 The learner's model is read by what it computes, with the build checkers' machinery
 (checking/roles.py reads the tensors by shape, by name where a name says, otherwise
-every reading the shapes allow; gpt.judge_gpt keeps the reading under which the model computes
+every reading the shapes allow; gpt.read_gpt keeps the reading under which the model computes
 Section 5's logits, judging each block and LN_f on its own first, so a mistake is named where
 it is). Every layout the checkers accept is adopted: separate, fused or stacked Q|K|V, per-head
 modules or one matrix, E and P either way round, LayerNorms in attributes or lists, tied or not,
@@ -25,7 +25,7 @@ from torch import nn
 from .checking import TOL, LearnerRaised, NotAttempted, Wrong, global_state_kept, same
 from .checking.components import output, random_weights
 from .config import GPTConfig
-from .exercises.build_track.gpt import judge_gpt
+from .exercises.build_track.gpt import read_gpt
 from .model import GPT
 
 PROOF_SHAPES = ((1, None), (3, 5))  # (B, T) of the proof's random ids; None: T_max (T is capped at T_max)
@@ -58,7 +58,7 @@ def adopt(model: nn.Module, config: GPTConfig, seed: int = 0) -> GPT:
 
 
 def _read(probe: nn.Module, sizes: dict, seed: int) -> dict:
-    """The learner's weights in gptlib's layout: judge_gpt's parts, with "weights" a state dict of gptlib's GPT.
+    """The learner's weights in gptlib's layout: read_gpt's parts, with "weights" a state dict of gptlib's GPT.
 
     The reading is chosen as the build checkers choose it, on seeded random weights (on the learner's own,
     near-uniform at init, a wrong reading such as W_Q and W_K swapped can agree by accident, and a tanh GELU
@@ -68,7 +68,7 @@ def _read(probe: nn.Module, sizes: dict, seed: int) -> dict:
     own = torch.cat([p.detach().reshape(-1) for p in probe.parameters()])
     with random_weights(probe, seed=seed):
         values, order = _distinct(list(probe.parameters()))
-        parts = judge_gpt(probe, **sizes, seed=seed)
+        parts = read_gpt(probe, **sizes, seed=seed)
     weights = {}
     for name, reference in parts["reference"].state_dict().items():
         R = reference.reshape(-1).float()  # float32 entries in float64: exact both ways

@@ -108,7 +108,7 @@ def unplaced(sources: dict[str, str], table: dict[str, str]) -> list[str]:
 
 def test_the_table_of_layers_places_every_module_and_names_only_modules_that_exist():
     assert unplaced(SOURCES, TABLE) == []
-    assert layer("gptlib.analysis.layernorm") == "analysis" and layer("gptlib.train.own_gpt") == "model"
+    assert layer("gptlib.analysis.layernorm") == "analysis" and layer("gptlib.train.own_model") == "model"
     assert layer("gptlib.train.__main__") == "analysis" and layer("gptlib.viz.decomposition") == "viz"
     scratch = {name: source for name, source in SOURCES.items() if name != "gptlib.data"} | {"gptlib.scratch": ""}
     assert unplaced(scratch, TABLE) == ["data names no module", "gptlib.scratch is in no layer"]
@@ -154,8 +154,8 @@ def inside_edges(kit: dict[str, str]) -> list[str]:
 
 
 def test_what_runs_inside_the_sandbox_imports_nothing_of_the_host_side():
-    assert {"gptlib_course.inside.zygote", "gptlib_course.inside.module_server"} <= set(KIT_SOURCES)
-    assert "gptlib_course.inside.module_server" in imports(  # the host side imports from inside, not the other way
+    assert {"gptlib_course.inside.zygote", "gptlib_course.inside.remote_module"} <= set(KIT_SOURCES)
+    assert "gptlib_course.inside.remote_module" in imports(  # the host side imports from inside, not the other way
         "gptlib_course.remote_module", KIT_SOURCES["gptlib_course.remote_module"], KIT_SOURCES)
     assert inside_edges(KIT_SOURCES) == []
     zygote = KIT_SOURCES["gptlib_course.inside.zygote"]

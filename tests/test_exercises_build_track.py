@@ -11,7 +11,7 @@ from torch import nn
 from gptlib import GPT, GPTConfig
 from gptlib import model as gptlib_model
 from gptlib.checking import ERROR, FAILED, NOT_ATTEMPTED, Wrong, shifted_seeds
-from gptlib.checking.components import TOL, judge, same
+from gptlib.checking.components import TOL, agreeing_reading, same
 from gptlib.exercises import build_track
 from gptlib.exercises.answers import build as S
 from gptlib.exercises.build_track.attention import concatenated
@@ -229,10 +229,10 @@ def test_judge_names_every_mistake_that_reproduces_the_output_not_only_the_first
     got = torch.ones(2, 3)
     mistakes = {"one": lambda: torch.ones(2, 3), "one, nearly": lambda: torch.ones(2, 3) + 1e-7, "two": lambda: 2 * got}
     with pytest.raises(Wrong) as both:
-        judge(got, [None], lambda reading: torch.zeros(2, 3), lambda reading: mistakes, "thing")
+        agreeing_reading(got, [None], lambda reading: torch.zeros(2, 3), lambda reading: mistakes, "thing")
     assert "each of 2 typical mistakes" in both.value.message and both.value.message.endswith("one; or one, nearly.")
     with pytest.raises(Wrong, match=r"^two\.$"):
-        judge(2 * got, [None], lambda reading: torch.zeros(2, 3), lambda reading: mistakes, "thing")
+        agreeing_reading(2 * got, [None], lambda reading: torch.zeros(2, 3), lambda reading: mistakes, "thing")
 
 
 def test_the_build_tolerance_is_tol_times_one_plus_the_largest_output():
@@ -482,7 +482,7 @@ def test_every_build_step_in_float32_passes_in_200_hidden_variants():
 
 
 class _OffMLP(S.MLP):
-    """The reference MLP with one output entry moved by `size` times the judge's tolerance."""
+    """The reference MLP with one output entry moved by `size` times the build checkers' tolerance."""
 
     size = 2.0
 

@@ -122,5 +122,5 @@ def test_the_wheel_holds_gptlib_and_none_of_the_course_kit(tmp_path):
     assert sorted(n.split("/")[-1] for n in modules if n.startswith("gptlib/assignment/")) == [
         "__init__.py", "cases.py", "grader.py"]
     kit = {path.name for path in (ROOT / "course" / "gptlib_course").rglob("*.py")} - {"__init__.py", "__main__.py"}
-    assert {"judge.py", "sandbox.py", "assign.py", "gradebook.py", "zygote.py", "module_server.py"} <= kit
+    assert {"judge.py", "sandbox.py", "assign.py", "gradebook.py", "zygote.py", "remote_module.py"} <= kit
     assert not [name for name in modules if name.split("/")[-1] in kit]

@@ -13,7 +13,7 @@ Every question is worth 1 point on its public case; a question whose answer is a
 and a number concept question (answered by a function of its sizes), gets a hidden variant worth 1 more
 point (gptlib/checking/variants.py, a secret seed offset drawn here). A build-track
 class (notebook 09) stays in the submission's process: the judge's checker works on a mirror of the
-module it builds (remote_module.py, inside/module_server.py). A question whose argument is an expression
+module it builds (remote_module.py, inside/remote_module.py). A question whose argument is an expression
 (`check_own_model(MyGPT(), ...)`) is practice: public, 0 points, since the judge evaluates no
 expression of the student's.
 

@@ -90,7 +90,7 @@ def output(module: nn.Module, x: torch.Tensor, shape: tuple[int, ...], what: str
     return y.detach().double()
 
 
-def judge(got: torch.Tensor, readings: list, reference, mistakes, component: str, notes: list[str] = ()):
+def agreeing_reading(got: torch.Tensor, readings: list, reference, mistakes, component: str, notes: list[str] = ()):
     """The first reading under which `got` equals reference(reading); else Wrong naming the typical
     mistakes (mistakes(reading) -> {message: thunk}) that reproduce `got` (mistakes.name_mistake: every one
     that does, as candidates when several do), under the first reading under which any does."""

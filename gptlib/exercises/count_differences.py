@@ -1,6 +1,6 @@
 """What can make a parameter count differ from Theorem 5.2: one table, read by both count checkers.
 
-Exercises 1 and 5 (counts.py) compare a learner's formula with numel() and name every row of the table
+Exercises 1 and 5 (counting.py) compare a learner's formula with numel() and name every row of the table
 that explains the difference: there, each is a mistake, since Theorem 5.2 fixes its conventions. The
 own-model check (own_model.py) compares a learner's model with Theorem 5.2: there a CONVENTION is a
 bias the learner may choose to have or not (passed, and named), a STRUCTURE is a part missing or extra

@@ -180,7 +180,7 @@ def _sizes_that_fit(delta: int, d: int, L: int, d_ff: int, T_max: int, shapes: s
     return fits
 
 
-def _judge(group: str | None, delta: int, candidates: dict) -> tuple[list[str], str | None]:
+def _group_verdict(group: str | None, delta: int, candidates: dict) -> tuple[list[str], str | None]:
     """(detail lines naming the bias conventions found, the mistake message or None) for one group's
     difference (group None: the whole count). A difference bias conventions explain passes; when the whole count is all there
     is to go by, the mistakes that would explain it too are named as what it cannot rule out."""
@@ -240,7 +240,7 @@ def _count(model, V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool | No
                   for group in groups if groups[group] != expected[group]}
     problems = []
     for group, (delta, group_candidates) in deltas.items():
-        lines, problem = _judge(group, delta, group_candidates)
+        lines, problem = _group_verdict(group, delta, group_candidates)
         details += lines if not problem else []
         problems += [problem] if problem else []
     fits = _sizes_that_fit(total - theorem, d, L, d_ff, T_max, shapes)

@@ -28,7 +28,7 @@ from .block import check_block
 from .gpt import check_gpt
 from .head import check_attention_head
 from .initialization import check_init
-from .layer_norm import check_layer_norm_module
+from .layernorm import check_layer_norm_module
 from .mlp import check_mlp
 
 __all__ = ["SIZES", "TOL", "attempt", "check_attention_head", "check_block", "check_gpt", "check_init", "check_layer_norm_module",
