@@ -15,8 +15,8 @@ modules above. Nothing outside it imports a name of it that starts with an under
 (tests/test_architecture.py). gptlib.exercises builds the exercises' checkers on all of it; adoption and
 export read and prove a learner's GPT with `components`' run and tolerance; gptlib.assignment and the
 course kit (gptlib_course: the assignment builder, the judge, the zygote) use the verdicts, the hidden
-variants and the sealed records. This package imports gptlib's config and model layers and nothing of
-exercises, assignment or viz.
+variants and the sealed records. It stands on torch and numpy alone: the references a check compares with
+(gptlib's model, the analyses) come from the exercise that calls it.
 """
 
 from . import components, roles, rounding, sealed
