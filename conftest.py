@@ -5,7 +5,7 @@
 * The kernel nbval runs every notebook in (pyproject.toml: --nbval-kernel-name=gptlib-other-cpu):
   this environment's Python with environment variables that make torch, MKL and oneDNN pick other
   float kernels and two threads (tests/jupyter/kernels/gptlib-other-cpu/kernel.json; why and which in
-  tests/test_portability.py), so the outputs committed from a native run must hold on another CPU.
+  tests/notebooks/test_portability.py), so the outputs committed from a native run must hold on another CPU.
   Jupyter finds it through JUPYTER_PATH, set here for this process and the ones it starts.
 * Test kinds as markers, so one kind can be run alone (`pytest -m unit`, the fast inner loop):
   notebooks (nbval over notebooks/), portability (make portability: nbval natively and under every simulated CPU),

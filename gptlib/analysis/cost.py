@@ -145,7 +145,7 @@ def six_n_rule_error(config: GPTConfig, T: int) -> float:
     """Relative error of the 6N rule against the exact FLOPs of a training step at length T.
 
     The exact count is training_flops, Section 6's closed form, which equals FlopCounterMode's
-    count to the FLOP (tests/test_cost.py measures both); the closed form is instant where a
+    count to the FLOP (tests/analysis/test_cost.py measures both); the closed form is instant where a
     measurement on the meta device takes about 0.2 s.
     """
     return training_flops(config, T) / six_n_rule(config, T) - 1

@@ -12,7 +12,7 @@
 
 What other layers may use: the names this package exports (below, `__all__`) and the public names of the
 modules above. Nothing outside it imports a name of it that starts with an underscore
-(tests/test_architecture.py). gptlib.exercises builds the exercises' checkers on all of it; adoption and
+(tests/project/test_architecture.py). gptlib.exercises builds the exercises' checkers on all of it; adoption and
 export read and prove a learner's GPT with `components`' run and tolerance; gptlib.assignment and the
 course kit (gptlib_course: the assignment builder, the judge, the zygote) use the verdicts, the hidden
 variants and the sealed records. It stands on torch and numpy alone: the references a check compares with

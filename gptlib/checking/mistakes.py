@@ -10,7 +10,7 @@ Messages may be reworded from one term to the next; the identifier stays, so a c
 rule of the checkers) and notes the identifiers of the mistakes it names (candidates and pairs included)
 while a checker runs (`named_mistakes`), and a concept question's check notes those its sealed record
 names; a failed Result carries them as `Result.mistakes`, and the grader stores them in each student's
-results. tests/test_exercises_mistake_ids.py checks that every identifier is declared once across all checkers.
+results. tests/checking/test_mistake_ids.py checks that every identifier is declared once across all checkers.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from . import concepts
 EX7 = "Exercise 7"
 # Entries agree when they differ by at most RTOL times the largest |entry| of the true Jacobian. A Jacobian
 # computed in float32 (the block and X cast down) is off by at most 1.3e-6 of it over 200 hidden variants
-# (tests/test_exercises_jacobian.py), every typical mistake by at least 0.05: RTOL sits 80 times above the
+# (tests/exercises/test_jacobians.py), every typical mistake by at least 0.05: RTOL sits 80 times above the
 # one and 500 times below the other, so neither rounding nor a mistake lands near it.
 RTOL = 1e-4
 _CONFIG = GPTConfig(V=11, T_max=4, d=8, H=2, L=1)

@@ -27,7 +27,7 @@ EX4 = "Exercise 4"
 EPSILONS = (0.5, 1e-5, 0.0)  # 0.5 first: where eps sits is plain to see
 # Outputs agree when they differ by at most RTOL times the largest |entry| expected. Answers computed in
 # float32 (inputs cast down) are off by at most 1.9e-7 of it over 200 hidden variants
-# (tests/test_exercises_layernorm.py); a fixed 1e-6, as before, refused 3 of them where entries reach 15.
+# (tests/exercises/test_layernorm.py); a fixed 1e-6, as before, refused 3 of them where entries reach 15.
 RTOL = 1e-5
 DECAY_RTOL = 1e-4  # loose enough for factors measured with autograd in float32; the mistakes differ by factors of c
 
