@@ -271,3 +271,18 @@ def test_the_rank_of_S_is_measured_on_the_models_own_scores(small):
     assert all(rows[1, h].rank_S == small.d_head for h in range(small.H))  # an ordinary layer
     rebuilt = attention.scores(model.blocks[0].attn, cache.ln_1(0))[0]  # from W_QK^h: bounded whatever the model does
     assert all(attention.numerical_rank(rebuilt[h]).rank == small.d_head for h in range(small.H))
+
+
+@pytest.mark.parametrize("rtol, words", [(math.nan, "got nan"), (math.inf, "got inf"), (-1e-3, "got -0.001"),
+                                         ("1e-3", "got '1e-3'")])
+def test_numerical_rank_refuses_a_tolerance_that_is_not_a_finite_number_at_least_0(rtol, words):
+    """An infinite rtol made every singular value count as zero: rank 0, silently."""
+    with pytest.raises(ValueError, match=rf"^rtol must be a finite number >= 0, {words}$"):
+        attention.numerical_rank(torch.eye(3), rtol)
+
+
+def test_sizes_of_the_gauge_and_budget_helpers_are_checked_with_their_bound():
+    with pytest.raises(ValueError, match=r"^n must be an integer >= 1, got -1$"):  # was torch's RuntimeError
+        attention.random_invertible(-1)
+    with pytest.raises(ValueError, match=r"^T must be an integer >= 1, got 0$"):  # was a table of empty runs
+        attention.head_budget_comparison(COURSE_CONFIG, T=0)

@@ -1,6 +1,8 @@
 """gptlib.analysis.cache: the Cache holds the lecture's intermediates of the model's own forward pass,
 under the model's record names."""
 
+import copy
+
 import pytest
 import torch
 
@@ -146,3 +148,107 @@ def test_shape_table_lines_up_symbol_shape_and_meaning():
     lines = shape_table(rows, width=8).splitlines()
     assert lines == ["x       (5,)              ids", "A^(0)   (1, 4, 5, 5)      one per head"]
     assert shape_table(rows).splitlines()[1].index("(1, 4") == 22  # the default symbol column
+
+
+# Every public function of gptlib.analysis whose first parameter is `model`, called on a small GPT with
+# otherwise sensible arguments (a finite twin's cache and writes where one is read). The table must name
+# exactly the functions found (test_the_table_names_every_model_reader), so a new reader cannot skip it.
+READER_SIZES = GPTConfig(V=65, T_max=8, d=16, H=2, L=2)
+READER_IDS = torch.tensor([[3, 1, 4, 5, 3, 1, 4, 5]])  # (1, 8): n = 4 tokens said twice
+
+
+def _reader_calls(twin: GPT) -> dict:
+    """{name: a call of that reader on a model}, with the cache and writes of `twin` where one is read."""
+    from gptlib.analysis import attention, causality, cost, decomposition, induction, jacobians, patching, residual
+
+    _, cache = run_with_cache(twin, READER_IDS)
+    writes = decomposition.stream_writes(twin, READER_IDS)
+    ids, row = READER_IDS, READER_IDS[0]
+    return {
+        "attention.forward_scores": lambda m: attention.forward_scores(m, cache, 0),
+        "attention.head_ranks": lambda m: attention.head_ranks(m, cache),
+        "attention.gauge_transform": lambda m: attention.gauge_transform(m, 0, 0),
+        "cache.run_with_cache": lambda m: run_with_cache(m, ids),
+        "causality.perturbation_map": lambda m: causality.perturbation_map(m, row),
+        "causality.gradient_map": lambda m: causality.gradient_map(m, row),
+        "cost.seconds_per_token": lambda m: cost.seconds_per_token(m, (4,), tokens=8, rounds=1),
+        "decomposition.stream_writes": lambda m: decomposition.stream_writes(m, ids),
+        "decomposition.logit_pieces": lambda m: decomposition.logit_pieces(m, writes),
+        "decomposition.direct_logit_attribution": lambda m: decomposition.direct_logit_attribution(m, row, 2, 1),
+        "decomposition.logit_lens": lambda m: decomposition.logit_lens(m, ids, ids),
+        "induction.half_losses": lambda m: induction.half_losses(m, ids),
+        "induction.head_scores": lambda m: induction.head_scores(m, ids),
+        "induction.full_ov_eigenvalues": lambda m: induction.full_ov_eigenvalues(m, 0, 0),
+        "induction.k_composition": lambda m: induction.k_composition(m),
+        "jacobians.layer_gradient_norms": lambda m: jacobians.layer_gradient_norms(m, ids, ids),
+        "patching.logits_from_writes": lambda m: patching.logits_from_writes(m, writes),
+        "patching.ablation_effects": lambda m: patching.ablation_effects(m, ids, torch.tensor([5]), ids[:, :1]),
+        "patching.patching_restoration": lambda m: patching.patching_restoration(m, ids, ids.flip(1), lambda Z: Z.mean()),
+        "residual.injected_direction_readout": lambda m: residual.injected_direction_readout(m, ids, torch.ones(16)),
+        "residual.block_drop_losses": lambda m: residual.block_drop_losses(m, ids, ids),
+    }
+
+
+# Functions taking a model that read no weight value, and why they take any model.
+READS_NO_WEIGHT = {
+    "attention.attention_input": "picks a cached tensor by the config's norm",
+    "counting.component_table": "counts shapes: a meta-device model (GPT-3's) is its point",
+    "decomposition.write_labels": "labels from the config",
+    "decomposition.ln_f_scale": "reads LN_f's eps and the stream it is given",
+    "decomposition.check_model": "the guard itself",
+    "cache.screened": "the guard itself",
+}
+
+
+def _model_readers() -> list[str]:
+    """'module.function' for every public function of gptlib.analysis whose first parameter is named `model`."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import gptlib.analysis
+
+    found = []
+    for info in pkgutil.iter_modules(gptlib.analysis.__path__):
+        module = importlib.import_module(f"gptlib.analysis.{info.name}")
+        for name, fn in vars(module).items():
+            if not name.startswith("_") and inspect.isfunction(fn) and fn.__module__ == module.__name__ \
+                    and list(inspect.signature(fn).parameters)[:1] == ["model"]:
+                found.append(f"{info.name}.{name}")
+    return sorted(found)
+
+
+def test_the_table_names_every_model_reader():
+    readers = _model_readers()
+    assert len(readers) > 20
+    assert sorted([*_reader_calls(GPT(READER_SIZES)), *READS_NO_WEIGHT]) == readers
+
+
+@pytest.mark.parametrize("weight, value", [("blocks.1.attn.W_Q", float("nan")), ("E", float("inf")),
+                                           ("ln_f.beta", float("-inf"))])
+def test_every_model_reader_refuses_a_non_finite_weight_naming_it(weight, value):
+    """The fused kernel of the model's own forward gives finite logits for a NaN query weight, the explicit
+    path (A^h formed) NaN ones: every analysis refuses such a model, naming the weight, before it reads it."""
+    twin = GPT(READER_SIZES)
+    model = copy.deepcopy(twin)
+    with torch.no_grad():
+        model.get_parameter(weight).view(-1)[0] = value
+    before = {name: p.clone() for name, p in model.named_parameters()}
+    words = rf"^model's weights must be finite, got 1 NaN or inf values in {weight}$"
+    for name, call in _reader_calls(twin).items():
+        with pytest.raises(ValueError, match=words):
+            call(model)
+    assert all(torch.equal(p, before[name]) or name == weight for name, p in model.named_parameters())
+
+
+def test_every_model_reader_refuses_what_is_not_a_gptlib_gpt():
+    for name, call in _reader_calls(GPT(READER_SIZES)).items():
+        for thing in ("gpt", torch.nn.Linear(2, 2)):
+            with pytest.raises(ValueError, match=f"^model must be a gptlib GPT, got {type(thing).__name__}$"):
+                call(thing)
+
+
+def test_every_model_reader_still_reads_a_finite_model():
+    model = GPT(READER_SIZES)
+    for call in _reader_calls(model).values():
+        call(model)

@@ -16,6 +16,7 @@ from benchmarks.peers import scrambled_model
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, data, pretrained, run_with_cache
 from gptlib.analysis.decomposition import (
     StreamWrites,
+    attribution_from,
     decomposition_gap,
     direct_logit_attribution,
     ln_f_scale,
@@ -24,6 +25,7 @@ from gptlib.analysis.decomposition import (
     stream_writes,
     write_labels,
 )
+from gptlib.model import attention_matrices_formed
 
 TOLERANCE = 1e-5  # max |sum - Z| / (1 + max |Z|) in float32
 MODELS = {
@@ -258,6 +260,47 @@ def test_a_scale_that_broadcasts_is_used_as_given(small):
         assert torch.equal(logit_pieces(small, writes, scale=scale).direct, logit_pieces(small, writes).direct)
 
 
+@pytest.mark.parametrize("bad", [math.nan, 0.0, -1.0, math.inf, -0.0])
+def test_logit_pieces_refuses_a_scale_that_is_not_finite_and_positive(small, bad):
+    """s = sqrt(sigma^2 + eps) > 0: a NaN, zero, negative or infinite s would divide the pieces silently."""
+    writes = stream_writes(small, small_ids())
+    scale = ln_f_scale(small, writes.final_stream).clone()  # (1, 6, 1)
+    scale[0, 4, 0] = bad
+    words = rf"^scale \(LN_f's s\) must be finite and > 0 in every entry, got {bad} at \(0, 4, 0\)$"
+    with pytest.raises(ValueError, match=words):
+        logit_pieces(small, writes, scale=scale)
+    with pytest.raises(ValueError, match=r"must be finite and > 0 in every entry, got nan at \(0, 0\)$"):
+        logit_pieces(small, writes, scale=torch.full((6, 1), math.nan))  # a scale that broadcasts: its own index
+
+
+@pytest.mark.parametrize("arguments, words", [
+    (dict(position=-1, token=1), r"^position must be an integer in \[0, 5\], got -1$"),
+    (dict(position=6, token=1), r"^position must be an integer in \[0, 5\], got 6$"),
+    (dict(position=2, token=-1), r"^token must be an integer in \[0, 64\], got -1$"),
+    (dict(position=2, token=65), r"^token must be an integer in \[0, 64\], got 65$"),
+    (dict(position=2, token=1, against=-65), r"^against must be an integer in \[0, 64\], got -65$"),
+    (dict(position=2, token=1, row=-1), r"^row must be an integer in \[0, 0\], got -1$"),
+    (dict(position=2, token=1, row=1), r"^row must be an integer in \[0, 0\], got 1$"),
+    (dict(position=2.0, token=1), r"^position must be an integer in \[0, 5\], got 2.0$"),
+])
+def test_attribution_from_refuses_a_place_outside_the_run(small, arguments, words):
+    """No negative index is read from the end, and none past the end raises a bare IndexError."""
+    idx = small_ids()
+    pieces, Z = logit_pieces(small, stream_writes(small, idx)), small(idx.unsqueeze(0))
+    with pytest.raises(ValueError, match=words):
+        attribution_from(pieces, Z, **arguments)
+
+
+def test_attribution_from_refuses_pieces_and_logits_of_two_runs(small):
+    idx = small_ids()
+    pieces = logit_pieces(small, stream_writes(small, idx))
+    words = r"^Z must be the run's logits of shape \(B, T, V\) = \(1, 6, 65\), got shape \(6, 65\)$"
+    with pytest.raises(ValueError, match=words):
+        attribution_from(pieces, small(idx), 2, 1)
+    with pytest.raises(ValueError, match=r"^pieces must be a LogitPieces \(decomposition.logit_pieces\), got tuple$"):
+        attribution_from((), small(idx.unsqueeze(0)), 2, 1)
+
+
 @pytest.mark.parametrize("replace, words", [
     ({"P": torch.zeros(5)}, r"replace\['P'\] must be a tensor of the model's dtype torch.float32 broadcastable to "
                             r"\(B, T, d\) = \(1, 6, 12\), got shape \(5,\)"),
@@ -304,10 +347,13 @@ def nan_model(value: float = math.nan) -> GPT:
 
 def test_a_nan_weight_gives_two_answers_so_readers_refuse_it():
     """Why the rule: the fused attention kernel turns a NaN query row into finite logits, the explicit path
-    (run_with_cache, which the writes follow) into NaN. One model, two answers."""
+    (A^h formed, as run_with_cache, which the writes follow) into NaN. One model, two answers."""
     model, idx = nan_model(), small_ids()
-    fast, (explicit, _) = model(idx), run_with_cache(model, idx)
-    assert explicit.isnan().all() and fast.isfinite().all()
+    with attention_matrices_formed(model):
+        explicit = model(idx)
+    assert explicit.isnan().all() and model(idx).isfinite().all()
+    with pytest.raises(ValueError, match=r"^model's weights must be finite, got 1 NaN or inf values in blocks.1.attn.W_Q$"):
+        run_with_cache(model, idx)
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])

@@ -154,6 +154,36 @@ def test_k_composition_against_its_formula_and_edge_cases(model):
         induction.k_composition(model, reader_layer=0, writer_layer=0)
 
 
+@pytest.mark.parametrize("call, words", [
+    (lambda m: induction.full_ov_eigenvalues(m, -1, 0), r"^layer must be an integer in \[0, 1\], got -1$"),
+    (lambda m: induction.full_ov_eigenvalues(m, 2, 0), r"^layer must be an integer in \[0, 1\], got 2$"),
+    (lambda m: induction.full_ov_eigenvalues(m, 0, -1), r"^head index h must be an integer in \[0, 1\], got -1$"),
+    (lambda m: induction.k_composition(m, reader_layer=1.0), r"^reader_layer must be an integer, got 1.0$"),
+    (lambda m: induction.k_composition(m, writer_layer=-1), r"^need 0 <= writer_layer < reader_layer < L=2, "),
+])
+def test_layers_and_heads_outside_the_model_are_refused_not_read_from_the_end(model, call, words):
+    with pytest.raises(ValueError, match=words):
+        call(model)
+
+
+@pytest.mark.parametrize("rtol", [float("nan"), float("inf"), -1.0])
+def test_significant_refuses_a_tolerance_that_is_not_a_finite_number_at_least_0(rtol):
+    with pytest.raises(ValueError, match=r"^rtol must be a finite number >= 0, got "):
+        induction.significant(torch.tensor([1.0, 1e-9]), rtol)
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: induction.repeated_random_tokens(-1, 4, 65, torch.Generator()), r"^B must be an integer >= 1, got -1$"),
+    (lambda: induction.repeated_random_tokens(2, 4, 0, torch.Generator()), r"^V must be an integer >= 1, got 0$"),
+    (lambda: induction.training_batch(2, 8, -1, torch.Generator()), r"^V must be an integer >= 1, got -1$"),
+    (lambda: induction.training_batch(0, 8, 65, torch.Generator()), r"^B must be an integer >= 1, got 0$"),
+])
+def test_task_sizes_are_checked_with_their_bound(call, words):
+    """These raised torch's RuntimeError about a negative dimension or an empty range."""
+    with pytest.raises(ValueError, match=words):
+        call()
+
+
 def test_eval_batch_follows_the_config_length():
     tokens = induction.induction_eval_tokens(INDUCTION_CONFIG.replace(T_max=16))
     assert tokens.shape == (256, 16) and torch.equal(tokens[:, :8], tokens[:, 8:])

@@ -171,3 +171,10 @@ def test_residual_contrast_keeps_the_identity_path_and_loses_it_without():
     assert row.residual.shape == row.plain.shape == (3 * 16,)
     assert 0.3 < row.residual.median() < 3
     assert row.plain.median() < 1e-3 * row.residual.median()
+
+
+@pytest.mark.parametrize("h, words", [(0.0, "got 0.0"), (-1e-6, "got -1e-06"), (float("nan"), "got nan")])
+def test_finite_differences_refuse_a_step_that_is_not_a_finite_number_above_0(h, words):
+    """h = 0 divided 0 by 0: a Jacobian of NaN, silently."""
+    with pytest.raises(ValueError, match=rf"^h must be a finite number > 0, {words}$"):
+        finite_difference_jacobian(lambda X: X, torch.zeros(2, 3, dtype=torch.float64), h)

@@ -37,6 +37,19 @@ def test_injected_direction_is_read_back_exactly_at_its_own_layer(sharp_model):
         residual.injected_direction_readout(model, idx, w, after_block=model.config.L)
 
 
+@pytest.mark.parametrize("directions, after_block, words", [
+    (None, -1, r"^after_block must be an integer in \[0, 2\], got -1$"),  # was read as the last block
+    (None, 0.0, r"^after_block must be an integer in \[0, 2\], got 0.0$"),
+    ([1.0] * 8, 0, r"^directions must be a floating-point torch.Tensor \(d,\) or \(n, d\), got list$"),
+])
+def test_injected_direction_readout_refuses_a_block_or_directions_it_cannot_read(sharp_model, directions, after_block, words):
+    model, _ = sharp_model("pre")
+    assert model.config.L == 3
+    w = torch.randn(model.config.d) if directions is None else directions
+    with pytest.raises(ValueError, match=words):
+        residual.injected_direction_readout(model, encode("To be or").unsqueeze(0), w, after_block=after_block)
+
+
 def test_injected_directions_in_one_batch_read_back_as_each_alone(sharp_model):
     model, _ = sharp_model("pre")
     idx = torch.stack([encode("To be or"), encode("not to b")])  # (2, T)
@@ -144,3 +157,17 @@ def test_superposition_readout_gives_each_k_the_result_it_has_when_asked_alone()
 def test_superposition_readout_refuses_bad_k_and_trials(ks, trials, rule):
     with pytest.raises(ValueError, match=rule):
         residual.superposition_readout(residual.random_directions(64, 16), ks, trials=trials)
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: residual.random_directions(-1, 4), r"^n must be an integer >= 1, got -1$"),  # was torch's RuntimeError
+    (lambda: residual.random_directions(2, 0), r"^d must be an integer >= 1, got 0$"),  # was an empty (2, 0), silently
+    (lambda: residual.random_directions(2, 4, seed=-1), r"^seed must be an integer in \[0, 18446744073709551615\], got -1$"),
+    (lambda: residual.superposition_readout([[1.0]], (1,)), r"^W must be n >= 1 feature directions \(n, d\), .* got list$"),
+    (lambda: residual.superposition_readout(torch.eye(3), (1,), seed=math.nan), r"^seed must be an integer in "),
+    (lambda: initial_loss_gap(B=-1), r"^B must be an integer >= 1, got -1$"),
+    (lambda: residual_write_variance(2, True, B=0), r"^B must be an integer >= 1, got 0$"),
+])
+def test_sizes_and_seeds_of_the_studies_are_checked_with_their_bound(call, words):
+    with pytest.raises(ValueError, match=words):
+        call()

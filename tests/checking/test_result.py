@@ -32,7 +32,7 @@ from gptlib.exercises.answers import solutions
 @checker("Exercise 0")
 def _check_double(fn):
     if call(fn, 2) != 4:
-        raise Wrong("not doubled", ["fn(2) != 4"])
+        raise Wrong("not doubled", ["fn(2) != 4"], mistake="not-doubled")
     return "doubled.", ["fn(2) == 4"]
 
 
@@ -117,7 +117,7 @@ def test_a_function_whose_task_is_to_change_its_argument_gets_the_argument_itsel
         x = torch.ones(3)
         call(fn, x, in_place=True)
         if not torch.equal(x, torch.zeros(3)):
-            raise Wrong("not zeroed")
+            raise Wrong("not zeroed", mistake=None)
         return "zeroed.", []
 
     def zero_returning_nothing(x):

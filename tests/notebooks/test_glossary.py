@@ -12,6 +12,7 @@ GLOSSARY_LINK = re.compile(r"\[([^\]]+)\]\((?:00_setup_and_notation\.ipynb)?#Glo
 # in lower case, inline-code backticks removed). Every notebook links an entry where it first uses it.
 TERMS = {
     "compared output": r"compared output",
+    "CI": r"\bci\b",
     "nbval": r"\bnbval\b",
     "meta device": r"\bmeta[- ]device",
     "FlopCounterMode": r"flopcountermode",
@@ -25,12 +26,13 @@ TERMS = {
     "tiny Shakespeare": r"tiny shakespeare",
     "checkpoint": r"\bcheckpoint",
     "cross-entropy": r"cross-entropy",
-    "nats/char": r"nats/char",
+    "entropy": r"(?<!cross-)\bentropy\b",
+    "nats/char": r"\bnats?\b",  # "nats" alone too
     "held-out loss": r"\bheld-out\b",
     "warm-up then cosine decay": r"warm-?up,? (?:then|and) cosine|\bcosine decay",  # not "as a warm-up"
     "singular values": r"\bsingular values?\b",
     "spectral norm": r"spectral norm",
-    "condition number": r"condition number",
+    "condition number": r"condition number|\b(?:well|ill)[- ]conditioned",
     "autograd": r"\bautograd\b",
     "central finite differences": r"finite differences?\b",
     "direct logit attribution": r"direct logit attribution",
@@ -39,7 +41,8 @@ TERMS = {
     "activation patching": r"\bpatching\b",
 }
 # words an entry defines in italics, each checked with the entry that defines it
-DEFINED_INSIDE = {"QK gauge": "gauge", "ill-conditioned": "condition number", "nat": "nats/char"}
+DEFINED_INSIDE = {"QK gauge": "gauge", "ill-conditioned": "condition number", "well-conditioned": "condition number",
+                  "nat": "nats/char"}
 
 
 def _normal(term: str) -> str:

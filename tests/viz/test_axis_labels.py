@@ -9,12 +9,15 @@ labels as texts; those figures are named below with the texts they must hold.
 import importlib
 import inspect
 import pkgutil
+import re
+from pathlib import Path
 
 import pytest
 import torch
 
 pytest.importorskip("matplotlib")
 
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 import gptlib.viz  # noqa: E402
@@ -35,6 +38,15 @@ def _small_model():
 
 def _module(name):
     return importlib.import_module(f"gptlib.viz.{name}")
+
+
+LONG_TEXT = "PETRUCHIO:\nWhy, how now, Kate!"  # 30 characters
+
+
+def _stream_case():
+    """The bars and the title the stream explorer draws at position 20 of LONG_TEXT: a title as long as the page's."""
+    run = _module("decomposition").stream_run(_small_model(), LONG_TEXT)
+    return run.attribution("difference", 20, 0), run.title("difference", 20, 0)
 
 
 # name -> a zero-argument builder of that figure, with inputs of the kinds the notebooks pass
@@ -79,7 +91,9 @@ BUILDERS = {
         [1, 4], [WriteVariance(1.0, 1.1), WriteVariance(1.2, 1.0)], [WriteVariance(2.0, 2.1), WriteVariance(8.0, 7.0)]),
     "decomposition.attribution_figure": lambda: _module("decomposition").attribution_figure(
         Attribution(("E[x]", "P", "L0H0", "L0 MLP"), torch.tensor([0.5, -0.25, 2.0, -1.0]), rest=0.125, logit=1.375),
-        "demo"),
+        "Direct contributions to z('e') - z('o') (prediction minus true next) at position 39 after 'h'"),
+    "decomposition.stream_figure": lambda: _module("decomposition").stream_figure(
+        *_stream_case(), "logit", _module("decomposition").stream_run(_small_model(), LONG_TEXT), 0, 1, 20),
     "decomposition.logit_lens_figure": lambda: _module("decomposition").logit_lens_figure(
         {"trained": LensReading(torch.tensor([4.0, 2.0]), torch.tensor([3.0, 2.0]), torch.tensor([0.1, 0.4]))}, 4.17),
     "training.loss_curves_figure": lambda: _module("training").loss_curves_figure(
@@ -155,3 +169,67 @@ def test_the_check_fails_on_an_unlabelled_figure():
     image = ax.imshow([[0.0, 1.0]])
     fig.colorbar(image, ax=ax)
     assert unlabelled(fig) == ["axes 0 (untitled): no y label", "axes 1 (colour bar): no label"]
+
+
+def texts_outside(fig) -> list[str]:
+    """The titles, axis labels and figure texts of a drawn figure whose box reaches past the figure's edge (what a
+    static PNG would clip), each as its text."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    box = fig.bbox
+    texts = [*fig.texts, *(t for t in (fig._suptitle,) if t is not None)]
+    for ax in fig.axes:
+        texts += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label]
+    outside = []
+    for text in texts:
+        if not text.get_visible() or not text.get_text().strip():
+            continue
+        extent = text.get_window_extent(renderer)
+        if extent.x0 < box.x0 - 1 or extent.x1 > box.x1 + 1 or extent.y0 < box.y0 - 1 or extent.y1 > box.y1 + 1:
+            outside.append(text.get_text())
+    return outside
+
+
+# The explorers' static pictures go through display.render_png, which draws the figure's own box and nothing past it
+# (display.figure_png, behind show_figure, crops to what is drawn and enlarges the canvas to hold it).
+RENDERED_AS_IS = {"attention.AttentionPicture.draw", "counting.CountPicture.draw", "decomposition.stream_figure",
+                  "layernorm.sphere_figure"}
+RENDER_CALL = re.compile(r"render_png\((?:self\.picture\.draw|CountPicture\(\)\.draw|(\w+_figure))\(")
+
+
+def test_every_picture_drawn_without_cropping_is_checked_below():
+    calls = {(path.stem, match.group(1) or ("attention.AttentionPicture.draw" if "picture" in match.group(0)
+                                             else "counting.CountPicture.draw"))
+             for path in Path(gptlib.viz.__file__).parent.glob("*.py") if path.stem != "display"
+             for match in RENDER_CALL.finditer(path.read_text())}
+    assert {name if "." in name else f"{module}.{name}" for module, name in calls} == RENDERED_AS_IS
+    assert len(calls) == len(re.findall(r"render_png\(", " ".join(
+        p.read_text() for p in Path(gptlib.viz.__file__).parent.glob("*.py") if p.stem != "display")))
+
+
+@pytest.mark.parametrize("name", sorted(RENDERED_AS_IS))
+def test_every_title_and_label_of_a_static_picture_lies_inside_it(name):
+    """What such a static PNG shows is the figure's box: a title or axis label past its edge is clipped."""
+    assert texts_outside(BUILDERS[name]()) == [], name
+
+
+def test_the_inside_check_finds_a_clipped_title():
+    fig = Figure(figsize=(3, 2), layout="constrained")
+    fig.subplots().set_title("a title far too long to fit across a figure only three inches wide, at any font size")
+    assert len(texts_outside(fig)) == 1
+
+
+def test_the_stream_figure_draws_the_caption_s_two_rows():
+    """Figure 10.2's caption names a bar per write above and the chosen head's attention row below: the static
+    picture holds both, the row with one bar per key s <= t whose heights are that row of A^h."""
+    from gptlib.viz import decomposition
+
+    run = decomposition.stream_run(_small_model(), LONG_TEXT)
+    attribution, title = run.attribution("difference", 20, 0), run.title("difference", 20, 0)
+    fig = decomposition.stream_figure(attribution, title, "logit difference", run, 0, 1, 20)
+    bars, row = fig.axes
+    assert len(bars.patches) == len(attribution.values) and len(row.patches) == 21
+    heights = torch.tensor([p.get_height() for p in row.patches])  # (21,)
+    torch.testing.assert_close(heights, run.A[0, 1, 20, :21].double(), rtol=0, atol=1e-6)
+    assert fig.get_label().endswith(decomposition.describe_row(run, 0, 1, 20))

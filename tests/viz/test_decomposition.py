@@ -103,7 +103,7 @@ def test_every_text_alternative_is_written_once_by_the_kernel(model):
     assert "add up to the logit " in explorer.descriptions[0][4] and "difference" not in explorer.descriptions[0][4]
     figure = attribution_figure(attribution, "title", quantity="logit difference")
     assert "add up to the logit difference " in figure.get_label()
-    assert explorer.alt_text() == explorer.descriptions[1][4]  # the static copy's PNG says what the page says
+    assert explorer.alt_text().startswith(explorer.descriptions[1][4] + " Below, ")  # the static copy says what the page says
     assert "no true next character" in explorer.descriptions[1][T - 1]
     # row (l, h, t) names query t's three strongest keys, from the float32 pattern
     l, h, t = 2, 3, 9
@@ -258,7 +258,7 @@ def test_a_model_with_more_tokens_than_characters_is_refused():
 
 def test_after_two_refusals_in_a_row_the_static_copy_shows_the_last_input_drawn(model):
     explorer = StreamExplorer(model, TEXT, position=15, mode="difference")
-    drawn = explorer.descriptions[MODES.index("difference")][15]
+    drawn = explorer.descriptions[MODES.index("difference")][15] + " Below, " + describe_row(explorer.run, 0, 0, 15)
     assert explorer.alt_text() == drawn
     explorer.text = "To be"  # readable, but its position 4 is its last: no true next character, refused twice
     assert explorer.stale and "no true next character" in explorer.message and explorer.position == 4

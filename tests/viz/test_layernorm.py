@@ -275,3 +275,24 @@ def test_the_page_refuses_an_eps_in_the_kernels_words(tmp_path):
     for value, formatted in zip(values, done["formatted"], strict=True):
         assert formatted == format(value, "g"), value
     assert done["refused"] == [viz_geometry.eps_refusal(value) for value in values]
+
+
+@pytest.mark.parametrize("tilt, turn, words", [(math.nan, 0.0, "tilt must be a finite number, got nan"),
+                                               (0.0, math.inf, "turn must be a finite number, got inf"),
+                                               ("30", 0.0, "tilt must be a finite number, got '30'")])
+def test_a_view_that_is_not_two_finite_angles_is_refused(tilt, turn, words):
+    """A NaN tilt gave a screen basis of NaN, and a blank picture, silently."""
+    with pytest.raises(ValueError, match=f"^{re.escape(words)}$"):
+        viz_geometry.view_basis(tilt, turn)
+    with pytest.raises(ValueError, match=f"^{re.escape(words)}$"):
+        viz_geometry.sphere_figure(sphere_scene([1.0, 2.0, 4.0]), tilt, turn)
+
+
+def test_sphere_scene_reads_a_tensor_u_as_its_numbers():
+    """Each coordinate of a tensor u was a 0-d tensor, refused as 'u_1 must be a finite number, got tensor(1.)'."""
+    scene, same = sphere_scene(torch.tensor([1.0, 2.0, 4.0])), sphere_scene((1.0, 2.0, 4.0))
+    assert torch.equal(scene["image"], same["image"]) and scene["message"] == same["message"]
+    with pytest.raises(ValueError, match=re.escape("u_2 must be a finite number, got nan")):
+        sphere_scene(torch.tensor([1.0, float("nan"), 3.0]))
+    with pytest.raises(ValueError, match=re.escape("u_1 must be a finite number, got True")):
+        sphere_scene(torch.tensor([True, False, False]))

@@ -45,5 +45,5 @@ def test_init_variance_draws_both_runs_and_the_idealized_lines():
     np.testing.assert_array_equal(lines["W_O, W_2 std 0.02/sqrt(2L): sum of write variances"], [1.1, 1.0])
     np.testing.assert_array_equal(lines["idealized 2L v"], [2.0, 8.0])  # v = 2.0 / 2, one write at L = 1
     np.testing.assert_array_equal(lines["idealized 2L (v / 2L) = v"], [1.0, 1.0])
-    assert ax.get_title().endswith("(ratio at L=4: 6.7)")
+    assert ax.get_title() == "from L = 1 to 4: unscaled variance x4.0 (2L: x4), scaled x1.20"  # 8.0 / 2.0, 1.2 / 1.0
     assert ax.figure.get_label().endswith("at L = 4 the unscaled variance is about 7 times the scaled one.")  # 8.0 / 1.2
