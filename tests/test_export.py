@@ -68,6 +68,7 @@ def test_without_transformer_lens_the_call_says_how_to_install_it():
         to_transformer_lens(scrambled_model(CONFIG))
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_without_transformers_the_call_names_the_export_extra():
     # a fresh interpreter in which `import transformers` fails, as where the package is not installed
     code = ("import sys; sys.modules['transformers'] = None\n"

@@ -52,12 +52,14 @@ def test_the_docs_hold_python_blocks():
     assert len(blocks()) >= 3
 
 
+@pytest.mark.slow  # fresh interpreters
 @pytest.mark.parametrize("where, code", blocks(), ids=[where for where, _ in blocks()])
 def test_each_python_block_runs_as_printed(where, code):
     done = run(code)
     assert done.returncode == 0, f"{where} fails as printed:\n{done.stderr[-2000:]}"
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_a_block_using_a_name_it_never_imports_fails():
     assert run("exercises.progress()\n").returncode != 0
     assert run("from gptlib import exercises\nexercises.progress()\n").returncode == 0
