@@ -12,8 +12,8 @@ from torch import nn
 
 from gptlib import GPT, GPTConfig, adopt, pretrained
 from gptlib.analysis import decomposition, induction, patching
+from gptlib.checking import TOL
 from gptlib.exercises.answers import build as S
-from gptlib.exercises.build_track import TOL
 from tests.support import learner_gpts as layouts
 from tests.support.learner_gpts import ScratchGPT
 

@@ -201,7 +201,7 @@ INSIDE = sorted(str(path.relative_to(KIT.parent)) for path in sandbox.INSIDE.glo
 def test_a_submission_finds_nothing_of_the_grading_kit_but_its_inside_package(limits):
     """Of gptlib_course the sandbox holds the package `inside` alone (the zygote, the submission's half of a module's
     mirror), at /kit/gptlib_course/inside: no module of the host side imports, the kit's folder is not there."""
-    assert "gptlib_course/inside/zygote.py" in INSIDE and "gptlib_course/inside/module_server.py" in INSIDE
+    assert "gptlib_course/inside/zygote.py" in INSIDE and "gptlib_course/inside/remote_module.py" in INSIDE
     imports, kit, beside, held = seen(limits, LOOK_FOR_THE_KIT, "imports", "kit", "beside", "held")
     assert (imports, kit, beside, held) == (["ModuleNotFoundError"] * len(HOST_SIDE), None, None, INSIDE)
 

@@ -28,7 +28,7 @@ from gptlib.analysis.counting import component_table  # noqa: E402
 from gptlib.analysis.decomposition import Attribution, LensReading  # noqa: E402
 from gptlib.analysis.jacobians import DepthStudyRow  # noqa: E402
 from gptlib.analysis.residual import BlockDropLosses, BranchWriteRatios, WriteVariance  # noqa: E402
-from gptlib.train.own_gpt import TrainingRun  # noqa: E402
+from gptlib.train.own_model import TrainingRun  # noqa: E402
 
 
 def _small_model():
@@ -77,9 +77,9 @@ BUILDERS = {
     "induction.ov_eigenvalues_figure": lambda: _module("induction").ov_eigenvalues_figure(
         torch.tensor([2.0 + 0.0j, 0.5 + 1.5j, 0.5 - 1.5j]), "layer 1 head 2"),
     "positionwise.gelu_figure": lambda: _module("positionwise").gelu_figure(torch.linspace(-4, 4, 81)),
-    "residual.block_spectrum_figure": lambda: _module("residual").block_spectrum_figure(
+    "jacobians.block_spectrum_figure": lambda: _module("jacobians").block_spectrum_figure(
         {"pre": torch.tensor([3.0, 1.0, 1.0]), "post": torch.tensor([2.0, 0.5, 0.0])}),
-    "residual.depth_study_figure": lambda: _module("residual").depth_study_figure(
+    "jacobians.depth_study_figure": lambda: _module("jacobians").depth_study_figure(
         {"pre": [DepthStudyRow(1, torch.tensor([4.0, 2.0, 1.0]), torch.tensor([1.0, 2.0])),
                  DepthStudyRow(3, torch.tensor([9.0, 3.0, 0.5]), torch.tensor([1.0, 2.0, 3.0, 4.0]))]}),
     "residual.stream_figure": lambda: _module("residual").stream_figure(
