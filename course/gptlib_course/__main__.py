@@ -19,6 +19,13 @@ from .throughput import throughput, timed_grade_class  # noqa: E402
 UNCONFINED = "--unconfined-i-accept-students-can-read-each-other"
 
 
+def refuse(command: str, problem) -> int:
+    """The kit's one error path: one line on stderr saying what is wrong (a file the kit read names itself:
+    files.BadFile), exit code 2, no traceback; the command wrote nothing before it."""
+    print(f"python -m gptlib_course {command}: error: {problem}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a command; Ctrl-C or SIGTERM at any moment stops it: "interrupted", exit 130 or 143 (interrupt.py)."""
     with raising_on_signals():
@@ -59,9 +66,14 @@ def _command(argv: list[str] | None) -> int:
     summary.add_argument("--threshold", type=int, default=report.THRESHOLD,
                          help="the anonymised copy shows smaller groups as 'fewer than THRESHOLD'")
     args = parser.parse_args(argv)
+    if getattr(args, "gradebook", None) is not None and not args.gradebook.exists():  # named: never the default instead
+        return refuse(args.command, f"{args.gradebook}: no such gradebook")
     if args.command == "assign":
         notebooks = args.notebooks or sorted(Path("notebooks").glob("[0-9]*.ipynb"))
-        built = assign.build(notebooks, args.out, hints=args.hints, worked=args.worked)
+        try:
+            built = assign.build(notebooks, args.out, hints=args.hints, worked=args.worked)
+        except ValueError as error:  # a notebook or the gradebook refused
+            return refuse(args.command, error)
         print(f"{len(built)} assignments in {args.out}: {', '.join(built)}")
         return 0
     if args.command == "report":
@@ -69,14 +81,15 @@ def _command(argv: list[str] | None) -> int:
         try:
             loaded = gradebook.load(book) if book.exists() else gradebook.default_book(args.out / "autograder")
             written = report.write(args.out / "grades", loaded, args.threshold)
-        except (ValueError, OSError) as error:
-            parser.error(str(error))
+        except ValueError as error:  # a file refused (files.BadFile), no store, a bad threshold
+            return refuse(args.command, error)
         print("class report: " + ", ".join(str(p) for p in written))
         return 0
     if not (args.out / "autograder").is_dir():
-        parser.error(f"{args.out / 'autograder'} does not exist: run `python -m gptlib_course assign --out {args.out}` first")
+        return refuse(args.command, f"{args.out / 'autograder'} does not exist: run `python -m gptlib_course assign "
+                                    f"--out {args.out}` first")
     if not args.submissions.is_dir():
-        parser.error(f"{args.submissions} is not a folder of <student>/<NN_name>.ipynb")
+        return refuse(args.command, f"{args.submissions} is not a folder of <student>/<NN_name>.ipynb")
     confined = not getattr(args, UNCONFINED[2:].replace("-", "_"))
     limits = Limits(cells_s=args.cells_s, call_s=args.call_s, memory=int(args.memory_gb * 2**30), confined=confined)
     book = args.gradebook or args.out / "gradebook.ini"
@@ -85,10 +98,10 @@ def _command(argv: list[str] | None) -> int:
                                             workers=args.workers, limits=limits, students=args.student, book=book,
                                             progress=args.progress)
     except Unconfinable as problem:
-        parser.error(f"this machine cannot confine submissions: {problem}. Grade where it can (docs/teaching.md), "
-                     f"or pass {UNCONFINED} to grade unconfined")
-    except ValueError as error:  # a gradebook that does not parse, a student with no folder
-        parser.error(str(error))
+        return refuse(args.command, f"this machine cannot confine submissions: {problem}. Grade where it can "
+                                    f"(docs/teaching.md), or pass {UNCONFINED} to grade unconfined")
+    except ValueError as error:  # a file refused (files.BadFile), an empty class, a student with no folder
+        return refuse(args.command, error)
     except KeyboardInterrupt as stop:  # SIGINT or SIGTERM: the judges are ended, each kept notebook stays whole
         print(f"interrupted: the notebooks graded so far are kept in {args.out / 'grades' / 'graded'}; "
               "the same command resumes", file=sys.stderr)

@@ -43,9 +43,10 @@ from gptlib import exercises
 from gptlib.assignment import cases
 from gptlib.exercises import sealed
 
-from . import gradebook
+from . import files, gradebook
 from .questions import Question, code_cells, questions, student_notebook
 
+NOTEBOOK = {"cells": [{"cell_type": str, "source": (str, [str])}]}  # what the kit reads of a notebook
 ANSWERS = Path(exercises.__file__).parent / "answers"  # what a class never gets (exercises/answers/__init__.py)
 
 
@@ -148,9 +149,11 @@ def _agrees(function, args: tuple, value) -> bool:
 
 def build(notebooks: list[Path], out: Path, hints: bool = True, worked: bool = True) -> list[str]:
     """Write the assignments of the notebooks that have questions; returns their names."""
+    read = {path: files.read(path, files.json_of(NOTEBOOK)) for path in sorted(notebooks)}  # all, before writing
+    book = out / "gradebook.ini"
+    kept = gradebook.load(book) if book.exists() else None
     built = []
-    for path in sorted(notebooks):
-        notebook = json.loads(path.read_text(encoding="utf-8"))
+    for path, notebook in read.items():
         asked = questions(notebook)
         if not asked:
             continue
@@ -174,17 +177,17 @@ def build(notebooks: list[Path], out: Path, hints: bool = True, worked: bool = T
         (autograder / "questions.json").write_text(json.dumps(graded) + "\n")
         (student / "tests" / "questions.json").write_text(json.dumps([q.name for q in asked]) + "\n")
         built.append(path.stem)
-    write_gradebook(out, built)
+    write_gradebook(out, built, kept)
     return built
 
 
-def write_gradebook(out: Path, built: list[str]) -> None:
-    """OUT/gradebook.ini (gradebook.py) at the test files' points: written when absent; an existing one, the
-    instructor's, is kept, with a section added for each assignment it lacks."""
+def write_gradebook(out: Path, built: list[str], kept: gradebook.Book | None) -> None:
+    """OUT/gradebook.ini (gradebook.py) at the test files' points: written when absent (kept None); an existing
+    one, the instructor's (kept: as read before the build), is kept, with a section added for each assignment
+    it lacks."""
     path = out / "gradebook.ini"
     points = gradebook.book_points(out / "autograder")
-    if path.exists():
-        kept = gradebook.load(path)
+    if kept is not None:
         missing = {name: points[name] for name in built if name not in kept.assignments}
         if missing:
             path.write_text(path.read_text(encoding="utf-8") + gradebook.sections(missing), encoding="utf-8")

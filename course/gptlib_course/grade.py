@@ -43,11 +43,13 @@ def grade_class(submissions: Path, autograder: Path, out: Path, workers: int | N
     feedback pages. book: the gradebook file (default: points of the test files, no deadline). Grades
     kept in OUT/graded by an earlier run of the same notebooks and tests are reused. Raises
     Unconfinable where limits.confined and this machine cannot confine a submission."""
+    submissions, autograder, out = (p.resolve() for p in (submissions, autograder, out))
+    book_of_class = gradebook.load(book) if book is not None and book.exists() else gradebook.default_book(autograder)
+    if (out / "results").is_dir():
+        results.load_results(out / "results")  # a damaged store is refused (files.BadFile) before anything is written
+    jobs = find(submissions, autograder, students)
     if limits.confined and (problem := confinement_problem()):
         raise Unconfinable(problem)
-    submissions, autograder, out = (p.resolve() for p in (submissions, autograder, out))
-    jobs = find(submissions, autograder, students)
-    book_of_class = gradebook.load(book) if book is not None and book.exists() else gradebook.default_book(autograder)
     grades = {job: grade for job in jobs if (grade := results.kept(out, job)) is not None}
     zeros = sum(_earned(g) == 0 for g in grades.values())
     with tqdm(total=len(jobs), initial=len(grades), unit="notebook", desc="grading", disable=not progress,

@@ -36,6 +36,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import files
 from .jobs import assignments, load_tests, name_bytes
 
 DEFAULT_LATE = {"grace_minutes": 15.0, "penalty_per_day": 0.1, "max_days_late": 7.0}
@@ -61,7 +62,7 @@ def _number(text: str, where: str) -> float:
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value < 0:
-        raise ValueError(f"gradebook: {where} must be a number >= 0, got {text!r}")
+        raise ValueError(f"{where} must be a number >= 0, got {text!r}")
     return value
 
 
@@ -73,7 +74,7 @@ def _deadline(text: str | None, where: str) -> dt.datetime | None:
     except ValueError:
         deadline = None
     if deadline is None or deadline.tzinfo is None:
-        raise ValueError(f"gradebook: {where} must be a date and time with its UTC offset "
+        raise ValueError(f"{where} must be a date and time with its UTC offset "
                          f"(2026-12-09T23:59:00+00:00), got {text!r}")
     return deadline
 
@@ -87,7 +88,7 @@ def parse(text: str) -> Book:
     if parser.has_section("late"):
         unknown = set(parser["late"]) - set(DEFAULT_LATE)
         if unknown:
-            raise ValueError(f"gradebook: unknown late-policy keys {sorted(unknown)}: they are {list(DEFAULT_LATE)}")
+            raise ValueError(f"unknown late-policy keys {sorted(unknown)}: they are {list(DEFAULT_LATE)}")
         late.update({k: _number(v, f"late.{k}") for k, v in parser["late"].items()})
     assignments = {}
     for name in (n for n in parser.sections() if n != "late"):
@@ -98,14 +99,17 @@ def parse(text: str) -> Book:
         for question, value in section.items():
             parts = [part.strip() for part in value.split(",")]
             if not 1 <= len(parts) <= 2:
-                raise ValueError(f"gradebook: {name}.{question} must be 'public points' or 'public, hidden', got {value!r}")
+                raise ValueError(f"{name}.{question} must be 'public points' or 'public, hidden', got {value!r}")
             points[question] = {case: _number(part, f"{name}.{question}") for case, part in zip(CASES, parts)}
         assignments[name] = Assignment(points, weight, deadline)
+    if not assignments:
+        raise ValueError("no assignment section ([NN_name] with its questions' points)")
     return Book(assignments, late)
 
 
 def load(path: Path) -> Book:
-    return parse(path.read_text(encoding="utf-8"))
+    """The gradebook file, or files.BadFile naming it and what is wrong (not UTF-8, not INI, a rule broken)."""
+    return files.read(path, parse)
 
 
 def default_text(assignments: dict[str, dict[str, dict[str, float]]]) -> str:

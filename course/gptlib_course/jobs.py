@@ -10,23 +10,27 @@ opened here (judge.read_notebook opens them). A student may hand in the zip grad
 from __future__ import annotations
 
 import functools
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from gptlib.assignment import cases
 
+from . import files
+
 
 def assignments(autograder: Path) -> list[Path]:
-    """The assignments' folders in OUT/autograder, in name order."""
-    return sorted(p for p in autograder.iterdir() if (p / "questions.json").exists())
+    """The assignments' folders in OUT/autograder, in name order; ValueError where there is none."""
+    found = sorted(p for p in autograder.iterdir() if (p / "questions.json").exists()) if autograder.is_dir() else []
+    if not found:
+        raise ValueError(f"{autograder}: holds no assignment (NN_name/questions.json): run assign first")
+    return found
 
 
 @functools.cache
 def load_tests(folder: str) -> list[cases.TestFile]:
     """The test files of one assignment, in the notebook's order."""
-    names = json.loads((Path(folder) / "questions.json").read_text(encoding="utf-8"))
+    names = files.read(Path(folder) / "questions.json", files.json_of([str]))
     return [cases.load(Path(folder) / "tests" / f"{name}.py") for name in names]
 
 
@@ -43,6 +47,8 @@ def find(submissions: Path, autograder: Path, students: list[str] | None = None)
     """One job per entry of the class folder (or only `students`'s) and assignment, whatever the entry is."""
     folders = assignments(autograder)
     entries = sorted(os.scandir(submissions), key=lambda e: os.fsencode(e.name))
+    if not entries:
+        raise ValueError(f"{submissions}: the class folder is empty (no <student>/ folder): nothing to grade")
     if students is not None:
         chosen = {student_name(s) for s in students}
         missing = chosen - {student_name(e.name) for e in entries}

@@ -15,7 +15,9 @@ Pictures, drawn with matplotlib and embedded as data URIs (the page needs no net
 question of its mistakes by frequency, a heat map of students by build step for notebook 09, and the late
 submissions of each assignment with a deadline, by day after it. Every number is computed from the stored
 results (results.load_results) and the gradebook: the report never runs a submission. Names and texts are
-escaped as data and cleaned of control characters, as on the feedback pages.
+escaped as data and cleaned of control characters, as on the feedback pages; a who-list holds one name per item
+(a name may hold a comma), and the heat map numbers its rows, the page listing the names by number as text (no font
+of a picture draws every script, the browser's text does). The same store and gradebook give the same bytes.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from . import gradebook
 from .feedback import _COLOURS
 from .results import load_results
 
+ROWS_NAMED = 200  # a heat map of more students groups them by pattern, its rows unnumbered
 THRESHOLD = 5  # the anonymised copy shows smaller groups (1 .. THRESHOLD - 1) as "fewer than THRESHOLD"
 BUILD_TRACK = "09_build_your_own_gpt"  # the assignment whose questions are build steps: the heat map's
 CASES = gradebook.CASES
@@ -156,8 +159,11 @@ def _figure(width: float, height: float, left: float = 1.8, bottom: float = 0.9)
 
 def _image(figure, alt: str, kind: str = "svg") -> str:
     """The figure as an <img> with a data URI: an SVG's ids cannot collide with another picture's on the page."""
+    from matplotlib import rc_context
+
     buffer = io.BytesIO()
-    figure.savefig(buffer, format=kind, metadata={"Date": None} if kind == "svg" else None)
+    with rc_context({"svg.hashsalt": "gptlib-course-report"}):  # ids from the drawing, not at random: same class, same bytes
+        figure.savefig(buffer, format=kind, metadata={"Date": None} if kind == "svg" else None)
     mime = "image/svg+xml" if kind == "svg" else "image/png"
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
     return f"<img alt='{html.escape(alt, quote=True)}' src='data:{mime};base64,{data}'>"
@@ -183,7 +189,8 @@ def bar_chart(labels: list[str], counts: list[int], title: str, label: str) -> s
 
 
 def heat_map(questions: list[Question], students: list[str], anonymous: bool, threshold: int) -> str:
-    """Students (rows) by build step (columns), coloured by the public case's verdict; in the anonymised copy the
+    """Students (rows, numbered from 1 in heat_map_order: the page lists their names, which a font of the picture
+    may not draw) by build step (columns), coloured by the public case's verdict; in the anonymised copy the
     categories (rows) by step, each cell's count shown, and a count of 1 .. threshold - 1 left blank."""
     from matplotlib.colors import ListedColormap, to_rgb
 
@@ -201,14 +208,14 @@ def heat_map(questions: list[Question], students: list[str], anonymous: bool, th
         axes.set_yticks(range(len(CELLS)), CELLS, fontsize=8)
         title = "Students by build step and verdict"
     else:
-        order = sorted(students, key=lambda s: ([CELLS.index(q.cells[s]) for q in questions], s))
+        order = heat_map_order(questions, students)
         grid = [[CELLS.index(q.cells[s]) for q in questions] for s in order]
         figure = _figure(1.6 + 0.9 * len(steps), 1.2 + min(0.16 * len(order), 40))
         axes = figure.add_subplot()
         axes.imshow(grid, cmap=ListedColormap([to_rgb(_CELL_COLOURS[c]) for c in CELLS]), vmin=-0.5,
                     vmax=len(CELLS) - 0.5, aspect="auto", interpolation="nearest")
-        if len(order) <= 200:
-            axes.set_yticks(range(len(order)), [gradebook.clean(s) for s in order], fontsize=6, parse_math=False)
+        if len(order) <= ROWS_NAMED:
+            axes.set_yticks(range(len(order)), [str(i + 1) for i in range(len(order))], fontsize=6)
         else:
             axes.set_yticks([])
             axes.set_ylabel(f"{len(order)} students, grouped by pattern")
@@ -217,6 +224,11 @@ def heat_map(questions: list[Question], students: list[str], anonymous: bool, th
     axes.set_title(title, fontsize=9)
     legend = "; ".join(f"{c}: {_CELL_COLOURS[c]}" for c in CELLS)
     return _image(figure, f"{title}. Colours: {legend}", kind="png")
+
+
+def heat_map_order(questions: list[Question], students: list[str]) -> list[str]:
+    """The heat map's rows: students grouped by their pattern of verdicts, then by name."""
+    return sorted(students, key=lambda s: ([CELLS.index(q.cells[s]) for q in questions], s))
 
 
 def late_chart(late: list[Late], anonymous: bool, threshold: int) -> str:
@@ -264,7 +276,7 @@ def page(report: Report, anonymous: bool = False, threshold: int = THRESHOLD, te
     def who(students: list[str]) -> str:
         if anonymous or not students:
             return ""
-        return f"<details class='who'><summary>who</summary>{', '.join(_e(s) for s in students)}</details>"
+        return f"<details class='who'><summary>who</summary><ul>{''.join(f'<li>{_e(s)}</li>' for s in students)}</ul></details>"
 
     def count(students: list[str], named: bool = True) -> str:  # a group's size, and who (named=False: size only)
         return f"<td class='n'>{_e(shown(len(students), anonymous, threshold))}{who(students) if named else ''}</td>"
@@ -279,6 +291,10 @@ def page(report: Report, anonymous: bool = False, threshold: int = THRESHOLD, te
                          "<figcaption>Each build step's public case: green passed, purple failed with a named mistake, "
                          "red failed with none named, orange error, grey not attempted, light grey not submitted."
                          "</figcaption></figure>")
+            if not anonymous and len(report.students) <= ROWS_NAMED:
+                parts.append("<details class='who'><summary>the heat map's rows, by number</summary><ol>" +
+                             "".join(f"<li>{_e(s)}</li>" for s in heat_map_order(questions, report.students)) +
+                             "</ol></details>")
         for q in questions:
             parts.append(f"<h3>{_e(q.question)}</h3><table><tr><th>verdict</th>" +
                          "".join(f"<th>{_e(case)} case ({q.points[case]:g} pts)</th>" for case in q.verdicts) + "</tr>")
@@ -311,7 +327,10 @@ def write(grades: Path, book: gradebook.Book, threshold: int = THRESHOLD) -> lis
         raise ValueError(f"{grades / 'results'} does not exist: grade the class first")
     if not isinstance(threshold, int) or threshold < 2:
         raise ValueError(f"threshold must be a whole number >= 2, got {threshold!r}")
-    report = analyse(load_results(grades / "results"), book)
+    store = load_results(grades / "results")
+    if not store:
+        raise ValueError(f"{grades / 'results'}: holds no student's results (<student>.json): grade the class first")
+    report = analyse(store, book)
     files = {"report.html": page(report, False, threshold), "report-anonymous.html": page(report, True, threshold),
              "report.csv": gradebook._csv(rows(report)),
              "report-anonymous.csv": gradebook._csv(rows(report, True, threshold))}

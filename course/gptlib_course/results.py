@@ -20,7 +20,7 @@ import json
 import os
 from pathlib import Path
 
-from . import gradebook
+from . import files, gradebook
 from .jobs import Job, name_bytes
 from .judge import CaseOutcome, NotebookGrade
 
@@ -58,16 +58,17 @@ def keep(out: Path, job: Job, grade: NotebookGrade) -> None:
 
 def kept(out: Path, job: Job) -> NotebookGrade | None:
     """The job's grade kept by an earlier run, if its notebook file and tests are still what it was graded from."""
+    fingerprint = _fingerprint(job)
     try:
         record = json.loads(_kept_path(out, job).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        if record.get("fingerprint") != fingerprint:
+            return None
+        grade = record["grade"]
+        outcomes = [CaseOutcome(**{**o, "details": tuple(o["details"]), "mistakes": tuple(o.get("mistakes", ()))})
+                    for o in grade.pop("outcomes")]
+        return NotebookGrade(**grade, outcomes=outcomes)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # missing or damaged: graded again
         return None
-    if record.get("fingerprint") != _fingerprint(job):
-        return None
-    grade = record["grade"]
-    outcomes = [CaseOutcome(**{**o, "details": tuple(o["details"]), "mistakes": tuple(o.get("mistakes", ()))})
-                for o in grade.pop("outcomes")]
-    return NotebookGrade(**grade, outcomes=outcomes)
 
 
 def submitted_at(path: str | None) -> float | None:
@@ -85,7 +86,19 @@ def stored(student: str, notebooks: list[NotebookGrade], submitted: list[float |
          "cell_errors": g.cell_errors, "notes": g.notes} for g, at in zip(notebooks, submitted)]}
 
 
+OUTCOME = {"question": str, "hidden": bool, "points": files.NUMBER, "earned": files.NUMBER, "status": str, "message": str,
+           "details": [str], "mistakes?": [str]}
+RECORD = {"student": str, "notebooks": [{"notebook": str, "submitted": (*files.NUMBER, None), "outcomes": [OUTCOME],
+                                         "cell_errors": [str], "notes?": [str]}]}  # what `stored` writes
+
+
 def load_results(folder: Path) -> dict[str, dict]:
-    """Every stored student's results, by name, in name order."""
-    results = [json.loads(p.read_text(encoding="utf-8")) for p in folder.glob("*.json")]
-    return {r["student"]: r for r in sorted(results, key=lambda r: r["student"])}
+    """Every stored student's results, by name, in name order; files.BadFile names a file that is not a
+    results/<student>.json as `stored` writes it, or a second file of one student."""
+    results, where = {}, {}
+    for path in sorted(folder.glob("*.json")):
+        record = files.read(path, files.json_of(RECORD))
+        if record["student"] in where:
+            raise files.BadFile(f"{path}: holds the results of the student {where[record['student']]} holds already")
+        results[record["student"]], where[record["student"]] = record, path
+    return dict(sorted(results.items()))
