@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .interrupt import exit_code, raising_on_signals, stop_at_once
+from .interrupt import end_now, exit_code, raising_on_signals, stop_at_once
 
 if __name__ == "__main__":
     stop_at_once()  # a signal during the imports below (seconds) ends the program there: nothing is started yet
@@ -115,4 +115,7 @@ def _command(argv: list[str] | None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if code > 128:  # interrupted (exit_code): the judges are ended, every kept file is whole
+        end_now(code)
+    sys.exit(code)
