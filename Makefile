@@ -46,8 +46,8 @@ test: $(READY) system-packages hub-proxy-if-npm  ## the whole suite: unit tests,
 unit: $(READY)  ## the fast inner loop: unit tests only, no notebook kernel or browser (pytest -m unit, a worker per core)
 	$(BIN)/python -m pytest -m unit -n $(CORES)
 
-portability: $(READY)  ## nbval over every notebook natively and under every simulated CPU / thread count this CPU can run (tests/test_portability.py, ~15 min)
-	GPTLIB_PORTABILITY=all $(BIN)/python -m pytest -m portability tests/test_portability.py
+portability: $(READY)  ## nbval over every notebook natively and under every simulated CPU / thread count this CPU can run (tests/notebooks/test_portability.py, ~15 min)
+	GPTLIB_PORTABILITY=all $(BIN)/python -m pytest -m portability tests/notebooks/test_portability.py
 
 notebooks: $(LEARNER)  ## re-execute every notebook in place (after a change that alters outputs; no widget state: each explorer output carries its static copy)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False --ExecutePreprocessor.store_widget_state=False notebooks/[0-9]*.ipynb
@@ -74,7 +74,7 @@ hub: $(VENV)/.ready-course $(HUB_PROXY)  ## JupyterHub for a class on this machi
 	$(BIN)/jupyterhub -f course/hub/jupyterhub_config.py
 
 test-hub: $(READY) $(HUB_PROXY)  ## the hub test alone (make test runs it too): two users log in, spawn, run a checker, see only their files (~1 min)
-	$(BIN)/python -m pytest -p no:nbval -o addopts="" -q tests/test_course_hub.py
+	$(BIN)/python -m pytest -p no:nbval -o addopts="" -q tests/course/test_hub.py
 
 bench-grading: $(VENV)/.ready-course  ## the course kit's grading throughput on a synthetic class (every notebook, 10 students)
 	$(BIN)/python -m benchmarks.course_grading

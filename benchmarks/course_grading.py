@@ -5,7 +5,7 @@
     python -m benchmarks.course_grading --variants                      which hidden variants draw other points
 
 Half the class answers with gptlib's reference solutions, half with the typical mistakes of
-benchmarks/course_class.py; every notebook of every student goes through the full sandbox
+tests/support/course_class.py; every notebook of every student goes through the full sandbox
 and judge (gptlib_course), each submission in bubblewrap (--unconfined: without it, to measure what
 the confinement costs). Prints the CPU, the load average before and after, the rate, the peak
 resident memory of the largest process grading started (a judge, a sandbox's zygote, a submission),
@@ -40,8 +40,7 @@ from gptlib_course.jobs import load_tests
 from gptlib_course.judge import Limits
 from gptlib_course.questions import questions
 from gptlib_course.throughput import throughput
-
-from . import course_class
+from tests.support import course_class
 
 NOTEBOOKS = shipped_notebooks()
 

@@ -5,7 +5,7 @@
 The store is the project's synthetic class made larger, written directly as store records (OUT/grades/
 results/<student>.json, results.stored's shape; nothing is graded): every notebook of notebooks/ with its
 own questions, one public and one hidden case each, and for each question a few stable mistake identifiers taken
-from the checkers' declarations (tests/test_exercises_mistake_ids.py reads the same ones). Each student
+from the checkers' declarations (tests/checking/test_mistake_ids.py reads the same ones). Each student
 passes, makes one of those mistakes (the first ones more often), fails with none named, leaves the stub, or
 does not hand in, drawn from a fixed seed; submission times spread around a deadline. Times report.write (load
 the store, count, draw, write both pages and both CSVs), prints the median wall-clock and CPU seconds (on a

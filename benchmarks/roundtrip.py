@@ -7,7 +7,7 @@ every control of every explorer, in JupyterLab (notebooks 01, 04, 05, 10), in Vo
 page) and in the static book (`make book`, no kernel at all), it presses a key MOVES times and
 measures, in the page's own clock, from the keydown to the next frame the explorer draws (its
 root's data-frames attribute changes in the requestAnimationFrame callback that draws); see
-benchmarks/browser/jupyterlab_driver.frame_ms. The attention and stream explorers' texts are the
+tests/support/browser/jupyterlab_driver.frame_ms. The attention and stream explorers' texts are the
 controls the kernel must answer (it runs the model on the new text): they are timed to the frame
 drawn from the kernel's numbers, in JupyterLab and Voila. Also server start -> first explorer
 usable. It prints one table, the targets (a control the page answers: median <= 17 ms, one frame,
@@ -33,8 +33,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from .browser.jupyterlab_driver import frame_ms, live, open_and_run_all, open_notebook, run_cell, saved
-from .browser.servers import CHROMIUM, CHROMIUM_ARGS, free_port, lab_server, offline_context, serve, voila_server
+from tests.support.browser.jupyterlab_driver import frame_ms, live, open_and_run_all, open_notebook, run_cell, saved
+from tests.support.browser.servers import CHROMIUM, CHROMIUM_ARGS, free_port, lab_server, offline_context, serve, voila_server
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -22,6 +22,7 @@ import copy
 import torch
 from torch import nn
 
+from . import validation
 from .config import GPTConfig
 from .exercises.build_track.gpt import judge_gpt
 from .exercises.build_track.judging import TOL, output, random_weights, same
@@ -43,7 +44,8 @@ def adopt(model: nn.Module, config: GPTConfig, seed: int = 0) -> GPT:
             found = _read(copy.deepcopy(learner), sizes, seed)
             if (found["W_U"] is None) != config.tie_weights:
                 raise Wrong(f"config.tie_weights={config.tie_weights}, but your model "
-                            f"{'ties W_U to E' if found['W_U'] is None else 'has its own W_U'}: give a config that says so")
+                            f"{'ties W_U to E' if found['W_U'] is None else 'has its own W_U'}: give a config that says so",
+                            mistake="adopt-tying-differs")
             adopted = GPT(config)
             adopted.load_state_dict(found["weights"])
             _prove(adopted.eval(), learner, found["extra"], seed)
@@ -74,7 +76,8 @@ def _read(probe: nn.Module, sizes: dict, seed: int) -> dict:
         R = reference.reshape(-1).float()  # float32 entries in float64: exact both ways
         at = torch.searchsorted(values, R).clamp(max=len(values) - 1)
         if not torch.equal(values[at], R):
-            raise Wrong(f"{name} is not one of your model's entries rearranged (gptlib's GPT holds them as they are)")
+            raise Wrong(f"{name} is not one of your model's entries rearranged (gptlib's GPT holds them as they are)",
+                        mistake="adopt-entry-not-rearranged")
         weights[name] = own[order[at]].reshape(reference.shape)
     return parts | {"weights": weights}
 
@@ -113,10 +116,7 @@ def _check_arguments(model, config) -> None:
         p = dict(params)[odd[0]]
         raise ValueError(f"model's parameters must be float32 on the CPU (the course's); {odd[0]} is {p.dtype} on "
                          f"{p.device}: adopt a CPU float32 copy, adopt(copy.deepcopy(model).float().cpu(), config)")
-    broken = [n for n, p in params if not torch.isfinite(p).all()]
-    if broken:
-        raise ValueError(f"model's weights must be finite numbers; NaN or inf in: {', '.join(broken[:5])}"
-                         f"{' ...' if len(broken) > 5 else ''}")
+    validation.finite_weights(model)  # names the first NaN or inf weight
     if not any(config.V in p.shape for _, p in params if p.dim() == 2):
         sides = sorted({s for _, p in params if p.dim() == 2 for s in p.shape})
         raise ValueError(f"config.V={config.V} is not your model's vocabulary size: no matrix of it has a side of "
@@ -137,4 +137,4 @@ def _prove(adopted: GPT, learner: nn.Module, extra: list[str], seed: int) -> Non
             why = (f"; your model has terms the lecture's GPT has no place for, not all zero: {', '.join(extra)}"
                    if extra else "")
             raise Wrong(f"the adopted GPT's logits differ from yours by up to {gap:.2g} on ids of shape {(B, T)}, "
-                        f"more than the tolerance {TOL:g} x (1 + max |logit|){why}")
+                        f"more than the tolerance {TOL:g} x (1 + max |logit|){why}", mistake="adopt-logits-differ")

@@ -20,7 +20,7 @@ def make_deterministic(seed: int = 0, threads: int = 1) -> None:
 
     Small operations were bit-identical across thread counts on this kind of machine, large
     reductions were not, so notebooks pin `threads` as well as the seed. The environment variable
-    GPTLIB_NUM_THREADS overrides `threads`: the portability check (tests/test_portability.py) uses it to
+    GPTLIB_NUM_THREADS overrides `threads`: the portability check (tests/notebooks/test_portability.py) uses it to
     run every notebook at other thread counts, whose outputs must match too.
 
     Every argument is checked before anything changes: seed an integer in [0, 2^64 - 1], threads

@@ -22,6 +22,7 @@ def next_token_probabilities(model: GPT, ids: torch.Tensor, temperature: float =
     """
     ids = validation.token_ids(ids, model.config.V, dims=(1,), name="ids")
     temperature = validation.real("temperature", temperature, above=0)
+    validation.finite_weights(model)
     return _next_token_probabilities(model, ids, temperature)
 
 
@@ -41,14 +42,15 @@ def sample(model: GPT, prompt: torch.Tensor, new_tokens: int, temperature: float
 
     The prompt may be longer than T_max (the model sees its last T_max ids). Pass a seeded
     torch.Generator for a reproducible sample. Every argument is checked before the first
-    step, also when new_tokens is 0, and the model's train/eval mode is restored even when
-    a call fails.
+    step, also when new_tokens is 0 (a NaN or inf weight is refused and named), and the model's
+    train/eval mode is restored even when a call fails.
     """
     prompt = validation.token_ids(prompt, model.config.V, dims=(1,), name="prompt")
     new_tokens = validation.integer("new_tokens", new_tokens, at_least=0)
     temperature = validation.real("temperature", temperature, above=0)
     if generator is not None and not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    validation.finite_weights(model)  # once a sample: the fused kernel can give finite logits for a NaN weight
     ids = prompt.clone()
     with eval_mode(model):
         for _ in range(new_tokens):

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, data
+from tests.support.once import once_per_run
 
 SMALL = GPTConfig(V=65, T_max=16, d=32, H=2, L=2)
 
@@ -86,7 +87,8 @@ def one_thread():
 
 @pytest.fixture(scope="session")
 def book_html(tmp_path_factory):
-    """The static book (tools/build_book.py), built once per test session; yields its html folder."""
+    """The static book (tools/build_book.py), built once per test run (tests/notebooks/test_book_build.py and
+    tests/browser/test_book_in_browser.py read it, on whichever workers); yields its html folder."""
     from tools.build_book import build
 
-    return build(tmp_path_factory.mktemp("book"))
+    return once_per_run(tmp_path_factory, "book", build)

@@ -195,7 +195,7 @@ BAD = {
     "config not a GPTConfig": (lambda: S.GPT(**SIZES), dict(SIZES), TypeError, "config must be a GPTConfig"),
     "post-norm config": (lambda: S.GPT(**SIZES), CONFIG.replace(norm="post"), ValueError, "norm='pre'"),
     "wrong vocabulary size": (lambda: S.GPT(**SIZES), CONFIG.replace(V=65), ValueError, "config.V=65 is not"),
-    "NaN weights": (with_nan, CONFIG, ValueError, "finite numbers; NaN or inf in: blocks.1.mlp.W_2"),
+    "NaN weights": (with_nan, CONFIG, ValueError, "model's weights must be finite, got 1 NaN or inf values in blocks.1.mlp.W_2"),
     "float64": (lambda: S.GPT(**SIZES).double(), CONFIG, ValueError, "float32 on the CPU"),
     "another device": (lambda: S.GPT(**SIZES).to("meta"), CONFIG, ValueError,
                        "float32 on the CPU (the course's); E is torch.float32 on meta"),

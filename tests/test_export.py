@@ -68,6 +68,7 @@ def test_without_transformer_lens_the_call_says_how_to_install_it():
         to_transformer_lens(scrambled_model(CONFIG))
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_without_transformers_the_call_names_the_export_extra():
     # a fresh interpreter in which `import transformers` fails, as where the package is not installed
     code = ("import sys; sys.modules['transformers'] = None\n"
@@ -87,3 +88,13 @@ def test_without_transformers_the_call_names_the_export_extra():
 def test_what_cannot_be_exported_is_refused_by_name(call, gpt, error, rule):
     with pytest.raises(error, match=rule):
         call(gpt())
+
+
+@pytest.mark.parametrize("call", [to_huggingface, to_transformer_lens])
+def test_a_non_finite_weight_is_refused_by_name_before_anything_is_built(call):
+    """The fused kernel gives finite logits for a NaN query weight and the peer's path NaN ones: neither is exported."""
+    gpt = GPT(CONFIG)
+    with torch.no_grad():
+        gpt.blocks[0].attn.W_Q[0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"^gpt's weights must be finite, got 1 NaN or inf values in blocks.0.attn.W_Q$"):
+        call(gpt)

@@ -87,12 +87,27 @@ def test_bad_arguments_are_refused_before_any_step(model, kwargs, rule, training
 
 
 def test_a_failure_during_sampling_restores_the_mode(model):
-    """NaN weights make the logits NaN mid-call: one clear error, and the model is still in train mode."""
+    """Finite weights whose products overflow float32 (1e30 x 1e30) make the logits inf or NaN mid-call:
+    one clear error, and the model is still in train mode."""
     with torch.no_grad():
-        model.W_U[0, 0] = float("nan")
+        model.ln_f.gamma.fill_(1e30)
+        model.W_U.fill_(1e30)
     model.train()
     with pytest.raises(ValueError, match="the model's logits are not finite"):
         sample(model, data.encode("To be"), 3)
+    assert model.training
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_non_finite_weight_is_refused_by_name_before_the_first_step(model, value):
+    """The fused attention kernel gives finite logits for a NaN query weight: only the weights tell."""
+    with torch.no_grad():
+        model.blocks[0].attn.W_Q[0, 0, 0] = value
+    model.train()
+    words = r"^model's weights must be finite, got 1 NaN or inf values in blocks.0.attn.W_Q$"
+    for call in (lambda: sample(model, data.encode("To be"), 0), lambda: next_token_probabilities(model, data.encode("To"))):
+        with pytest.raises(ValueError, match=words):
+            call()
     assert model.training
 
 

@@ -33,7 +33,7 @@ import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MINIMUM_PYTHON = (3, 11)  # pyproject.toml's requires-python (tests/test_ensure_env.py keeps them equal)
+MINIMUM_PYTHON = (3, 11)  # pyproject.toml's requires-python (tests/project/test_ensure_env.py keeps them equal)
 EXTRAS = ("notebooks", "app", "book", "course", "test")
 WITH_COURSE_KIT = ("course", "test")  # the extras that also install course/ (a package of its own: gptlib_course)
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"

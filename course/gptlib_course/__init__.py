@@ -21,5 +21,5 @@ student's kernel imports it. Nothing of this package is: the hidden tests never 
 (`assign` writes them only into the instructor's folder), and a submission's sandbox holds gptlib
 and, of this package, only the package `inside` (the zygote, the submission's half of a module's
 mirror), which imports nothing else of it. This package imports gptlib; gptlib never imports it
-(tests/test_architecture.py).
+(tests/project/test_architecture.py).
 """

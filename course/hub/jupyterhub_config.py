@@ -15,7 +15,7 @@ overwrites their work. Settings from the environment:
     GPTLIB_HUB_PASSWORD   test mode: the password every user logs in with
     GPTLIB_HUB_API_TOKEN  test mode: a token for the admin service "course-test" (tests drive the hub with it)
 
-Test mode (tests/test_course_hub.py) uses JupyterHub's DummyAuthenticator (one shared password)
+Test mode (tests/course/test_hub.py) uses JupyterHub's DummyAuthenticator (one shared password)
 and SimpleLocalProcessSpawner (servers run as the hub's own Unix user, homes under
 GPTLIB_HUB_DATA/homes): each user's server sees only their own folder, but that is the server's
 root, not an operating-system boundary. For a real class on one machine keep the defaults: PAM

@@ -14,7 +14,7 @@ model's own forward pass.
     decomposition   the stream as a sum of writes; the logits by write; the logit lens (Remark 3.4)
     patching        ablation and activation patching, head by head (beyond the lecture)
 
-The layer rule (ARCHITECTURE.md, tests/test_architecture.py): these modules import gptlib's config
+The layer rule (ARCHITECTURE.md, tests/project/test_architecture.py): these modules import gptlib's config
 layer (config, validation), the model and the plumbing beside it (data, reproducibility, ...) and
 each other, never gptlib.viz, gptlib.exercises or matplotlib. Importing this package imports none
 of them.

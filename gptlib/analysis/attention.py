@@ -27,7 +27,7 @@ import torch
 from .. import validation
 from ..config import GPTConfig
 from ..model import GPT, MultiHeadAttention
-from .cache import Cache
+from .cache import Cache, reads_model
 
 
 def _check_head(attn: MultiHeadAttention, h: int) -> int:
@@ -80,6 +80,7 @@ def scores(attn: MultiHeadAttention, X: torch.Tensor) -> torch.Tensor:
 FORWARD_SCORES_TOLERANCE = 1e-5
 
 
+@reads_model
 @torch.no_grad()
 def forward_scores(model: GPT, cache: Cache, l: int) -> torch.Tensor:
     """S^h for every head of layer l, as that layer's attention computed them in the cached pass: (B, H, T, T).
@@ -125,8 +126,7 @@ def numerical_rank(M: torch.Tensor, rtol: float | None = None) -> NumericalRank:
         raise ValueError("M must be a 2-D floating-point tensor")
     if rtol is None:
         rtol = max(M.shape) * torch.finfo(M.dtype).eps
-    if not rtol >= 0:
-        raise ValueError(f"rtol must be >= 0, got {rtol!r}")
+    rtol = validation.real("rtol", rtol, at_least=0)  # NaN or inf would count every singular value as 0
     sigma = torch.linalg.svdvals(M.detach())  # descending
     tolerance = float(sigma[0]) * rtol if sigma.numel() else 0.0
     return NumericalRank(sigma, tolerance, int((sigma > tolerance).sum()))
@@ -146,6 +146,7 @@ class HeadRanks:
     spread_W_QK: float  # sigma_1 / sigma_{d_head} of W_QK^h
 
 
+@reads_model
 @torch.no_grad()
 def head_ranks(model: GPT, cache: Cache) -> list[HeadRanks]:
     """HeadRanks for every head of every layer; S^h is the one the cached forward pass computed (forward_scores)."""
@@ -174,6 +175,7 @@ def format_head_ranks(rows: list[HeadRanks], d_head: int) -> str:
 
 def random_invertible(n: int, generator: torch.Generator | None = None) -> torch.Tensor:
     """A random well-conditioned invertible n x n matrix: Q diag(s) with Q orthogonal, s in [0.5, 2]."""
+    n = validation.integer("n", n, at_least=1)
     Q, _ = torch.linalg.qr(torch.randn(n, n, generator=generator, dtype=torch.float64))
     s = 0.5 + 1.5 * torch.rand(n, generator=generator, dtype=torch.float64)
     return (Q * s).float()  # (n, n)
@@ -186,6 +188,7 @@ def _inverse(R: torch.Tensor, d_head: int, name: str) -> torch.Tensor:
     return torch.linalg.inv(R.double()).to(R.dtype)
 
 
+@reads_model
 @torch.no_grad()
 def gauge_transform(
     model: GPT, layer: int, h: int, R_qk: torch.Tensor | None = None, R_ov: torch.Tensor | None = None
@@ -258,6 +261,7 @@ def head_budget_comparison(config: GPTConfig, T: int = 8) -> list[HeadBudget]:
 
     Both modules are built fresh in float64 (seeded by the caller) and run on a random (1, T, d) input.
     """
+    T = validation.integer("T", T, at_least=1)
     rows = []
     for H in (1, config.H):
         attn = MultiHeadAttention(config.replace(H=H)).double()  # float64: a d x d product is ill-conditioned

@@ -15,6 +15,14 @@ shape_table(rows) writes such a trace as text, one line per (symbol, tensor, mea
 The model computes nothing for the cache: `recording(model, into)` registers a torch forward hook on
 each module of model.intermediates() (the blocks' LayerNorms, attentions and MLPs, and the hook points
 X^(l), Y^(l), A^h, Z) that files its output under the intermediate's name, and removes them afterwards.
+
+Every public function of gptlib.analysis that reads a model's weights is decorated with `reads_model`:
+its first argument must be a gptlib GPT whose weights are all finite (validation.finite_weights names
+the first NaN or inf weight), checked once on entry. The model's own forward (GPT.forward, the training
+path) does not scan its weights: the training loop checks them itself, and on a NaN weight the fused
+attention kernel and the explicit path (A^h formed, as run_with_cache) can give two different answers
+(one NaN query weight: finite logits from the kernel, NaN ones from the explicit path), so no analysis
+picks one.
 """
 
 from __future__ import annotations
@@ -87,6 +95,25 @@ class Cache:
         return self.tensors["Z"]
 
 
+def screened(model) -> GPT:
+    """model itself, if an analysis can read it: a gptlib GPT whose weights are all finite (a NaN or inf
+    weight is refused, naming the first such weight: validation.finite_weights)."""
+    if not isinstance(model, GPT):
+        raise ValueError(f"model must be a gptlib GPT, got {type(model).__name__}")
+    return validation.finite_weights(model)
+
+
+def reads_model(fn):
+    """fn, its first argument `model` screened (screened) before fn runs: the one guard of every analysis
+    that reads a model's weights."""
+
+    @functools.wraps(fn)
+    def reading(model, *args, **kwargs):
+        return fn(screened(model), *args, **kwargs)
+
+    return reading
+
+
 def _file(into: dict, key: str, module, inputs, output: torch.Tensor) -> None:
     into[key] = output
 
@@ -108,6 +135,7 @@ def recording(module, into: dict) -> Iterator[dict]:
             handle.remove()
 
 
+@reads_model
 def run_with_cache(model: GPT, idx: torch.Tensor) -> tuple[torch.Tensor, Cache]:
     """One forward pass with every A^h formed (attention_matrices_formed); returns the logits and the Cache.
 

@@ -13,8 +13,10 @@ import torch
 
 from .. import validation
 from ..model import GPT
+from .cache import reads_model
 
 
+@reads_model
 @torch.no_grad()
 def perturbation_map(model: GPT, idx: torch.Tensor, shift: int = 1) -> torch.Tensor:
     """M[t, s] = max_v |Z_{t,v}(x with x_s replaced) - Z_{t,v}(x)|, shape (T, T).
@@ -44,6 +46,7 @@ def change_map(Z: torch.Tensor) -> torch.Tensor:
     return change.T  # (T, T): [t, s]
 
 
+@reads_model
 def gradient_map(model: GPT, idx: torch.Tensor) -> torch.Tensor:
     """M[t, s] = || dZ_t / dX^(0)_s ||_F, the Jacobian block of logits row t w.r.t. embedding row s.
 

@@ -21,6 +21,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from .. import validation
 from ..config import GPTConfig
 from ..model import GPT, MultiHeadAttention, attention_matrices_formed
+from .cache import reads_model
 from .counting import theorem_5_2
 
 MULTIPLY_ADD_FLOPS = 2
@@ -145,7 +146,7 @@ def six_n_rule_error(config: GPTConfig, T: int) -> float:
     """Relative error of the 6N rule against the exact FLOPs of a training step at length T.
 
     The exact count is training_flops, Section 6's closed form, which equals FlopCounterMode's
-    count to the FLOP (tests/test_cost.py measures both); the closed form is instant where a
+    count to the FLOP (tests/analysis/test_cost.py measures both); the closed form is instant where a
     measurement on the meta device takes about 0.2 s.
     """
     return training_flops(config, T) / six_n_rule(config, T) - 1
@@ -162,6 +163,7 @@ class TokenTimes:
     slowest: tuple[float, ...]
 
 
+@reads_model
 def seconds_per_token(model: GPT, T_values, tokens: int = 1024, rounds: int = 7) -> TokenTimes:
     """Wall time per token of one no-grad forward (the fused path) on `tokens` tokens, as tokens // T sequences of
     length T, for every T in T_values. Every T is called once to warm up, then timed once per round, the T values

@@ -38,8 +38,10 @@ the rule, before any work is done:
     write (B, T, d);
   - `writes` that are not a StreamWrites of the model's width d and dtype with one label per write
     (which labels is not checked: notebook 10 reads a decomposition broken on purpose);
-  - `scale` that is not a floating-point tensor broadcastable to (B, T, 1);
-  - position, token and against outside [0, T) and [0, V).
+  - `scale` that is not a floating-point tensor broadcastable to (B, T, 1), or holds an entry that is
+    NaN, inf, 0 or negative (LN_f's s = sqrt(sigma^2 + eps) is never one of them);
+  - row, position, token and against outside [0, B), [0, T) and [0, V) (a negative one is not read
+    from the end), and `pieces` and `Z` of two different runs (attribution_from).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ import torch.nn.functional as F
 from .. import validation
 from ..model import GPT, eval_mode
 from .attention import head_contributions
-from .cache import run_with_cache
+from .cache import run_with_cache, screened
 
 
 def head_label(l: int, h: int) -> str:
@@ -92,12 +94,11 @@ class StreamWrites:
 
 def check_model(model) -> GPT:
     """model itself, if the readers can read it: a pre-norm gptlib GPT whose weights are all finite."""
-    if not isinstance(model, GPT):
-        raise ValueError(f"model must be a gptlib GPT, got {type(model).__name__}")
+    model = screened(model)
     if model.config.norm != "pre":
         raise ValueError("the stream is a sum of writes only in a pre-norm GPT (Definition 3.1); "
                          "a post-norm block rescales the whole stream after each write (Aside 3.5)")
-    return validation.finite_weights(model)
+    return model
 
 
 def _batch_of_ids(model: GPT, idx, name: str = "idx") -> torch.Tensor:
@@ -223,12 +224,18 @@ def _checked_writes(model: GPT, writes) -> StreamWrites:
 
 
 def _checked_scale(scale, B: int, T: int) -> torch.Tensor:
-    """scale itself, if it can stand for LN_f's s (B, T, 1): a floating-point tensor that broadcasts to it."""
+    """scale itself, if it can stand for LN_f's s (B, T, 1): a floating-point tensor that broadcasts to it,
+    every entry finite and > 0 (s = sqrt(sigma^2 + eps) is never 0: dividing by it must mean something)."""
     rule = f"scale must be LN_f's s, a floating-point tensor broadcastable to (B, T, 1) = {(B, T, 1)}"
     if isinstance(scale, torch.Tensor) and not scale.dtype.is_floating_point:
         raise ValueError(f"{rule}, got dtype {scale.dtype}")
     if not isinstance(scale, torch.Tensor) or not _broadcasts(scale, (B, T, 1)):
         raise ValueError(f"{rule}, got {_shape_of(scale)}")
+    bad = ~(torch.isfinite(scale) & (scale > 0))  # NaN, inf, 0 and negative entries
+    if bad.any():
+        where = tuple(bad.nonzero()[0].tolist())
+        raise ValueError(f"scale (LN_f's s) must be finite and > 0 in every entry, got {scale[where].item()} "
+                         f"at {where}")
     return scale
 
 
@@ -257,8 +264,8 @@ class Attribution:
         return self.values[self.labels.index(label)].item()
 
 
-def _position_and_tokens(model: GPT, idx: torch.Tensor, position, token, against):
-    T, V = idx.shape[-1], model.config.V
+def _position_and_tokens(T: int, V: int, position, token, against):
+    """position in [0, T), token and against (or None) in [0, V), as ints."""
     position = validation.integer("position", position, at_least=0, at_most=T - 1)
     token = validation.integer("token", token, at_least=0, at_most=V - 1)
     if against is not None:
@@ -268,7 +275,19 @@ def _position_and_tokens(model: GPT, idx: torch.Tensor, position, token, against
 
 def attribution_from(pieces: LogitPieces, Z: torch.Tensor, position: int, token: int,
                      against: int | None = None, row: int = 0) -> Attribution:
-    """The direct contributions at (row, position) to logit `token`, or to logit token - logit against."""
+    """The direct contributions at (row, position) to logit `token`, or to logit token - logit against.
+
+    pieces: a LogitPieces (n, B, T, V); Z: logits (B, T, V) of the same run; row in [0, B), position
+    in [0, T), token and against in [0, V) (no negative index counts from the end).
+    """
+    if not isinstance(pieces, LogitPieces):
+        raise ValueError(f"pieces must be a LogitPieces (decomposition.logit_pieces), got {type(pieces).__name__}")
+    n, B, T, V = pieces.direct.shape
+    if not isinstance(Z, torch.Tensor) or tuple(Z.shape) != (B, T, V):
+        raise ValueError(f"Z must be the run's logits of shape (B, T, V) = {(B, T, V)}, got {_shape_of(Z)}")
+    row = validation.integer("row", row, at_least=0, at_most=B - 1)
+    position, token, against = _position_and_tokens(T, V, position, token, against)
+
     def at(t: torch.Tensor) -> torch.Tensor:  # (..., V) -> (...)
         return t[..., token] - (t[..., against] if against is not None else 0)
 
@@ -284,7 +303,7 @@ def direct_logit_attribution(model: GPT, idx, position: int, token: int, against
     idx = model.check_tokens(idx, name="idx")
     if idx.dim() != 1:
         raise ValueError(f"idx must be one sequence of token ids (T,), got shape {tuple(idx.shape)}")
-    position, token, against = _position_and_tokens(model, idx, position, token, against)
+    position, token, against = _position_and_tokens(idx.shape[-1], model.config.V, position, token, against)
     writes = stream_writes(model, idx)
     with eval_mode(model):
         Z = model(idx.unsqueeze(0))  # (1, T, V)

@@ -24,7 +24,7 @@ from .. import validation
 from ..config import GPTConfig
 from ..model import GPT
 from .attention import W_OV, W_QK
-from .cache import run_with_cache
+from .cache import reads_model, run_with_cache
 
 INDUCTION_CONFIG = GPTConfig(V=65, T_max=64, d=64, H=4, L=2, attn_only=True)
 """The two-layer attention-only model of the induction task (vocabulary: the course's 65 characters)."""
@@ -35,7 +35,8 @@ INDUCTION_EVAL_SEQUENCES = 256  # rows of the fixed evaluation batch
 
 def repeated_random_tokens(B: int, n: int, V: int, generator: torch.Generator) -> torch.Tensor:
     """B sequences of n uniform random token ids followed by the same n again: (B, 2n)."""
-    if n < 2:
+    B, V = validation.integer("B", B, at_least=1), validation.integer("V", V, at_least=1)
+    if validation.integer("n", n) < 2:
         raise ValueError(f"need n >= 2 tokens to repeat, got n={n}")
     first = torch.randint(V, (B, n), generator=generator)  # (B, n)
     return torch.cat([first, first], dim=1)  # (B, 2n)
@@ -55,7 +56,8 @@ def training_batch(B: int, T: int, V: int, generator: torch.Generator) -> tuple[
     circuit (find the earlier occurrence of the current token, copy its successor) predicts
     every repeat. Periodic rows make most positions predictable, a strong training signal.
     """
-    if T < 8:
+    B, V = validation.integer("B", B, at_least=1), validation.integer("V", V, at_least=1)
+    if validation.integer("T", T) < 8:
         raise ValueError(f"need T >= 8 for repeated segments of length >= 4, got T={T}")
     segments = torch.randint(V, (B, T // 2), generator=generator)  # (B, T // 2)
     lengths = torch.randint(4, T // 2 + 1, (B,), generator=generator)  # (B,)
@@ -76,6 +78,7 @@ def _copy_length(model: GPT, tokens: torch.Tensor) -> int:
     return n
 
 
+@reads_model
 @torch.no_grad()
 def half_losses(model: GPT, tokens: torch.Tensor) -> tuple[float, float]:
     """Mean next-token loss on the first and on the second copy of repeated sequences (B, 2n).
@@ -98,6 +101,7 @@ def previous_token_scores(A: torch.Tensor) -> torch.Tensor:
     return previous.mean(dim=(*range(previous.dim() - 2), -1))  # (H,)
 
 
+@reads_model
 @torch.no_grad()
 def head_scores(model: GPT, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Previous-token and induction scores (L, H) of every head on repeated sequences (B, 2n).
@@ -115,6 +119,7 @@ def head_scores(model: GPT, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.T
     return torch.stack(previous), torch.stack(induction)
 
 
+@reads_model
 @torch.no_grad()
 def full_ov_eigenvalues(model: GPT, layer: int, head: int) -> torch.Tensor:
     """Eigenvalues (V,) complex of E W_OV^h W_U, the token-to-logit map of a head (LayerNorms left out).
@@ -122,12 +127,14 @@ def full_ov_eigenvalues(model: GPT, layer: int, head: int) -> torch.Tensor:
     The matrix has rank at most d_head, so at most d_head eigenvalues are nonzero; the rest
     are zero up to rounding, with arbitrary signs.
     """
+    layer = validation.integer("layer", layer, at_least=0, at_most=model.config.L - 1)
     circuit = model.E @ W_OV(model.blocks[layer].attn, head) @ model.unembedding  # (V, V)
     return torch.linalg.eigvals(circuit.double())
 
 
 def significant(eigenvalues: torch.Tensor, rtol: float = 1e-3) -> torch.Tensor:
     """The eigenvalues with |lambda| > rtol * max |lambda| (drops the rounding-level zeros of a low-rank map)."""
+    rtol = validation.real("rtol", rtol, at_least=0)  # NaN would keep none
     magnitudes = eigenvalues.abs()
     return eigenvalues[magnitudes > rtol * magnitudes.max()]
 
@@ -142,9 +149,12 @@ def copying_score(eigenvalues: torch.Tensor) -> float:
     return (eigenvalues.sum().real / eigenvalues.abs().sum()).item()
 
 
+@reads_model
 @torch.no_grad()
 def k_composition(model: GPT, reader_layer: int = 1, writer_layer: int = 0) -> torch.Tensor:
     """K-composition scores (H_reader, H_writer): ||W_QK^b (W_OV^a)^T||_F / (||W_QK^b||_F ||W_OV^a||_F)."""
+    writer_layer, reader_layer = (validation.integer(name, layer) for name, layer in
+                                  (("writer_layer", writer_layer), ("reader_layer", reader_layer)))
     if not 0 <= writer_layer < reader_layer < model.config.L:
         raise ValueError(f"need 0 <= writer_layer < reader_layer < L={model.config.L}, "
                          f"got writer {writer_layer}, reader {reader_layer}")

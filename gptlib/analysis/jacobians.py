@@ -22,7 +22,7 @@ from ..config import GPTConfig
 from ..data import encode
 from ..model import GPT, AttentionOnlyBlock, Block, attention_matrices_formed, next_token_loss
 from ..reproducibility import seeded
-from .cache import recording, run_with_cache
+from .cache import reads_model, recording, run_with_cache
 
 
 def jacobian_of(fn, X: torch.Tensor) -> torch.Tensor:
@@ -47,6 +47,7 @@ def finite_difference_jacobian(fn, X: torch.Tensor, h: float = 1e-6) -> torch.Te
     Column j is (fn(X + h e_j) - fn(X - h e_j)) / 2h, all 2 T d shifted copies in one batch; a
     (T d, T d) matrix, vec row by row. In float64 its error is far below 1e-6 for gptlib's blocks.
     """
+    h = validation.real("h", h, above=0)  # h = 0 divides 0 by 0
     T, d = X.shape
     shifts = h * torch.eye(T * d, dtype=X.dtype).reshape(T * d, T, d)  # (T d, T, d): h e_j as a sequence
     with torch.no_grad():
@@ -135,6 +136,7 @@ def product_of_jacobians(jacobians: list[torch.Tensor]) -> torch.Tensor:
     return product
 
 
+@reads_model
 def layer_gradient_norms(model: GPT, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """||d loss / d X^(l)|| for l = 0..L (Frobenius over positions and features): shape (L + 1,).
 

@@ -22,7 +22,7 @@ from .. import validation
 from ..config import COURSE_CONFIG, GPTConfig
 from ..model import GPT
 from ..reproducibility import seeded
-from .cache import Cache, run_with_cache
+from .cache import Cache, reads_model, run_with_cache
 
 
 def _row_norms(X: torch.Tensor) -> torch.Tensor:
@@ -40,6 +40,7 @@ def cosine_to_initial(cache: Cache) -> torch.Tensor:
     return torch.stack([F.cosine_similarity(cache.X(l), X0, dim=-1).mean() for l in range(cache.n_layers + 1)])
 
 
+@reads_model
 def injected_direction_readout(
     model: GPT, idx: torch.Tensor, directions: torch.Tensor, after_block: int = 0
 ) -> torch.Tensor:
@@ -52,9 +53,10 @@ def injected_direction_readout(
     the identity path of a pre-norm block carries it unchanged.
     """
     L = model.config.L
-    if not 0 <= after_block < L:
-        raise ValueError(f"after_block must lie in [0, L) = [0, {L}), got {after_block}")
+    after_block = validation.integer("after_block", after_block, at_least=0, at_most=L - 1)
     d = model.config.d
+    if not isinstance(directions, torch.Tensor) or not directions.dtype.is_floating_point:
+        raise ValueError(f"directions must be a floating-point torch.Tensor (d,) or (n, d), got {type(directions).__name__}")
     if directions.dim() not in (1, 2) or directions.shape[-1] != d:
         raise ValueError(f"directions must be one w (d,) or n of them (n, d), d = {d}; got shape {tuple(directions.shape)}")
     W = directions.reshape(-1, d)  # (n, d)
@@ -101,6 +103,8 @@ def rk4_flow(F, X0: torch.Tensor, t: float, steps: int) -> torch.Tensor:
 
 def random_directions(n: int, d: int, seed: int = 0) -> torch.Tensor:
     """n unit vectors in R^d drawn uniformly (normalized Gaussians), float64: shape (n, d)."""
+    n, d = validation.integer("n", n, at_least=1), validation.integer("d", d, at_least=1)
+    seed = validation.seed("seed", seed)
     W = torch.randn(n, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
     return W / torch.linalg.vector_norm(W, dim=1, keepdim=True)
 
@@ -123,6 +127,10 @@ def superposition_readout(W: torch.Tensor, ks, trials: int = 200, seed: int = 0)
     is exact to rounding when the n directions are independent (n <= d), and fails when n > d:
     d coordinates carry at most d independent values.
     """
+    if not isinstance(W, torch.Tensor) or W.dim() != 2 or not W.dtype.is_floating_point or 0 in W.shape:
+        raise ValueError(f"W must be n >= 1 feature directions (n, d), a floating-point tensor, got "
+                         f"{tuple(W.shape) if isinstance(W, torch.Tensor) else type(W).__name__}")
+    seed = validation.seed("seed", seed)
     n, d = W.shape
     if not isinstance(ks, (list, tuple, range)):
         raise ValueError(f"ks must be a list, tuple or range of k values, e.g. (1, 4), got {ks!r}")
@@ -175,6 +183,7 @@ class BlockDropLosses:
     dropped: torch.Tensor  # (L,): dropped[l] - base is what block l is worth
 
 
+@reads_model
 @torch.no_grad()
 def block_drop_losses(model: GPT, idx: torch.Tensor, targets: torch.Tensor) -> BlockDropLosses:
     """Empirical aside 3.5: the mean cross-entropy with all blocks, and with block l dropped (X^(l+1) = X^(l)).
@@ -212,6 +221,7 @@ def residual_write_variance(
     global random generator is left as it was.
     """
     config = base.replace(L=L)
+    B, seed = validation.integer("B", B, at_least=1), validation.seed("seed", seed)
     with seeded(seed):
         model = GPT(config).eval()
         if not scaled:
@@ -234,6 +244,7 @@ def residual_write_variance(
 
 def initial_loss_gap(config: GPTConfig = COURSE_CONFIG, B: int = 8, seed: int = 0) -> tuple[float, float]:
     """(loss of a freshly initialized model on random tokens, ln V): Project aside 5.2's 'near ln 65'."""
+    B, seed = validation.integer("B", B, at_least=1), validation.seed("seed", seed)
     with seeded(seed):
         model = GPT(config).eval()
         idx = torch.randint(0, config.V, (B, config.T_max))

@@ -10,8 +10,8 @@ variable the checkers read. The offset is the secret of a hidden test (written o
 instructor's autograder folder). A checker that fixes its points by hand (a list of shapes or
 configurations) asks, in a hidden variant, at those points and at others drawn from the offset
 (`exercises.variants.variant_points`): so every typical mistake the public points tell from the right
-answer fails the hidden case too, whatever the offset (tests/test_course_hidden_variants.py tries
-each checker's mistakes over many offsets; tests/test_course_assign.py that the points move).
+answer fails the hidden case too, whatever the offset (tests/course/test_hidden_variants.py tries
+each checker's mistakes over many offsets; tests/course/test_assign.py that the points move).
 """
 
 from __future__ import annotations

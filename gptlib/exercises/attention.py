@@ -82,7 +82,7 @@ def check_factor_pair_dimension(dimension) -> tuple[str, list[str]]:
     details = [f"(d, d_head) = ({d}, {k}): yours {answers[(d, k)]}, measured {truths[(d, k)]}"]
     named = name_mistake(answers, FACTOR_MISTAKES)
     raise Wrong(named + "." if named else f"wrong on {len(wrong)} of {len(shapes)} shapes: "
-                "which matrices R keep W_Q R (W_K R^-T)^T = W_QK?", details)
+                "which matrices R keep W_Q R (W_K R^-T)^T = W_QK?", details, mistake=None)
 
 
 def _random_attention(d: int, H: int, seed: int) -> MultiHeadAttention:
@@ -128,7 +128,7 @@ def _as_circuit_pair(answer, d: int, h: int) -> tuple[torch.Tensor, torch.Tensor
     if isinstance(answer, (torch.Tensor, np.ndarray)) and tuple(answer.shape) == (2, d, d):
         answer = tuple(answer)
     if not isinstance(answer, (tuple, list)) or len(answer) != 2:
-        raise Wrong(f"expected a pair (W_QK, W_OV), got {type(answer).__name__}")
+        raise Wrong(f"expected a pair (W_QK, W_OV), got {type(answer).__name__}", mistake="circuits-not-a-pair")
     return tuple(as_matrix(M, (d, d), f"your {name} for head {h}") for M, name in zip(answer, ("W_QK", "W_OV")))
 
 
@@ -164,7 +164,8 @@ def check_head_circuits(head_circuits) -> tuple[str, list[str]]:
             if not all(close(ones[(attn, h)], truths[h][i], RTOL, RTOL) for h in truths):
                 problems.append(_name_circuit_mistake(name, ones, {h: t[i] for h, t in truths.items()}, mistakes, attn))
     if problems:
-        raise Wrong("; ".join(problems) + ".", [f"(d, H) = ({d}, {attn.H}); compared with relative tolerance {RTOL:g}"])
+        raise Wrong("; ".join(problems) + ".", [f"(d, H) = ({d}, {attn.H}); compared with relative tolerance {RTOL:g}"],
+                    mistake="circuits-differ")
     return f"W_QK^h and W_OV^h equal gptlib.analysis.attention' for all {attn.H} heads (relative tolerance {RTOL:g}).", []
 
 
@@ -248,11 +249,11 @@ def check_rank_bounds(rank_bounds) -> tuple[str, list[str]]:
         details = [f"(d, H, T) = {shape}: yours {got}, random heads reach {truth}"]
         named = name_mistake(answers, RANK_MISTAKES)
         if named:
-            raise Wrong(named + ".", details)
+            raise Wrong(named + ".", details, mistake=None)
         problems = [f"your bound on rank {n} is violated: a random head has rank {t} > {g}" if g < t else
                     f"your bound on rank {n} holds but is not tight: random heads reach only {t}"
                     for n, g, t in zip(names, got, truth) if g != t]
-        raise Wrong("; ".join(problems) + ".", details)
+        raise Wrong("; ".join(problems) + ".", details, mistake="rank-bound-wrong")
     return f"valid and tight on all {len(shapes)} shapes (d, H, T): random heads reach each bound exactly.", [
         "rank W_QK^h, W_OV^h <= d_head; rank S^h <= min(T, d_head)"
     ]

@@ -73,12 +73,14 @@ def logits(model, idx: torch.Tensor, V: int | None) -> torch.Tensor:
     if isinstance(Z, (tuple, list)) and Z:
         Z = Z[0]
     if not isinstance(Z, torch.Tensor) or not Z.is_floating_point():
-        raise Wrong(f"your model returned {type(Z).__name__}, not a floating tensor of logits (B, T, V)")
+        raise Wrong(f"your model returned {type(Z).__name__}, not a floating tensor of logits (B, T, V)",
+                    mistake="logits-not-a-tensor")
     B, T = idx.shape
     if Z.dim() != 3 or tuple(Z.shape[:2]) != (B, T) or (V is not None and Z.shape[2] != V):
         want = f"({B}, {T}, {V if V is not None else 'V'})"
         hint = " (one row per position is needed, not only the last one)" if Z.dim() == 3 and Z.shape[1] == 1 else ""
-        raise Wrong(f"for token ids of shape {(B, T)} your model returned shape {tuple(Z.shape)}, expected {want}{hint}")
+        raise Wrong(f"for token ids of shape {(B, T)} your model returned shape {tuple(Z.shape)}, expected {want}{hint}",
+                    mistake="logits-shape")
     if not torch.isfinite(Z).all():
         bad = sorted({int(t) for t in (~torch.isfinite(Z)).nonzero()[:, 1]})
         hint = ""
@@ -87,7 +89,7 @@ def logits(model, idx: torch.Tensor, V: int | None) -> torch.Tensor:
                 ": at t = 0 this is what a mask that also hides a token from itself does"
                 " (nothing is left to attend to, and softmax of all -inf is NaN); mask only s > t"
             )
-        raise Wrong(f"your model's logits are NaN or infinite at positions t = {bad}{hint}")
+        raise Wrong(f"your model's logits are NaN or infinite at positions t = {bad}{hint}", mistake="logits-not-finite")
     return Z.detach()
 
 
@@ -120,13 +122,14 @@ def refuse_a_length_too_long(model, T: int) -> None:
     the learner is told to pass. Returns if it runs on T, or on no shorter length >= 2 either (the
     checker's own call then reports what it raised)."""
     if isinstance(model, type):
-        raise Wrong(f"{model.__name__} is a class, not a model: pass an instance, e.g. {model.__name__}(...)")
+        raise Wrong(f"{model.__name__} is a class, not a model: pass an instance, e.g. {model.__name__}(...)",
+                    mistake="model-is-a-class")
     if _runs(model, T):
         return
     shorter = next((k for k in range(T - 1, 1, -1) if _runs(model, k)), None)  # 2 tokens at least: a future
     if shorter is not None:
         raise Wrong(f"your model raises on {T} tokens but runs on {shorter}: if its T_max is {shorter}, "
-                    f"pass T={shorter} (or its own T_max)")
+                    f"pass T={shorter} (or its own T_max)", mistake="model-t-max-too-small")
 
 
 def refuse_randomness(model, V: int, T: int, exact: Float64Copy | None = None) -> None:
@@ -148,7 +151,7 @@ def refuse_randomness(model, V: int, T: int, exact: Float64Copy | None = None) -
     if gap.beyond:
         raise Wrong(f"your model's logits for the same tokens differ {gap.said()} from one call to the next, in eval mode:"
                     " something random runs at evaluation (e.g. F.dropout(x, p), whose default is training=True: pass"
-                    " training=self.training), so what the logits depend on cannot be measured")
+                    " training=self.training), so what the logits depend on cannot be measured", mistake="logits-random-in-eval")
 
 
 def sizes(model, V: int | None, T) -> tuple[int, int]:
@@ -313,10 +316,10 @@ def causality_verdict(model, V: int, T: int, seed: int, L: int | None = None,
         if leak:
             message, details = leak
             raise Wrong(message, details + ([f"(not measured again in float64: {gap.why_not})"]
-                                            if gap.why_not else []))
+                                            if gap.why_not else []), mistake="causality-leak")
         appended = _prefix_report(model, V, x, exact)
     if appended:
-        raise Wrong(appended + ".", picture(depends))
+        raise Wrong(appended + ".", picture(depends), mistake="causality-prefix-changes")
     details = picture(depends)
     if weakest_present_dependence(M) <= tol:
         details.append("(causal; note some Z_t ignore an earlier x_s, '.', which a GPT normally uses)")
@@ -336,7 +339,8 @@ def check_causality(model, V: int | None = None, T: int = 8, seed: int = 0) -> t
         refuse_randomness(model, V, T, exact)
         mixed = batch_independence(model, V, T, seed, exact)
     if mixed:
-        raise Wrong(f"{mixed}: each sequence must be computed on its own before causality can be checked.")
+        raise Wrong(f"{mixed}: each sequence must be computed on its own before causality can be checked.",
+                    mistake="causality-mixes-batch")
     return causality_verdict(model, V, T, seed, exact=exact)
 
 
@@ -434,5 +438,5 @@ def check_dependency_map(dependency_map) -> tuple[str, list[str]]:
         got = M.abs() > RTOL * M.abs().max().clamp(min=1e-30)
         if not got.equal(truth):
             details = [f"on the {name}, ids {idx.tolist()}, yours:"] + picture(got) + ["measured:"] + picture(truth)
-            raise Wrong(_name_wrong_map(got, truth, idx, name) + ".", details)
+            raise Wrong(_name_wrong_map(got, truth, idx, name) + ".", details, mistake="dependency-map-differs")
     return f"your map matches the measured dependencies of all {len(models)} models.", [f"models: {', '.join(models)}"]

@@ -40,11 +40,19 @@ from .result import ERROR, FAILED, NOT_ATTEMPTED, PASSED, Result
 
 
 class Wrong(Exception):
-    """Raised inside a checker body: the answer is rejected with this message and details."""
+    """Raised inside a checker body: the answer is rejected with this message and details.
 
-    def __init__(self, message: str, details: list[str] | tuple[str, ...] = ()):
+    mistake: the stable identifier (mistake_ids.py) of what the message names, which every raise states; a
+    message that is itself a Mistake brings its own instead. None only where the message comes from a
+    mistake table or a sealed record, whose identifiers name_mistake or note_ids has noted already (none
+    when nothing explains the answer: the class report's "failed, no mistake named").
+    tests/test_exercises_mistake_ids.py reads every raise in gptlib/exercises and holds it to this.
+    """
+
+    def __init__(self, message: str, details: list[str] | tuple[str, ...] = (), *, mistake: str | None):
         super().__init__(message)
         self.message, self.details = message, tuple(details)
+        self.mistake = message.id if isinstance(message, Mistake) else mistake
 
 
 class _NotAttempted(Exception):
@@ -109,7 +117,7 @@ def call(fn, *args, what: str = "...", in_place: bool = False):
     name = getattr(fn, "__name__", "your model")
     what = f"{'your function' if name == '<lambda>' else name}({what})"
     if not callable(fn):
-        raise Wrong(f"expected a function (or model) to call, got {type(fn).__name__} {fn!r:.60}")
+        raise Wrong(f"expected a function (or model) to call, got {type(fn).__name__} {fn!r:.60}", mistake="not-callable")
     copies = list(args) if in_place else [learner_copy(arg) for arg in args]
     try:
         with global_state_kept():
@@ -134,7 +142,7 @@ def checker(exercise: str):
                     torch.set_default_dtype(torch.float32)
                     message, details = body(*args, **kwargs)
             except Wrong as wrong:
-                own = [wrong.message.id] if isinstance(wrong.message, Mistake) else []  # a Mistake raised as it is
+                own = [wrong.mistake] if wrong.mistake else []
                 return Result(exercise, FAILED, wrong.message, wrong.details, mistakes=tuple(dict.fromkeys(named + own)))
             except _NotAttempted as stub:
                 return Result(exercise, NOT_ATTEMPTED, stub.message)

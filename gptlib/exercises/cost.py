@@ -130,7 +130,7 @@ def check_training_flops(flops_per_token) -> tuple[str, list[str]]:
         if not named and close(answers[points[0]], answers[points[1]], rtol=RTOL):
             Ts = (points[0][1], points[1][1])  # one config, two lengths
             named = f"your count is the same for T = {Ts[0]} and T = {Ts[1]}: attention's work per token grows with T"
-        raise Wrong((named or "your count differs from FlopCounterMode's") + ".", details)
+        raise Wrong((named or "your count differs from FlopCounterMode's") + ".", details, mistake=None)
     return f"equal to FlopCounterMode's count on all {len(points)} (config, T) points.", [
         f"course config: T = 64 -> {measured_per_token(COURSE_CONFIG, 64):,} per token, "
         f"T = 1024 -> {measured_per_token(COURSE_CONFIG, 1024):,}"
@@ -210,12 +210,12 @@ def check_attention_takeover(takeover_T) -> tuple[str, list[str]]:
             details = [f"(d, d_ff) = ({c.d}, {c.d_ff}): your T = {answers[c]:g}"]
         named = name_mistake(answers, TAKEOVER_MISTAKES, functools.partial(close, rtol=RTOL))
         if named:
-            raise Wrong(named + ".", details)
+            raise Wrong(named + ".", details, mistake=None)
         if T is None or T < 1:
-            raise Wrong(f"T must be a positive whole length, got {answers[c]:g}", details)
+            raise Wrong(f"T must be a positive whole length, got {answers[c]:g}", details, mistake="crossover-t-not-a-length")
         side = "below" if attention < rest else "beyond"
         raise Wrong(f"your T is {side} the crossing: there attention's products are {attention / rest:.4g} times the rest.",
-                    details)
+                    details, mistake="crossover-t-wrong")
     return (
         f"at your T the two are equal on all {len(configs)} configs (FlopCounterMode): "
         "for longer sequences attention dominates and 6N misses more than half of the work.",

@@ -61,7 +61,7 @@ def _compare_counts(count, configs: list[GPTConfig], name: str) -> tuple[str, li
         got, truth = as_int(count, "your count"), numel(configs[0])
         if got != truth:
             named = name_mistake({configs[0]: got - truth}, count_mistakes(), pairs=True) or "recount row by row"
-            raise Wrong(f"{got:,} is not the number of parameters (off by {got - truth:+,}: {named}).")
+            raise Wrong(f"{got:,} is not the number of parameters (off by {got - truth:+,}: {named}).", mistake=None)
         return f"{got:,} is right for the course configuration (a number; pass a function to check it for any config).", []
     answers = {c: as_int(call(count, c, what="config"), f"{name}({_describe(c)})") for c in configs}
     truths = {c: numel(c) for c in configs}
@@ -75,14 +75,16 @@ def _compare_counts(count, configs: list[GPTConfig], name: str) -> tuple[str, li
              f" {other_d_ff} with d_ff != 4d)"],
         )
     if len(set(answers.values())) == 1:
-        raise Wrong(f"your function returns {answers[configs[0]]:,} whatever the config: compute it from config.V, config.d, ...")
+        raise Wrong(f"your function returns {answers[configs[0]]:,} whatever the config: compute it from config.V, config.d, ...",
+                    mistake="count-ignores-config")
     details = [f"for {_describe(c)}: yours {answers[c]:,}, numel() {truths[c]:,} (off by {answers[c] - truths[c]:+,})"
                for c in wrong[:3]]
     named = name_mistake({c: answers[c] - truths[c] for c in configs}, count_mistakes(), pairs=True)
     if named:
-        raise Wrong(f"your count differs from numel(): {named}.", details)
+        raise Wrong(f"your count differs from numel(): {named}.", details, mistake=None)
     right = len(configs) - len(wrong)
-    raise Wrong(f"wrong on {len(wrong)} of {len(configs)} configurations ({right} right); recount row by row.", details)
+    raise Wrong(f"wrong on {len(wrong)} of {len(configs)} configurations ({right} right); recount row by row.", details,
+                mistake=None)
 
 
 @checker(EX1)
@@ -118,7 +120,7 @@ def check_parameter_table(rows) -> tuple[str, list[str]]:
             named = name_mistake(deltas, count_mistakes(row=i), pairs=True)
             hint = f": {named}" if named else ""
             details = [f"for {_describe(c)}: yours {got[c][i]:,}, measured {measured_table(c)[i]:,}"]
-            raise Wrong(f"the row {name!r} is off by {deltas[c]:+,}{hint}.", details)
+            raise Wrong(f"the row {name!r} is off by {deltas[c]:+,}{hint}.", details, mistake="count-table-row-off")
     where = f"the course configuration and {len(configs) - 1} random ones" if callable(rows) else "the course configuration"
     return f"all five rows equal the measured table on {where}.", []
 

@@ -69,7 +69,7 @@ HINTS = {
 # Each piece of code between backquotes runs as printed when pasted into the step's stub in 09, in the
 # method the hint names (`__init__` or `forward`; `forward` where it names none; init's function body),
 # using only the stub's own arguments, 09's first cell's imports and what an earlier piece defined:
-# tests/test_build_notebook.py builds each step from its stub and these pieces alone.
+# tests/notebooks/test_build_notebook.py builds each step from its stub and these pieces alone.
 BUILD_HINTS = {
     "layer_norm": (
         "Work on the last dimension only: in `forward`, each row of d features has its own mean, "

@@ -137,8 +137,7 @@ def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
         gap = (got - truth).abs().max().item()
         raise Wrong(
             (named or "your Jacobian differs from autograd's on gptlib's post-norm block") + ".",
-            [f"T = {T}, d = {d}, float64; largest entry difference {gap:.3g}"],
-        )
+            [f"T = {T}, d = {d}, float64; largest entry difference {gap:.3g}"], mistake=None)
     identity_gap = (truth - torch.eye(T * d, dtype=truth.dtype)).abs().max().item()
     return (
         f"equal to autograd's Jacobian of gptlib's post-norm block (to within {RTOL:g} of its largest entry).",
@@ -148,8 +147,7 @@ def check_post_norm_jacobian(post_norm_jacobian) -> tuple[str, list[str]]:
 
 STATEMENTS = {  # every choice is a formula, so the learner has to derive J to choose
     "a": "J = I + DF, with F the two branches: the LayerNorms only change what F is, so the identity path survives.",
-    "b": "J = DLN_2 (I + DMLP) DLN_1 (I + DMHA): even the straight path through the block passes through both "
-    "LayerNorms' Jacobians.",
+    "b": "J = DLN_2 (I + DMLP) DLN_1 (I + DMHA): even the straight path passes through both LayerNorms' Jacobians.",
     "c": "J = DF: post-norm drops the residual additions, so only the branches' Jacobians remain.",
     "d": "J = gamma (I + DF), with gamma the last LayerNorm's gain: the identity survives, rescaled.",
     "e": "J = (I + DLN_2 DMLP)(I + DLN_1 DMHA): each LayerNorm sits on its branch, so an identity survives in every factor.",
@@ -164,10 +162,11 @@ def check_post_norm_statement(letter) -> tuple[str, list[str]]:
         not_attempted("no statement chosen yet: set it to one of the letters printed by statements().")
     choice = _chosen_letter(letter)
     if choice is None:
-        raise Wrong(f"answer with one letter of {sorted(STATEMENTS)} (as 'a' or '(a)'), got {letter!r:.40}")
+        raise Wrong(f"answer with one letter of {sorted(STATEMENTS)} (as 'a' or '(a)'), got {letter!r:.40}",
+                    mistake="statement-not-a-letter")
     status, message = sealed.verdict("post_norm_statement", choice)  # the answer is not in this file: answers/
     if status != PASSED:
-        raise Wrong(message)
+        raise Wrong(message, mistake=None)
     return message, []
 
 

@@ -28,7 +28,7 @@ EX4 = "Exercise 4"
 EPSILONS = (0.5, 1e-5, 0.0)  # 0.5 first: where eps sits is plain to see
 # Outputs agree when they differ by at most RTOL times the largest |entry| expected. Answers computed in
 # float32 (inputs cast down) are off by at most 1.9e-7 of it over 200 hidden variants
-# (tests/test_exercises_layernorm.py); a fixed 1e-6, as before, refused 3 of them where entries reach 15.
+# (tests/exercises/test_layernorm.py); a fixed 1e-6, as before, refused 3 of them where entries reach 15.
 RTOL = 1e-5
 DECAY_RTOL = 1e-4  # loose enough for factors measured with autograd in float32; the mistakes differ by factors of c
 
@@ -59,6 +59,8 @@ PROJECT_MISTAKES = {
             lambda u: u - u.sum(-1, keepdim=True),
 }
 
+PROJECT_RESCALES = Mistake("project-rescales-rows", "your projection also rescales each row (its direction is right): "
+                           "step 1 only subtracts the mean, step 2 rescales")
 UNIT_SPHERE = Mistake("rescale-unit-sphere",
     "your rows land on the unit sphere: LayerNorm's sphere has radius sqrt(d) (divide by the RMS, not the norm)")
 
@@ -103,7 +105,7 @@ def _project_mistake(u: torch.Tensor, got: torch.Tensor) -> str:
     if named:
         return named
     if _rescales_rows(got, layernorm.center(u)):
-        return "your projection also rescales each row (its direction is right): step 1 only subtracts the mean, step 2 rescales"
+        return PROJECT_RESCALES
     return "project(u) is not u - mean(u) 1 row by row"
 
 
@@ -126,13 +128,13 @@ def check_layer_norm(project, rescale) -> tuple[str, list[str]]:
     for u in inputs:
         got = as_matrix(call(project, u, what="u"), u.shape, "project(u)")
         if not agree(got, layernorm.center(u)):
-            raise Wrong(_project_mistake(u, got) + ".", [f"u of shape {tuple(u.shape)}"])
+            raise Wrong(_project_mistake(u, got) + ".", [f"u of shape {tuple(u.shape)}"], mistake=None)
     for u in inputs:
         v = layernorm.center(u)
         for eps in EPSILONS:
             got = as_matrix(call(rescale, v, eps, what="v, eps"), v.shape, "rescale(v, eps)")
             if not agree(got, layernorm.radial_rescale(v, eps)):
-                raise Wrong(_rescale_mistake(v, eps, got) + ".", [f"v of shape {tuple(v.shape)}, eps = {eps}"])
+                raise Wrong(_rescale_mistake(v, eps, got) + ".", [f"v of shape {tuple(v.shape)}, eps = {eps}"], mistake=None)
     generator = torch.Generator().manual_seed(variant_seed(1))
     for u in inputs:
         d = u.shape[-1]
@@ -140,7 +142,8 @@ def check_layer_norm(project, rescale) -> tuple[str, list[str]]:
         centred = as_matrix(call(project, u), u.shape, "project(u)")
         ours = gamma * as_matrix(call(rescale, centred, 1e-5), u.shape, "rescale(v, eps)") + beta
         if not agree(ours, F.layer_norm(u, (d,), gamma, beta, 1e-5)):
-            raise Wrong("each step is right alone, but gamma * rescale(project(u)) + beta differs from F.layer_norm.")
+            raise Wrong("each step is right alone, but gamma * rescale(project(u)) + beta differs from F.layer_norm.",
+                        mistake="layernorm-composition-differs")
     return (f"gamma * rescale(project(u), eps) + beta equals F.layer_norm on {len(inputs)} shapes"
             f" (to within {RTOL:g} of the largest entry)."), [f"each step checked alone for eps in {EPSILONS}"]
 
@@ -206,7 +209,7 @@ def check_weight_decay(predict) -> tuple[str, list[str]]:
                        f"measured ({measured[c][0]:.4g}, {measured[c][1]:.4g})"]
             named = name_mistake(answers, DECAY_MISTAKES, same)
             message = named or f"your factors differ from the measured ones (relative tolerance {DECAY_RTOL:g})"
-            raise Wrong(message + ".", details)
+            raise Wrong(message + ".", details, mistake=None)
     return (
         f"both factors agree with autograd for c in {scales} (relative tolerance {DECAY_RTOL:g}):"
         " weight decay (c < 1) leaves f alone but makes every later step relatively larger.",

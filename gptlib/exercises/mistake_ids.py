@@ -6,9 +6,12 @@ Messages may be reworded from one term to the next; the identifier stays, so a c
 (gptlib_course/report.py) counts one mistake once whatever its wording, and compares terms.
 
 `mistakes.name_mistake` notes the identifiers of the mistakes it names (candidates and pairs included)
-while a checker runs (`recording`), and a concept question's check those its sealed record names; a
-failed Result carries them as `Result.mistakes`, and the grader stores them in each student's results.
-tests/test_exercises_mistake_ids.py checks that every identifier is declared once across all checkers.
+while a checker runs (`recording`), and a concept question's check those its sealed record names; every
+other rejection states its own, `Wrong(message, mistake="logits-shape")` (checking.Wrong). A failed Result
+carries them as `Result.mistakes` (a report such as check_own_model's, those of its parts), and the grader
+stores them in each student's results. tests/checking/test_mistake_ids.py walks the sources: every
+identifier is declared once across all checkers, and every Wrong raised states one (None only where a
+mistake table or sealed record names the mistake, or nothing explains the answer).
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ class Mistake(str):
 
     def __getnewargs__(self):
         return self.id, str(self)
+
+    def __add__(self, more: str) -> Mistake:
+        """The message continued (a closing "." or a hint), the same mistake: it keeps its identifier."""
+        return type(self)(self.id, str(self) + more)
 
 
 _NAMED: contextvars.ContextVar[list | None] = contextvars.ContextVar("gptlib_named_mistakes", default=None)

@@ -59,6 +59,7 @@ from .count_differences import (
     TIED_W_U_BIAS,
     W_U_BIAS,
 )
+from .mistake_ids import note
 from .mistakes import explaining
 from .result import FAILED, NOT_ATTEMPTED, PASSED, Result
 
@@ -191,6 +192,7 @@ def _judge(group: str | None, delta: int, candidates: dict) -> tuple[list[str], 
         unsure = [f"(the total alone cannot rule out {' and '.join(slips + chosen)})" for chosen, slips in also[:2]]
         return [f"your bias convention: {c}" for c in found[0][0]] + unsure, None
     off = f"{where}{delta:+,} entries"
+    note(*(slip for _, slips in found for slip in slips))  # DIFFERENCES' Mistakes: the class report counts them by id
     if len(found) == 1:
         chosen, slips = found[0]
         also = f" (with your bias convention: {'; '.join(chosen)})" if chosen else ""
@@ -204,7 +206,8 @@ def _judge(group: str | None, delta: int, candidates: dict) -> tuple[list[str], 
 @checker("parameter count")
 def _count(model, V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool | None) -> tuple[str, list[str]]:
     if not isinstance(model, nn.Module):
-        raise Wrong("not an nn.Module, so its parameters cannot be counted (the other checks still apply).")
+        raise Wrong("not an nn.Module, so its parameters cannot be counted (the other checks still apply).",
+                    mistake="own-model-not-a-module")
     params = _distinct(model)
     total = sum(p.numel() for p in params)
     if tied is not None:
@@ -245,9 +248,10 @@ def _count(model, V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool | No
         problems += [problem] if problem else []
     fits = _sizes_that_fit(total - theorem, d, L, d_ff, T_max, shapes)
     if fits and any(problem.endswith(UNEXPLAINED) for problem in problems):  # the sizes given may be what is wrong
-        raise Wrong(f"numel() is {total - theorem:+,} off Theorem 5.2: exact if {' or if '.join(fits)}.", details)
+        raise Wrong(f"numel() is {total - theorem:+,} off Theorem 5.2: exact if {' or if '.join(fits)}.", details,
+                    mistake="own-model-sizes-fit-count")
     if problems:
-        raise Wrong("; ".join(problems) + ".", details)
+        raise Wrong("; ".join(problems) + ".", details, mistake="own-model-count-off")
     return f"numel() is {total - theorem:+,} off Theorem 5.2, exactly your bias convention (named below).", details
 
 
@@ -256,7 +260,8 @@ def _batch(model, V: int, T: int, seed: int, exact) -> tuple[str, list[str]]:
     with eval_mode(model):
         mixed = batch_independence(model, V, T, seed, exact)
     if mixed:
-        raise Wrong(mixed + ": something mixes examples (e.g. BatchNorm, or a mean or softmax over the batch dimension).")
+        raise Wrong(mixed + ": something mixes examples (e.g. BatchNorm, or a mean or softmax over the batch dimension).",
+                    mistake="own-model-mixes-batch")
     return "each sequence's logits are the same beside other sequences and alone (up to rounding).", []
 
 
@@ -274,8 +279,7 @@ def _initial_loss(model, V: int, T: int, seed: int) -> tuple[str, list[str]]:
     if abs(loss - math.log(V)) > LOSS_RTOL * math.log(V):
         raise Wrong(
             f"{verdict}: not within {LOSS_RTOL:.0%}; at initialization the predictions should be close to uniform"
-            " (weights too large? a trained model rightly fails this one)."
-        )
+            " (weights too large? a trained model rightly fails this one).", mistake="own-model-initial-loss")
     return f"{verdict}: within {LOSS_RTOL:.0%}, nearly uniform predictions as expected at initialization.", []
 
 
@@ -318,5 +322,6 @@ def check_own_model(
         return Result(OWN, NOT_ATTEMPTED, "your model still raises NotImplementedError.")
     failing = [part.exercise for part in parts if not part.passed]
     if failing:
-        return Result(OWN, FAILED, f"{', '.join(failing)}: see below.", (), parts)
+        named = tuple(dict.fromkeys(mistake for part in parts for mistake in part.mistakes))  # what the parts named
+        return Result(OWN, FAILED, f"{', '.join(failing)}: see below.", (), parts, mistakes=named)
     return Result(OWN, PASSED, "all four checks pass.", (), parts)

@@ -98,7 +98,8 @@ def check_head_patching(restored_fraction) -> tuple[str, list[str]]:
         named = name_mistake(answers, mistakes, same)
         raise Wrong(named or f"head {h} of layer {l} (corruption seed {seed}): you return {answers[(seed, l, h)]:.4f}, "
                     f"patching gives {truth[(seed, l, h)]:.4f}",
-                    [f"{len(wrong)} of {len(answers)} (seed, layer, head) points differ by more than {TOLERANCE:g}"])
+                    [f"{len(wrong)} of {len(answers)} (seed, layer, head) points differ by more than {TOLERANCE:g}"],
+                    mistake=None)
     found = sorted({(l, h) for (_, l, h), value in truth.items() if value > 0.1})
     return (f"your patching matches gptlib's for all {len(answers)} (corruption, layer, head) points "
             f"(tolerance {TOLERANCE:g}); the heads restoring more than 0.1: {', '.join(head_label(*p) for p in found)}.", [])

@@ -26,11 +26,12 @@ def as_int(value, what: str) -> int:
     """A learner's count as an int: ints, whole floats, and one-element tensors or numpy values of them."""
     value = _scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise Wrong(f"{what} should be a whole number, got {type(value).__name__} {value!r:.60}")
+        raise Wrong(f"{what} should be a whole number, got {type(value).__name__} {value!r:.60}",
+                    mistake="answer-not-a-whole-number")
     if isinstance(value, numbers.Integral):
         return int(value)
     if value != value or value in (float("inf"), float("-inf")) or value != int(value):
-        raise Wrong(f"{what} should be a whole number, got {value!r}")
+        raise Wrong(f"{what} should be a whole number, got {value!r}", mistake="answer-fraction")
     return int(value)
 
 
@@ -38,7 +39,7 @@ def as_float(value, what: str) -> float:
     """A learner's number as a float (Python, numpy, or a one-element tensor or array)."""
     value = _scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise Wrong(f"{what} should be a number, got {type(value).__name__} {value!r:.60}")
+        raise Wrong(f"{what} should be a number, got {type(value).__name__} {value!r:.60}", mistake="answer-not-a-number")
     return float(value)
 
 
@@ -48,7 +49,8 @@ def as_numbers(value, names: tuple[str, ...], what: str) -> list:
     if isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim == 1:
         value = list(value)
     if not isinstance(value, (tuple, list)) or len(value) != len(names):
-        raise Wrong(f"expected {what}: {len(names)} numbers ({', '.join(names)}), got {value!r:.60}")
+        raise Wrong(f"expected {what}: {len(names)} numbers ({', '.join(names)}), got {value!r:.60}",
+                    mistake="answer-not-a-tuple")
     return list(value)
 
 
@@ -57,7 +59,8 @@ def as_matrix(value, shape: tuple[int, ...], what: str) -> torch.Tensor:
     if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":  # booleans too (a map of True/False)
         value = torch.from_numpy(value)
     if not isinstance(value, torch.Tensor):
-        raise Wrong(f"{what} should be a torch.Tensor (or numpy array) of shape {shape}, got {type(value).__name__}")
+        raise Wrong(f"{what} should be a torch.Tensor (or numpy array) of shape {shape}, got {type(value).__name__}",
+                    mistake="answer-not-a-matrix")
     if tuple(value.shape) != tuple(shape):
-        raise Wrong(f"{what} should have shape {tuple(shape)}, got {tuple(value.shape)}")
+        raise Wrong(f"{what} should have shape {tuple(shape)}, got {tuple(value.shape)}", mistake="answer-shape")
     return value.detach().to(torch.float64)

@@ -172,7 +172,7 @@ def _as_text(record: dict, answer) -> str:
     if record["kind"] == "choice":
         letters = record["letters"]
         if not isinstance(answer, str) or answer.strip().lower() not in letters:
-            raise Wrong(f"answer with one letter of {letters}, got {answer!r:.40}")
+            raise Wrong(f"answer with one letter of {letters}, got {answer!r:.40}", mistake="concept-not-a-letter")
         return answer.strip().lower()
     return str(as_int(answer, "your answer"))
 
@@ -202,7 +202,8 @@ def check_concept(question: str, answer) -> Result:
     record, known = _record(question)
     label = f"Question {question}"
     if answer is None:
-        kind = "a letter" if record["kind"] == "choice" else "a whole number"
+        kind = "a letter" if record["kind"] == "choice" else (
+            f"a whole number, or a function of {', '.join(dict(record['asked_at']))} that returns it")
         return Result(label, NOT_ATTEMPTED, f"replace None with your answer ({kind}).")
     if record["kind"] == "number":
         stated = dict(record["asked_at"])
@@ -237,7 +238,7 @@ def _check_function(question: str, record: dict, known: dict[str, bytes], answer
             status, message, mistakes = _opened(question, *opened, str(value))
             if status != PASSED:
                 note_ids(*mistakes)
-                raise Wrong(f"your function gives {value:,} at {where}: {message}")
+                raise Wrong(f"your function gives {value:,} at {where}: {message}", mistake=None)
             said = said or message
         others = len(points) - 1
         return said + (f" Your function is also right at {others} other sets of sizes." if others else ""), ()

@@ -31,13 +31,13 @@ DECIMAL = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?")
 NOT_FINITE = re.compile(r"[+-]?(inf|infinity|nan|snan)", re.IGNORECASE)
 
 
-def whole_number(name: str, typed: str) -> int:
+def whole_number(name: str, typed: str, at_most: int = MAX_SIZE) -> int:
     """What the learner typed into the size box `name`, as an int, or a ValueError saying why it is not one.
 
     Accepts digits with optional thousands separators ("50,257", "50_257") and whole numbers in
     scientific notation ("1e3", "0e500" is 0); refuses fractions ("12.5"), non-numbers, numbers
-    of more than MAX_DIGITS digits ("too large": int() of "1e999999999" would build a billion
-    digits) and anything that is not text, never rounding. Whether the number is a valid size
+    of more than MAX_DIGITS digits (named with the bound of a size, [1, at_most]: int() of
+    "1e999999999" would build a billion digits) and anything that is not text, never rounding. Whether the number is a valid size
     (positive, H divides d, ...) is GPTConfig's rule. Long text is quoted shortened (see shown).
     """
     if not isinstance(typed, str):
@@ -59,7 +59,7 @@ def whole_number(name: str, typed: str) -> int:
             raise ValueError(f"{name}: {shown(typed)} is not a whole number")
         digits = digits[:kept] or "0"
     elif len(digits) + exponent > MAX_DIGITS:
-        raise ValueError(f"{name}: {shown(typed)} is too large")
+        raise ValueError(f"{name} must be an integer in [1, {at_most}], got {shown(typed)} (more than {MAX_DIGITS} digits)")
     else:
         digits += "0" * exponent
     return -int(digits) if sign == "-" else int(digits)
@@ -116,9 +116,10 @@ class ParameterCountExplorer(Explorer):
 
     def update(self, _change=None) -> None:
         try:
-            sizes = {name: whole_number(name, self.typed.get(name, "")) for name in SIZES}
+            limits = {name: MAX_L if name == "L" else MAX_SIZE for name in SIZES}
+            sizes = {name: whole_number(name, self.typed.get(name, ""), limits[name]) for name in SIZES}
             for name, value in sizes.items():
-                limit = MAX_L if name == "L" else MAX_SIZE
+                limit = limits[name]
                 if value > limit:  # quoted as typed, shortened: a 400-digit number is not echoed in full
                     raise ValueError(f"{name} must be an integer <= {limit}, got {shown(self.typed[name])}")
                 validation.integer(name, value, at_least=1)

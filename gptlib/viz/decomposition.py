@@ -2,6 +2,7 @@
 and the stream explorer, who wrote one prediction, drawn in the page.
 
     attribution_figure(a, title)  a bar per write at its direct contribution to one logit
+    stream_figure(a, title, quantity, run, layer, head, t)  those bars above one head's attention row
     logit_lens_figure(readings, u)  a line per lens reading through its losses, depth by depth
     stream_run(model, text)       every write's direct contribution at every position, to the
                                   predicted, the true next and one chosen character, and every A^h
@@ -28,6 +29,7 @@ many refusals followed.
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 
 import torch
@@ -313,28 +315,67 @@ class StreamExplorer(Explorer):
         return run.attribution(mode, t, token), run.title(mode, t, token)
 
     def static_png(self) -> bytes:
-        return render_png(attribution_figure(*self.shown(), quantity(self.last_drawn["mode"])))
+        return render_png(stream_figure(*self.shown(), quantity(self.last_drawn["mode"]), self.drawn_with[0],
+                                        *self.drawn_row()))
 
     def alt_text(self) -> str:
-        return describe_attribution(*self.shown(), quantity(self.last_drawn["mode"]))
+        """What the page says of the bars, then of the attention row drawn below them."""
+        return (describe_attribution(*self.shown(), quantity(self.last_drawn["mode"])) + " Below, "
+                + describe_row(self.drawn_with[0], *self.drawn_row()))
+
+    def drawn_row(self) -> tuple[int, int, int]:
+        """(layer, head, position) of the attention row last drawn."""
+        return self.last_drawn["layer"], self.last_drawn["head"], self.last_drawn["position"]
 
 
 def attribution_figure(attribution: Attribution, title: str, quantity: str = "logit") -> Figure:
     """One bar per write: its direct contribution to a logit (Attribution), the largest three named in the label.
     quantity names what the bars add up to on the y-axis: "logit", or "logit difference" for an attribution made
     `against` a second token."""
+    fig = Figure(figsize=(_bars_width(attribution), 3.6), layout="constrained")
+    _attribution_bars(fig.subplots(), attribution, title, quantity)
+    fig.set_label(describe_attribution(attribution, title, quantity))
+    return fig
+
+
+def stream_figure(attribution: Attribution, title: str, quantity: str, run: StreamRun, layer: int, head: int,
+                  t: int) -> Figure:
+    """The stream explorer's static picture, as its page draws it: attribution_figure's bars above, and below
+    head `head` of layer `layer`'s attention row from query t, a bar per key s <= t."""
+    fig = Figure(figsize=(_bars_width(attribution), 6.4), layout="constrained")
+    bars, row = fig.subplots(2, 1, height_ratios=(3, 2))
+    _attribution_bars(bars, attribution, title, quantity)
+    weights = run.A[layer, head, t, : t + 1].numpy()  # (t + 1,): causal, keys 0..t
+    row.bar(range(t + 1), weights, color="#546e7a")
+    row.set_xticks(range(t + 1), run.labels[: t + 1], fontsize=8)
+    row.set_xlabel("key position s (its character)")
+    row.set_ylabel(f"A^h weight from query {t}")
+    row.set_ylim(0, 1)
+    row.set_title(_wrapped(f"L{layer}H{head}: attention row at position {t}, {quoted(run.labels[t])}",
+                           _bars_width(attribution)), fontsize=10)
+    fig.set_label(describe_attribution(attribution, title, quantity) + " Below, " + describe_row(run, layer, head, t))
+    return fig
+
+
+def _bars_width(attribution: Attribution) -> float:
+    """Inches: room for a bar per write."""
+    return max(6, 0.28 * len(attribution.values))
+
+
+def _wrapped(title: str, inches: float) -> str:
+    """A title broken into lines that fit a figure `inches` wide at fontsize 10 (about 11 characters an inch)."""
+    return "\n".join(textwrap.wrap(title, width=int(10 * inches)))
+
+
+def _attribution_bars(ax, attribution: Attribution, title: str, quantity: str) -> None:
     values = attribution.values.detach().numpy()
-    fig = Figure(figsize=(max(6, 0.28 * len(values)), 3.6), layout="constrained")
-    ax = fig.subplots()
     colours = ["#1565c0" if v >= 0 else "#c62828" for v in values]
     ax.bar(range(len(values)), values, color=colours)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(values)), attribution.labels, rotation=90, fontsize=8)
     ax.set_xlabel("write into the stream")
     ax.set_ylabel(f"direct contribution to the {quantity}")
-    ax.set_title(title)
-    fig.set_label(describe_attribution(attribution, title, quantity))
-    return fig
+    ax.set_title(_wrapped(title, _bars_width(attribution)), fontsize=10)
 
 
 def describe_attribution(attribution: Attribution, title: str, quantity: str = "logit") -> str:

@@ -107,8 +107,8 @@ COLOURS = {"u": "black", "projection": "tab:orange", "normalized": "tab:green", 
 
 
 def view_basis(tilt: float, turn: float) -> torch.Tensor:
-    """The screen's right and up directions in R^3 for a view (degrees): (2, 3), orthonormal."""
-    tilt, turn = math.radians(tilt), math.radians(turn)
+    """The screen's right and up directions in R^3 for a view (degrees, finite numbers): (2, 3), orthonormal."""
+    tilt, turn = math.radians(validation.real("tilt", tilt)), math.radians(validation.real("turn", turn))
     across = math.cos(turn) * PLANE_BASIS[0] + math.sin(turn) * PLANE_BASIS[1]  # in 1-perp, towards the viewer
     right = -math.sin(turn) * PLANE_BASIS[0] + math.cos(turn) * PLANE_BASIS[1]
     up = -math.sin(tilt) * across + math.cos(tilt) * ONES / math.sqrt(D)
@@ -270,9 +270,9 @@ class LayerNormSphere(Explorer):
 
 
 def _three_numbers(u) -> tuple:
-    """u as a tuple of exactly three coordinates, or a ValueError naming u."""
+    """u as a tuple of exactly three coordinates, or a ValueError naming u; a tensor's as Python numbers."""
     try:
-        values = tuple(u)
+        values = tuple(u.tolist() if isinstance(u, torch.Tensor) and u.dim() == 1 else u)
     except TypeError:
         raise ValueError(f"u must be a sequence of {D} numbers, got {u!r}") from None
     if len(values) != D:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.browser.servers import CHROMIUM, CHROMIUM_ARGS, lab_server, offline_context, voila_server
+from tests.support.browser.servers import CHROMIUM, CHROMIUM_ARGS, lab_server, offline_context, voila_server
 
 
 def pytest_collection_modifyitems(config, items):

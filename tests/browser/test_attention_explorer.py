@@ -1,14 +1,9 @@
 """Notebook 01's attention explorer, used in JupyterLab with the keyboard and the pointer as a learner would."""
 
-from benchmarks.browser.jupyterlab_driver import (
-    code_cell,
-    explorers_shown,
+from tests.support.browser.jupyterlab_driver import (
     frame_ms,
-    live,
     offset_in,
-    open_notebook,
-    run_all,
-    unrun_cell_shows_one_picture,
+    open_explorer,
 )
 
 ACTIVE_CELL = "() => window.jupyterapp.shell.currentWidget.content.activeCellIndex"
@@ -23,12 +18,7 @@ DRAWN_LENGTHS = """(canvas) => {
 
 
 def test_layer_head_hover_and_all_heads_answer_in_the_page_and_bad_text_keeps_the_picture(page, lab):
-    open_notebook(page, lab, "01_multi_head_attention.ipynb")
-    unrun_cell_shows_one_picture(page, "AttentionExplorer(")  # the notebook as saved, before anything runs
-    run_all(page)
-    explorer = live(page, "gptlib-attn-explorer")
-    explorer.scroll_into_view_if_needed()
-    assert explorers_shown(code_cell(page, "AttentionExplorer(")) == 1  # the widget, its static copy not beside it
+    explorer = open_explorer(page, lab, "01_multi_head_attention.ipynb", "AttentionExplorer(", "gptlib-attn-explorer")
     message = explorer.locator(".gptlib-attn-message")
     layer = explorer.locator(".gptlib-attn-layer input[type=range]")
     head = explorer.locator(".gptlib-attn-head input[type=range]")

@@ -6,10 +6,10 @@ import urllib.request
 from urllib.parse import unquote, urldefrag, urljoin
 
 import pytest
-from axe_audit import violations
 
-from benchmarks.browser.jupyterlab_driver import explorers_per_cell, frame_ms, saved, saved_count_counts_six_blocks
-from benchmarks.browser.servers import free_port, offline_context, serve
+from tests.support.browser.axe_audit import violations
+from tests.support.browser.jupyterlab_driver import explorers_per_cell, frame_ms, saved, saved_count_counts_six_blocks
+from tests.support.browser.servers import free_port, offline_context, serve
 
 PAGE_FACTS = """() => ({
     ids: [...document.querySelectorAll('[id]')].map(e => e.id),

@@ -3,20 +3,17 @@
 import json
 
 import pytest
-from axe_audit import violations
 from playwright.sync_api import Error
 
-from benchmarks.browser.jupyterlab_driver import (
+from tests.support.browser.axe_audit import violations
+from tests.support.browser.jupyterlab_driver import (
     code_cell,
     explorers_shown,
     frame_ms,
-    live,
     offset_in,
-    open_notebook,
-    run_cell,
+    open_explorer,
     run_code,
     settled_offset_in,
-    unrun_cell_shows_one_picture,
 )
 
 
@@ -29,12 +26,8 @@ def type_into_box(sphere, css_class: str, value: str) -> None:
 
 def open_sphere(page, lab):
     """Open notebook 04 in JupyterLab, see its saved sphere, run it and bring the live sphere into view."""
-    open_notebook(page, lab, "04_layernorm_geometry.ipynb")
-    unrun_cell_shows_one_picture(page, "LayerNormSphere()")  # the notebook as saved, before anything runs
-    run_cell(page, "04_layernorm_geometry.ipynb", "sphere = LayerNormSphere()")
-    sphere = live(page, "gptlib-sphere")
-    sphere.scroll_into_view_if_needed()
-    return sphere
+    return open_explorer(page, lab, "04_layernorm_geometry.ipynb", "LayerNormSphere()", "gptlib-sphere",
+                         run="sphere = LayerNormSphere()")
 
 
 def test_sphere_draws_in_the_page_reads_out_on_hover_refuses_bad_text_and_hears_from_the_kernel(page, lab):

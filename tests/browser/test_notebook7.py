@@ -3,7 +3,7 @@ saved and once run, and the live one hears from its kernel."""
 
 import pytest
 
-from benchmarks.browser.jupyterlab_driver import (
+from tests.support.browser.jupyterlab_driver import (
     code_cell,
     explorers_shown,
     live,

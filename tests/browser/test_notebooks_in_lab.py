@@ -6,7 +6,7 @@ the notebooks use that name, and the book makes the same anchors (book/slugs.py)
 one page: a JupyterLab page load is the costliest step of a browser test here.
 """
 
-from benchmarks.browser.jupyterlab_driver import open_and_run_all, output_texts
+from tests.support.browser.jupyterlab_driver import open_and_run_all, output_texts
 
 ANCHOR = "✎-Your-turn-·-Exercise-2-★:-is-the-whole-GPT-causal?"
 

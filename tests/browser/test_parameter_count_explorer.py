@@ -1,26 +1,17 @@
 """Notebook 05's parameter-count explorer, typed into as a learner would."""
 
-from benchmarks.browser.jupyterlab_driver import (
-    code_cell,
-    explorers_shown,
-    frame_ms,
-    live,
-    offset_in,
-    open_notebook,
-    run_cell,
-    run_code,
-    unrun_cell_shows_one_picture,
-)
 from gptlib import COURSE_CONFIG, theorem_5_2
+from tests.support.browser.jupyterlab_driver import (
+    frame_ms,
+    offset_in,
+    open_explorer,
+    run_code,
+)
 
 
 def test_count_explorer_counts_in_the_page_refuses_in_words_and_hears_the_measured_count(page, lab):
-    open_notebook(page, lab, "05_gpt_and_parameter_count.ipynb")
-    unrun_cell_shows_one_picture(page, "ParameterCountExplorer()")  # the notebook as saved, before anything runs
-    run_cell(page, "05_gpt_and_parameter_count.ipynb", "explorer = ParameterCountExplorer()")
-    explorer = live(page, "gptlib-count")
-    explorer.scroll_into_view_if_needed()
-    assert explorers_shown(code_cell(page, "ParameterCountExplorer()")) == 1  # the widget, its static copy not beside it
+    explorer = open_explorer(page, lab, "05_gpt_and_parameter_count.ipynb", "ParameterCountExplorer()", "gptlib-count",
+                             run="explorer = ParameterCountExplorer()")
     theorem, measured = explorer.locator(".gptlib-count-theorem"), explorer.locator(".gptlib-count-message")
     measured.filter(has_text="Kernel: measured 816,640 equals Theorem 5.2's 816,640").wait_for(timeout=30_000)
     assert "Theorem 5.2: 816,640 parameters" in theorem.inner_text()

@@ -20,12 +20,12 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from benchmarks.browser.jupyterlab_driver import explorers_per_cell, saved, saved_count_counts_six_blocks
-from benchmarks.browser.servers import ROOT
 from gptlib.viz.attention import AttentionExplorer
 from gptlib.viz.counting import ParameterCountExplorer
 from gptlib.viz.decomposition import StreamExplorer
 from gptlib.viz.layernorm import LayerNormSphere
+from tests.support.browser.jupyterlab_driver import explorers_per_cell, saved, saved_count_counts_six_blocks
+from tests.support.browser.servers import ROOT
 
 NOTEBOOKS = ["01_multi_head_attention", "04_layernorm_geometry", "05_gpt_and_parameter_count", "08_trained_model_tour"]
 

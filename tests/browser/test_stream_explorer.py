@@ -1,16 +1,10 @@
 """Notebook 10's stream explorer, used in JupyterLab with the keyboard and the pointer as a learner would."""
 
-from axe_audit import violations
-
-from benchmarks.browser.jupyterlab_driver import (
-    code_cell,
-    explorers_shown,
+from tests.support.browser.axe_audit import violations
+from tests.support.browser.jupyterlab_driver import (
     frame_ms,
-    live,
     offset_in,
-    open_notebook,
-    run_cell,
-    unrun_cell_shows_one_picture,
+    open_explorer,
 )
 
 NOTEBOOK = "10_reading_the_residual_stream.ipynb"
@@ -26,12 +20,8 @@ def one_frame(explorer, act, **kwargs) -> None:
 
 
 def test_position_token_and_head_answer_in_the_page_and_bad_input_keeps_the_picture(page, lab):
-    open_notebook(page, lab, NOTEBOOK)
-    unrun_cell_shows_one_picture(page, "StreamExplorer(")  # the notebook as saved, before anything runs
-    run_cell(page, NOTEBOOK, "StreamExplorer(pretrained.load_pretrained")
-    explorer = live(page, "gptlib-stream-explorer")
-    explorer.scroll_into_view_if_needed()
-    assert explorers_shown(code_cell(page, "StreamExplorer(")) == 1  # the widget, its static copy not beside it
+    explorer = open_explorer(page, lab, NOTEBOOK, "StreamExplorer(", "gptlib-stream-explorer",
+                             run="StreamExplorer(pretrained.load_pretrained")
     message, caption = explorer.locator(".gptlib-stream-message"), explorer.locator(".gptlib-stream-caption")
     row = explorer.locator(".gptlib-stream-row + .gptlib-readout")
     caption.filter(has_text="z('e') - z('o') (prediction minus true next) at position 39").wait_for(timeout=30_000)

@@ -3,10 +3,9 @@ asks for nothing outside 127.0.0.1 and its console stays clean."""
 
 import re
 
-from axe_audit import violations
-
-from benchmarks.browser.jupyterlab_driver import explorers_per_cell, frame_ms, live
 from gptlib import COURSE_CONFIG, theorem_5_2
+from tests.support.browser.axe_audit import violations
+from tests.support.browser.jupyterlab_driver import explorers_per_cell, frame_ms, live
 
 # Webpack's notices that an extension was built against a newer JupyterLab than the 4.2.5 Voila 0.5.13
 # bundles (jupyterlab_widgets and Voila's own widgets-manager8): the extension runs on 4.2.5, and no

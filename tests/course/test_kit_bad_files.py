@@ -9,6 +9,8 @@ import pytest
 
 from tests.support.course_store import kit, snapshot, store, write_class
 
+pytestmark = pytest.mark.slow  # each test runs the kit as a command: a fresh interpreter
+
 RECORD = json.dumps(next(iter(store().values())))
 
 

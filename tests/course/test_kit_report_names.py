@@ -41,6 +41,7 @@ def test_a_name_in_any_script_is_listed_as_text_and_no_glyph_is_missing_from_the
     assert name in rows.group(1)
 
 
+@pytest.mark.slow  # the kit as a command, twice: fresh interpreters
 def test_two_runs_of_report_on_one_class_write_the_same_bytes(tmp_path):
     out = write_class(tmp_path / "build", {**store(), **_build_class(["山田太郎", "Zoë"])},
                       book_text=f"{BOOK_TEXT}[{report.BUILD_TRACK}]\nembed = 1\nblock = 1\n")

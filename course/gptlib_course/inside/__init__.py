@@ -7,7 +7,7 @@
 
 The host side (the bwrap command line and the judge's client of the zygote: sandbox.py; the judge's half
 of the mirror: remote_module.py) may import from here; nothing here imports the rest of gptlib_course
-(tests/test_architecture.py), so the sandbox needs nothing else of the kit. The sandbox holds this
+(tests/project/test_architecture.py), so the sandbox needs nothing else of the kit. The sandbox holds this
 folder, read-only, at /kit/gptlib_course/inside (/kit on its PYTHONPATH) and starts
 `python -P -m gptlib_course.inside.zygote` (sandbox.py).
 """

@@ -58,20 +58,22 @@ class Number:
     mistakes: dict[str, Callable[[], int]]
 
 
-def _final_norm_zero_singular_values(T: int, L: int, d: int = 16) -> int:
-    """Singular values of d LN_f(X^(L)) / d X^(0) for a random float64 pre-norm stack (eps = 1e-5) that are zero
-    to rounding."""
+def _logit_jacobian_rank(T: int, L: int, d: int = 16, V: int = 20) -> int:
+    """Singular values of dZ / dX^(0), Z = LN_f(X^(L)) W_U, for a random float64 pre-norm stack of width d
+    (eps = 1e-5) with V tokens, that are not zero to rounding."""
     with seeded(0):
-        model = GPT(GPTConfig(V=5, T_max=T, d=d, H=2, L=L)).double()
+        model = GPT(GPTConfig(V=V, T_max=T, d=d, H=2, L=L)).double()
         X = torch.randn(T, d, dtype=torch.float64)
 
-    def normalized_top(X):  # (B, T, d) -> (B, T, d): the blocks, then LN_f
+    def logits(X):  # (T, d) -> (T, V): the blocks, LN_f, then W_U
+        X = X[None]
         for block in model.blocks:
             X = block(X)
-        return model.ln_f(X)
+        return (model.ln_f(X) @ model.W_U)[0]
 
-    s = torch.linalg.svdvals(jacobians.jacobian_of(normalized_top, X).detach())  # (T d,), largest first
-    return int((s < 1e-13 * s[0]).sum())  # LN_f's damped radial ones sit near 1e-5 x largest
+    J = torch.autograd.functional.jacobian(logits, X, vectorize=True).reshape(T * V, T * d)  # batched backward
+    s = torch.linalg.svdvals(J)  # (min(T V, T d),), largest first
+    return int((s > 1e-13 * s[0]).sum())  # LN_f's damped radial ones sit near 1e-5 x largest, and count
 
 
 def _attention_rank(d: int, H: int, T: int) -> int:
@@ -83,9 +85,11 @@ def _attention_rank(d: int, H: int, T: int) -> int:
     return attention.numerical_rank(attn.attention_matrices(q, k)[0, 0].detach()).rank
 
 
-def _mlp_parameters(d: int, d_ff: int) -> int:
-    """Parameters of one MLP sublayer of width d and hidden width d_ff, counted from the module."""
-    return sum(p.numel() for p in GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1, d_ff=d_ff)).blocks[0].mlp.parameters())
+def _gated_mlp_parameters(d: int, d_ff: int) -> int:
+    """Parameters of a gated MLP W_2 (GELU(W_1 u) * (W_3 u)) without biases: the course MLP's weight matrices, counted
+    from the module, plus a gate W_3 of W_1's shape."""
+    mlp = GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1, d_ff=d_ff)).blocks[0].mlp
+    return mlp.W_1.numel() + mlp.W_2.numel() + mlp.W_1.numel()
 
 
 def _gained_layer_norm_image_dimension(d: int, k: int) -> int:
@@ -101,6 +105,13 @@ def _gained_layer_norm_image_dimension(d: int, k: int) -> int:
 def _block_parameters(d: int) -> int:
     """Parameters of one block of width d (d_ff = 4d) under Theorem 5.2's convention, counted from the module."""
     return sum(p.numel() for p in GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1)).blocks[0].parameters())
+
+
+def _unbiased_gain_only_block_parameters(d: int) -> int:
+    """Parameters of one block of width d (d_ff = 4d) with no bias and norms that keep only their gain: the
+    course block's parameters, counted from the module, less b_O, b_1, b_2 and each LayerNorm's shift beta."""
+    block = GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1)).blocks[0]
+    return sum(p.numel() for name, p in block.named_parameters() if not name.rsplit(".", 1)[-1].startswith(("b_", "beta")))
 
 
 def _window_zeros(T: int, w: int, L: int) -> int:
@@ -150,21 +161,22 @@ def window_question(T: int, w: int, L: int) -> Number:
     )
 
 
-def gpt2_block_question(d: int) -> Number:
-    """Question 5.3: the parameters of one block of width d (d_ff = 4d) with biases on W_Q, W_K, W_V too."""
+def bare_block_question(d: int) -> Number:
+    """Question 5.3: the parameters of one block of width d (d_ff = 4d) with no bias anywhere and, for its two norms,
+    RMSNorms that keep a gain but have no shift."""
     return Number(
         {"d": d},
-        lambda: _block_parameters(d) + 3 * d,  # b_Q, b_K, b_V: one vector of width H d_head = d each
-        lambda n: f"Theorem 5.2's 12 d^2 + 10 d, plus three bias vectors of width d: 12 d^2 + 13 d = {n:,} for d = {d}.",
+        lambda: _unbiased_gain_only_block_parameters(d),
+        lambda n: f"the four d x d attention matrices and the two d x 4d MLP matrices, 12 d^2, plus two gains of d: "
+        f"12 d^2 + 2 d = {n:,} for d = {d}.",
         {
-            Mistake("gpt2-block-no-qkv-biases",
-                "that is Theorem 5.2's block: add b_Q, b_K and b_V"): lambda: _block_parameters(d),
-            Mistake("gpt2-block-one-qkv-bias",
-                "each of b_Q, b_K, b_V has d = H d_head entries, one per column of its projection"): (
-                lambda: _block_parameters(d) + d
-            ),
-            Mistake("gpt2-block-no-layernorms",
-                "you left out the two LayerNorms' gains and shifts (4 d)"): lambda: _block_parameters(d) + 3 * d - 4 * d,
+            Mistake("bare-block-theorem-5-2",
+                "that is Theorem 5.2's block, 12 d^2 + 10 d: this one has no b_O, b_1, b_2 and no shifts"):
+                lambda: _block_parameters(d),
+            Mistake("bare-block-keeps-shifts",
+                "an RMSNorm has a gain but no shift beta: 2 d, not 4 d"): lambda: _unbiased_gain_only_block_parameters(d) + 2 * d,
+            Mistake("bare-block-no-gains",
+                "each RMSNorm keeps its gain, d entries"): lambda: _unbiased_gain_only_block_parameters(d) - 2 * d,
         },
     )
 
@@ -210,18 +222,21 @@ def gained_image_question(d: int, k: int) -> Number:
     )
 
 
-def mlp_question(d: int, d_ff: int) -> Number:
-    """Question 2.3: the parameters of one MLP sublayer of width d and hidden width d_ff."""
+def gated_mlp_question(d: int, d_ff: int) -> Number:
+    """Question 2.3: the parameters of a gated MLP W_2 (GELU(W_1 u) * (W_3 u)) of width d and hidden width d_ff,
+    without biases."""
     return Number(
         {"d": d, "d_ff": d_ff},
-        lambda: _mlp_parameters(d, d_ff),
-        lambda n: f"W_1 and W_2 have d d_ff entries each, b_1 has d_ff and b_2 has d: 2 d d_ff + d_ff + d = {n:,} "
-        f"for d = {d}, d_ff = {d_ff}.",
+        lambda: _gated_mlp_parameters(d, d_ff),
+        lambda n: f"W_1 and W_3 map d to d_ff and W_2 maps back, d d_ff entries each, and there is no bias: 3 d d_ff "
+        f"= {n:,} for d = {d}, d_ff = {d_ff}.",
         {
-            Mistake("mlp-count-at-4d",
-                "that is the count for d_ff = 4d, 8 d^2 + 5 d: this MLP is narrower"): lambda: 8 * d**2 + 5 * d,
-            Mistake("mlp-count-no-biases", "you left out the biases b_1 (d_ff) and b_2 (d)"): lambda: 2 * d * d_ff,
-            Mistake("mlp-count-b-1-width-d", "b_1 has d_ff entries, not d"): lambda: 2 * d * d_ff + 2 * d,
+            Mistake("gated-mlp-no-gate", "you left out the gate W_3, a third d x d_ff matrix"): lambda: 2 * d * d_ff,
+            Mistake("gated-mlp-with-biases",
+                "this MLP has no biases: b_1, b_3 (d_ff each) and b_2 (d) are not there"):
+                lambda: 3 * d * d_ff + 2 * d_ff + d,
+            Mistake("gated-mlp-at-4d",
+                "that is the count for d_ff = 4d, 12 d^2: this MLP is narrower"): lambda: 12 * d * d,
         },
     )
 
@@ -245,23 +260,29 @@ def attention_rank_question(d: int, H: int, T: int) -> Number:
     )
 
 
-def final_norm_question(T: int, L: int, d: int = 16) -> Number:
-    """Question 3.3: the zero singular values of d LN_f(X^(L)) / d X^(0) for a pre-norm stack of L blocks on T
-    positions (the answer does not depend on d, which the question leaves open)."""
+def logit_jacobian_question(T: int, L: int, d: int = 16, V: int = 20) -> Number:
+    """Question 3.3: the nonzero singular values of the (T V) x (T d) Jacobian dZ / dX^(0), Z = LN_f(X^(L)) W_U,
+    for a pre-norm stack of L blocks of width d on T positions with V > d tokens (d and V are stated and fixed;
+    the sizes asked elsewhere are T and L)."""
     return Number(
         {"T": T, "L": L},
-        lambda: _final_norm_zero_singular_values(T, L, d),
-        lambda n: f"the blocks' identity paths skip their own LayerNorms, so the stack loses no direction; LN_f sits on "
-        f"every path and removes the all-ones direction at each position exactly: T = {n} zeros. Its radial "
-        "direction is only damped, by eps / (sigma^2 + eps), so it leaves a small singular value, not a zero.",
+        lambda: _logit_jacobian_rank(T, L, d, V),
+        lambda n: f"the blocks' identity paths skip their own LayerNorms, so the stack loses no direction; LN_f removes "
+        f"the all-ones direction at each position (its radial one is only damped, by eps / (sigma^2 + eps)), and "
+        f"W_U, with V = {V} > d columns, keeps the d - 1 = {d - 1} left: T (d - 1) = {n:,} for T = {T}.",
         {
-            Mistake("final-norm-no-zero",
-                "no identity path goes around LN_f: it removes the all-ones direction at every position"): lambda: 0,
-            Mistake("final-norm-radial-counted",
-                "you counted the radial direction too: with eps > 0 LayerNorm damps it but does not remove it"): lambda: 2 * T,
-            Mistake("final-norm-every-layernorm",
-                "you counted every LayerNorm: the 2L inside the blocks sit on branches, which the identity path skips"):
-                lambda: (2 * L + 1) * T,
+            Mistake("logit-rank-no-centring",
+                "LN_f removes the all-ones direction at every position: d - 1 directions reach W_U, not d"):
+                lambda: T * d,
+            Mistake("logit-rank-radial-removed",
+                "with eps > 0 LayerNorm damps the radial direction but does not remove it: only the all-ones one goes"):
+                lambda: T * (d - 2),
+            Mistake("logit-rank-every-layernorm",
+                "you removed a direction for every LayerNorm: the 2L inside the blocks sit on branches, which the "
+                "identity path skips"): lambda: T * (d - 1 - 2 * L),
+            Mistake("logit-rank-shape",
+                "a (T V) x (T d) matrix has at most T d singular values, and LN_f takes one direction from each "
+                "position"): lambda: T * V,
         },
     )
 
@@ -288,7 +309,7 @@ def multi_query_crossover_question(d: int, H: int) -> Number:
 
 
 _COURSE_BLOCKS = COURSE_CONFIG.L * (12 * COURSE_CONFIG.d**2 + 10 * COURSE_CONFIG.d)  # Theorem 5.2's blocks, d_ff = 4d
-_WIDER = COURSE_CONFIG.replace(d=2 * COURSE_CONFIG.d)  # Question 5.2's model
+_WIDE_VOCABULARY = COURSE_CONFIG.replace(V=50257)  # Question 5.2's model: GPT-2's vocabulary
 
 
 QUESTIONS: dict[str, Choice | Number] = {
@@ -333,19 +354,19 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "5.2": Choice(
         "a",
-        f"Theorem 5.2 gives {theorem_5_2(COURSE_CONFIG):,} at d = {COURSE_CONFIG.d} and {theorem_5_2(_WIDER):,} at "
-        f"d = {_WIDER.d}, {theorem_5_2(_WIDER) / theorem_5_2(COURSE_CONFIG):.2f} times as many: the blocks' "
-        f"L (12 d^2 + 10 d) are {_COURSE_BLOCKS / theorem_5_2(COURSE_CONFIG):.0%} of the count and grow as d^2; only "
-        "the embeddings, LN_f and W_U grow as d.",
+        f"Theorem 5.2 gives {theorem_5_2(COURSE_CONFIG):,} at V = {COURSE_CONFIG.V} and {theorem_5_2(_WIDE_VOCABULARY):,} at "
+        f"V = {_WIDE_VOCABULARY.V:,}, {theorem_5_2(_WIDE_VOCABULARY) / theorem_5_2(COURSE_CONFIG):.1f} times as many: E and "
+        f"W_U hold 2 V d = {2 * _WIDE_VOCABULARY.V * _WIDE_VOCABULARY.d:,} of them, while the blocks' L (12 d^2 + 10 d) = "
+        f"{_COURSE_BLOCKS:,} do not change. The blocks dominate only while 2 V d is small next to them.",
         {
-            "b": Mistake("embeddings-dominate-count",
-                "the embeddings and W_U are only a few percent of the course model: most parameters sit in the "
-                "blocks' d x d and d x d_ff matrices"),
-            "c": Mistake("doubling-d-eightfold",
-                "a d x d matrix has d^2 entries: doubling d quadruples it, and the number of matrices stays the same"),
+            "b": Mistake("vocabulary-leaves-count",
+                "the blocks do not grow, but E and W_U each have V d entries: at V = 50,257 they dwarf the blocks"),
+            "c": Mistake("vocabulary-growth-from-shares",
+                "a share of a few percent at V = 65 grows with V: 2 V d, about 770 times larger, now outweighs "
+                "everything else"),
         },
     ),
-    "5.3": gpt2_block_question(d=768),
+    "5.3": bare_block_question(d=768),
     "4.1": Choice(
         "b",
         "the centring removes 3 . 1 (a multiple of 1), and c = -2 flips the sign of the centred vector while sigma "
@@ -360,13 +381,15 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "4.2": Choice(
         "a",
-        "LayerNorm subtracts the row's mean, which is all of a constant row, and returns (nearly) 0 = beta; RMSNorm "
-        "only divides by the root mean square, 3 here, and returns (nearly) 1.",
+        "u + 5 . 1 has mean square mean(u^2) + 10 mean(u) + 25 = 26, so RMSNorm returns (u + 5 . 1) / sqrt(26): "
+        "its part along 1 has length 5 sqrt(d / 26) of the output's sqrt(d), a cosine of 5 / sqrt(26), about 0.98. "
+        "RMSNorm does not centre; a LayerNorm would remove the shift and give a cosine of 0.",
         {
-            "b": Mistake("layernorm-keeps-constant-row",
-                "LayerNorm centres first: a constant row is all mean, so nothing is left to rescale"),
-            "c": Mistake("rmsnorm-centres",
-                "RMSNorm does not centre: it divides the row by its root mean square and keeps its direction"),
+            "b": Mistake("rmsnorm-removes-shift",
+                "RMSNorm does not centre: dividing by the root mean square rescales the shift, it does not remove it"),
+            "c": Mistake("rmsnorm-shift-swamps-row",
+                "u is still there after the division, orthogonal to 1 with length sqrt(d / 26): the cosine is "
+                "5 / sqrt(26), close to 1 but not 1"),
         },
     ),
     "4.3": gained_image_question(d=20, k=3),
@@ -385,16 +408,15 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "2.2": Choice(
         "a",
-        "the reversed mask leaves one weight in row T - 1, A_{T-1,T-1}, and the weights of a row sum to 1, so it is 1 "
-        "and the write is v_{T-1}: at the last position every head writes its own position's value, whatever the "
-        "scores (under the causal mask the same holds at the first position).",
+        "the mask leaves one weight in row t, A_{t,t-2}, and the weights of a row sum to 1, so it is 1 and the write is "
+        "v_{t-2}, whatever the scores: the head copies the value two positions back.",
         {
-            "b": Mistake("reversed-mask-blends-values",
-                "the mask gives every earlier position weight exactly 0: the blend is over s >= T - 1, one value"),
+            "b": Mistake("one-key-mask-blends-values",
+                "the mask gives every other position weight exactly 0: the blend is over one key, s = t - 2"),
             "c": Mistake("single-weight-set-by-score", "a softmax over one entry is 1, whatever that entry's score"),
         },
     ),
-    "2.3": mlp_question(d=64, d_ff=192),
+    "2.3": gated_mlp_question(d=64, d_ff=192),
     "1.1": Choice(
         "a",
         "sum_h W_V W_O^h = W_V (sum_h W_O^h): one product through the inner dimension d_head, so its rank is at most "
@@ -435,17 +457,17 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "1.4": Choice(
         "b",
-        "each head writes W_V^h W_O^h, into the row space of its slab W_O^h, and the H slabs stacked are W_O, with "
-        f"H d_head = {2 * 32} rows: the sublayer's write lies in W_O's row space, of dimension at most {2 * 32} < d = "
-        "128, whatever the weights. Only when H d_head = d, as in the course model, can the heads together fill R^d.",
+        "each head's write is (A^h X W_V^h) M, a combination of M's d_head rows, and so is their sum: the sublayer's "
+        f"write lies in M's row space, of dimension at most d_head = {COURSE_CONFIG.d_head} < d = {COURSE_CONFIG.d}, "
+        "whatever the other weights. Own slabs W_O^h, stacked into W_O with d rows, are what lets the heads fill R^d.",
         {
-            "a": Mistake("w-o-rows-fill-r-d",
-                "W_O has only H d_head rows here, fewer than d: its row space cannot be all of R^d"),
-            "c": Mistake("heads-share-one-row-space",
-                "the heads write through different slabs W_O^h, whose row spaces differ: together they span up to "
-                "H d_head dimensions, more than one head's"),
+            "a": Mistake("shared-w-o-rows-fill-r-d",
+                "whatever W_V^h reads, every head's write is multiplied by the same M last: it lies in M's row space"),
+            "c": Mistake("shared-w-o-parallel-writes",
+                "a shared M does not make the writes parallel: each head's A^h X W_V^h can be any combination of M's "
+                "d_head rows"),
         },
-        {"d": 128, "H": 2},
+        {"d": 128, "H": 4},
     ),
     "1.5": attention_rank_question(d=128, H=8, T=64),
     "1.6": Choice(
@@ -461,15 +483,17 @@ QUESTIONS: dict[str, Choice | Number] = {
     ),
     "3.1": Choice(
         "b",
-        "each block's Jacobian is 1/2 I + DF, about 1/2 I, and the chain rule multiplies L of them: about "
-        "(1/2)^L = 2^-L. The exact identity of I + DF is what keeps a deep residual stack's gradient from fading "
-        "(Remark 3.3).",
+        f"each block's Jacobian is alpha I + DF, about alpha I, and the chain rule multiplies the 24 of them: alpha^24, "
+        f"within [1/2, 2] exactly when |ln alpha| <= ln 2 / 24, alpha from {2 ** (-1 / 24):.3f} to {2 ** (1 / 24):.3f}. "
+        "The exact identity of I + DF is what keeps a deep residual stack's gradient from fading (Remark 3.3): at this "
+        "depth a skip off by 3% already costs a factor 2.",
         {
-            "a": Mistake("half-skip-keeps-identity",
-                "the skip contributes its own coefficient times I: 1/2 I here, not I"),
-            "c": Mistake("half-skip-one-factor",
-                "every block contributes its own factor 1/2, and the chain rule multiplies all L of them"),
+            "a": Mistake("skip-weight-bound-per-block",
+                "each block's factor alpha multiplies the others': alpha = 1/2 gives 2^-24 after 24 blocks, not 1/2"),
+            "c": Mistake("skip-weight-must-be-one",
+                "alpha = 1.01 gives 1.01^24, about 1.27: within a factor 2, as is every alpha within about 3% of 1"),
         },
+        {"L": 24},
     ),
     "3.2": Choice(
         "c",
@@ -483,17 +507,20 @@ QUESTIONS: dict[str, Choice | Number] = {
                 "LN_f removes the rows' scale before W_U reads them: a longer row does not carry w further"),
         },
     ),
-    "3.3": final_norm_question(T=6, L=3),
+    "3.3": logit_jacobian_question(T=6, L=3),
     "7.1": Choice(
         "c",
-        "per token the projections and the MLP multiply a row of width d by d x d and d x d_ff matrices: (8 d^2 + "
-        "4 d d_ff) L quadruples; each query's scores and aggregation take 4 L T d, which doubles.",
+        "the projections multiply a row of width d by W_Q, W_K, W_V, W_O, whose H slabs of width d_head still make up "
+        "d x d matrices; each head's scores and aggregation take 4 T d_head per query, and H of them take 4 T d. "
+        "Section 6's count, 8 L d^2 + 4 L d d_ff + 4 L T d per token, has no H in it.",
         {
-            "a": Mistake("attention-flops-quadratic-in-d",
-                "attention's scores and aggregation take 4 L T d per token: linear in d, so they only double"),
-            "b": Mistake("projection-flops-linear-in-d",
-                "the projections and the MLP take 8 L d^2 + 4 L d d_ff per token: quadratic in d"),
+            "a": Mistake("more-heads-more-score-flops",
+                "twice the heads form twice the T x T score matrices, but each over d_head / 2: 4 T d_head per "
+                "query and head, 4 T d in all, as before"),
+            "b": Mistake("more-heads-narrower-projections",
+                "each head's slab is half as wide, but there are twice as many: W_Q, W_K, W_V, W_O stay d x d"),
         },
+        {"d": 128, "H": 8},
     ),
     "7.2": Choice(
         "a",
@@ -510,15 +537,18 @@ QUESTIONS: dict[str, Choice | Number] = {
     "7.3": multi_query_crossover_question(d=1024, H=16),
     "10.1": Choice(
         "c",
-        "X^(L) is built by the blocks' additions alone (pre-norm); LN_f, whichever norm it is, acts only after "
-        "X^(L) is complete. What changes is how each write reaches the logits, not the split of the stream.",
+        "in post-norm each block ends in a LayerNorm of the stream itself, X^(l+1) = LN_2(Y + MLP(Y)): it recentres "
+        "the whole row, earlier writes included, and divides it by a spread that depends on all of them, so X^(L) is no "
+        "fixed sum of the sublayers' outputs. Pre-norm normalizes only each branch's input and adds every write as it is.",
         {
-            "a": Mistake("rmsnorm-breaks-stream-split",
-                "the final norm acts after X^(L) is complete: the writes add up to X^(L) whatever comes after it"),
-            "b": Mistake("split-needs-centred-writes",
-                "the split is of X^(L), before any final norm: centred or not, the writes add up to it"),
-            "d": Mistake("split-reads-final-gain",
-                "the final norm's gain acts after X^(L) is complete: the split of X^(L) does not read it"),
+            "a": Mistake("post-norm-stream-still-sums",
+                "the LayerNorm after each addition acts on the whole stream: it recentres and rescales the earlier "
+                "writes too, not only the new one"),
+            "b": Mistake("post-norm-only-final-norm",
+                "the LayerNorms of a post-norm block sit on the stream itself, not on a branch: dropping LN_f leaves "
+                "2L of them between the writes and X^(L)"),
+            "d": Mistake("post-norm-unit-gain-sums",
+                "a gain of 1 and a shift of 0 still leave the centring and the division by the row's spread"),
         },
     ),
     "10.2": Choice(
@@ -554,10 +584,10 @@ def _width_and_zeroed_gains(rng: random.Random) -> dict[str, int]:
 # well under a second. A learner who answers with a function of the sizes answers there too.
 ASKED_ELSEWHERE: dict[str, tuple[Callable[..., Number], Callable[[random.Random], dict[str, int]]]] = {
     "1.5": (attention_rank_question, lambda rng: {**_heads_and_width(rng), "T": rng.randint(2, 48)}),
-    "2.3": (mlp_question, lambda rng: {"d": 4 * rng.randint(2, 32), "d_ff": 8 * rng.randint(1, 48)}),
-    "3.3": (final_norm_question, lambda rng: {"T": rng.randint(2, 8), "L": rng.randint(1, 4)}),
+    "2.3": (gated_mlp_question, lambda rng: {"d": 4 * rng.randint(2, 32), "d_ff": 8 * rng.randint(1, 48)}),
+    "3.3": (logit_jacobian_question, lambda rng: {"T": rng.randint(2, 8), "L": rng.randint(1, 4)}),
     "4.3": (gained_image_question, _width_and_zeroed_gains),
-    "5.3": (gpt2_block_question, lambda rng: {"d": 4 * rng.randint(4, 96)}),
+    "5.3": (bare_block_question, lambda rng: {"d": 4 * rng.randint(4, 96)}),
     "6.3": (window_question, lambda rng: {"T": rng.randint(4, 40), "w": rng.randint(2, 6), "L": rng.randint(1, 4)}),
     "7.3": (multi_query_crossover_question, _heads_and_width),
     "10.3": (stream_writes_question, lambda rng: {"H": rng.randint(1, 16), "ell": rng.randint(1, 12)}),

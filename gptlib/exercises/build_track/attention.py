@@ -67,7 +67,7 @@ def heads_of(module: nn.Module, H: int | None) -> int:
             return value
         if isinstance(value, nn.ModuleList):
             return len(value)
-    raise Wrong("cannot tell how many heads your module has: pass H=... to the checker")
+    raise Wrong("cannot tell how many heads your module has: pass H=... to the checker", mistake="build-heads-unknown")
 
 
 @checker("Build step 3: multi-head attention")

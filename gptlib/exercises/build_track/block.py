@@ -45,7 +45,8 @@ def block_parts(module: nn.Module, d: int, d_ff: int) -> dict[str, list[tuple[st
     """The block's submodules sorted into 'ln' (LN_1 then LN_2), 'attn' and 'mlp'; Wrong if they do not fit."""
     if list(module.parameters(recurse=False)):
         raise Wrong("keep LN_1, the attention, LN_2 and the MLP as submodules of your block (attributes holding "
-                    "modules), so that each can be checked on its own; yours holds parameters directly.")
+                    "modules), so that each can be checked on its own; yours holds parameters directly.",
+                    mistake="build-block-parameters-not-submodules")
     parts = {"ln": [], "attn": [], "mlp": []}
     for name, child in named_parts(module):
         if not list(child.parameters()):
@@ -58,7 +59,8 @@ def block_parts(module: nn.Module, d: int, d_ff: int) -> dict[str, list[tuple[st
             parts["attn"].append((name, child))
     if [len(parts[k]) for k in ("ln", "attn", "mlp")] != [2, 1, 1]:
         found = ", ".join(f"{k}: {[n for n, _ in v]}" for k, v in parts.items())
-        raise Wrong(f"a block has two LayerNorms, one attention and one MLP as submodules; found {found}.")
+        raise Wrong(f"a block has two LayerNorms, one attention and one MLP as submodules; found {found}.",
+                    mistake="build-block-parts-missing")
     hinted = [n for n, _ in parts["ln"] if roles.says(n, "LN_2")]
     if hinted and hinted[0] == parts["ln"][0][0]:
         parts["ln"].reverse()
@@ -81,7 +83,7 @@ def judge_parts(parts: dict, d: int, H: int, d_ff: int, where: str) -> dict[str,
             found[key] = judge_part()
         except Wrong as wrong:
             name = {"ln_1": ln1_name, "ln_2": ln2_name, "attn": attn_name, "mlp": mlp_name}[key]
-            raise Wrong(f"{where}'s {name} fails on its own: {wrong.message}", wrong.details) from None
+            raise Wrong(f"{where}'s {name} fails on its own: {wrong.message}", wrong.details, mistake=wrong.mistake) from None
     return found
 
 

@@ -28,11 +28,11 @@ def gpt_parts(module: nn.Module, V: int, T_max: int, d: int, L: int) -> dict:
                    or isinstance(child, nn.ModuleDict)), None)  # named_parts keeps a container only if it holds the blocks
     if blocks is None:
         raise Wrong(f"expected your GPT to hold its {L} blocks in an nn.ModuleList (or nn.Sequential or nn.ModuleDict) "
-                    f"of length L = {L}.")
+                    f"of length L = {L}.", mistake="build-gpt-blocks-not-a-list")
     norms = [(n, c) for n, c in children if c is not blocks and is_layer_norm(c, d)]
     if len(norms) != 1:
         raise Wrong(f"expected one final LayerNorm LN_f (a submodule with gamma and beta of shape ({d},)) beside the "
-                    f"blocks; found {len(norms)}.")
+                    f"blocks; found {len(norms)}.", mistake="build-gpt-final-layernorm-missing")
     inside = {id(p) for c in (blocks, norms[0][1]) for p in c.parameters()}
     own = [(n, p) for n, p in module.named_parameters() if id(p) not in inside]
     vocab = [(n, p) for n, p in own if roles.orientations(p, V, d)]
@@ -40,11 +40,12 @@ def gpt_parts(module: nn.Module, V: int, T_max: int, d: int, L: int) -> dict:
     extra = [n for n, p in own if (n, p) not in vocab and (n, p) not in positions]
     if not positions:
         raise Wrong(f"your GPT has no positional embedding P of shape ({T_max}, {d}) (T_max x d, or d x T_max): Section 5 adds "
-                    "P[t] to E[x_t], without it attention cannot tell positions apart.")
+                    "P[t] to E[x_t], without it attention cannot tell positions apart.",
+                    mistake="build-gpt-no-positional-embedding")
     if not 1 <= len(vocab) <= 2 or any(p.dim() != 1 for n, p in own if n in extra):
         shapes = ", ".join(f"{n} {tuple(p.shape)}" for n, p in own)
         raise Wrong(f"expected E ({V}, {d}), P ({T_max}, {d}) and W_U ({d}, {V}) (or nn.Linear's ({V}, {d})) outside "
-                    f"the blocks; yours: {shapes}.")
+                    f"the blocks; yours: {shapes}.", mistake="build-gpt-embeddings-missing")
     if len(vocab) == 1:  # tied: W_U = E^T (Aside 5.3)
         E_name, U_name = vocab[0][0], None
     else:
@@ -69,7 +70,7 @@ def judge_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: i
     try:
         ln_f_reading = judge_layer_norm(ln_f, d)
     except Wrong as wrong:
-        raise Wrong(f"your final LayerNorm {ln_name} fails on its own: {wrong.message}") from None
+        raise Wrong(f"your final LayerNorm {ln_name} fails on its own: {wrong.message}", mistake=wrong.mistake) from None
     H = heads_of(block_parts(parts["blocks"][0], d, d_ff)["attn"][0][1], H)
     config = GPTConfig(V=V, T_max=T_max, d=d, H=H, L=L, d_ff=d_ff, tie_weights=parts["W_U"] is None)
     reference = ReferenceGPT(config).double()

@@ -22,7 +22,8 @@ def refuse_nan_at_start(got: torch.Tensor) -> None:
     """Output (B, T, ...) that is NaN at t = 0 only: softmax over a row that is all -inf, the diagonal hidden."""
     bad = ~torch.isfinite(got).reshape(*got.shape[:2], -1).all(-1)  # (B, T)
     if bad[:, 0].all() and not bad[:, 1:].any():
-        raise Wrong(HIDDEN_DIAGONAL + ": at t = 0 nothing is left to attend to, and a softmax of all -inf is NaN.")
+        raise Wrong(HIDDEN_DIAGONAL + ": at t = 0 nothing is left to attend to, and a softmax of all -inf is NaN.",
+                    mistake=HIDDEN_DIAGONAL.id)
 
 
 FINITE_FILL = -1e9  # a mask written with a large negative number instead of -inf

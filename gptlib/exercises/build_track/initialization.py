@@ -89,16 +89,19 @@ def check_init(init_weights, gpt) -> tuple[str, list[str]]:
     gains = torch.cat([g.detach().reshape(-1) for g in groups["gains"]])
     biases = torch.cat([b.detach().reshape(-1) for b in groups["biases"]])
     if not torch.equal(gains, torch.ones_like(gains)):
-        raise Wrong("the LayerNorm gains gamma are not all 1: a LayerNorm starts as the plain normalization.", details)
+        raise Wrong("the LayerNorm gains gamma are not all 1: a LayerNorm starts as the plain normalization.", details,
+                    mistake="init-gains-not-one")
     if biases.abs().max().item() != 0:
-        raise Wrong("the biases (b_O, b_1, b_2, beta) are not all 0.", details)
+        raise Wrong("the biases (b_O, b_1, b_2, beta) are not all 0.", details, mistake="init-biases-not-zero")
 
     near = functools.partial(close, rtol=STD_RTOL)  # near(measured std, expected std)
     scaled = STD / math.sqrt(2 * L)
     if not near(others, STD):
         if near(others, scaled):
-            raise Wrong("every matrix is scaled by 1/sqrt(2L): only the branches' output projections W_O and W_2 are.", details)
-        raise Wrong(f"E, P, W_Q, W_K, W_V, W_1, W_U should have std {STD} (Project aside 5.2).", details)
+            raise Wrong("every matrix is scaled by 1/sqrt(2L): only the branches' output projections W_O and W_2 are.", details,
+                        mistake="init-every-matrix-scaled")
+        raise Wrong(f"E, P, W_Q, W_K, W_V, W_1, W_U should have std {STD} (Project aside 5.2).", details,
+                    mistake="init-matrix-std")
     typical = {
         Mistake("init-not-scaled",
             "the init is not scaled: W_O and W_2 have std 0.02 like every other matrix; Project aside 5.2 divides it by "
@@ -113,7 +116,8 @@ def check_init(init_weights, gpt) -> tuple[str, list[str]]:
         W_O, W_2 = (pooled_std(groups["W_O, W_2"][i::2]) for i in (0, 1))
         if near(W_O, scaled) != near(W_2, scaled):
             right, other = ("W_O", "W_2") if near(W_O, scaled) else ("W_2", "W_O")
-            raise Wrong(f"only {right} is scaled by 1/sqrt(2L): {other} writes into the residual stream too.", details)
+            raise Wrong(f"only {right} is scaled by 1/sqrt(2L): {other} writes into the residual stream too.", details,
+                        mistake="init-one-branch-scaled")
         named = name_mistake({(): residual}, typical, near)  # the point (): each std takes no arguments
-        raise Wrong((named or f"W_O and W_2 should have std 0.02 / sqrt(2L) = {scaled:.4f}") + ".", details)
+        raise Wrong((named or f"W_O and W_2 should have std 0.02 / sqrt(2L) = {scaled:.4f}") + ".", details, mistake=None)
     return "matrices std 0.02, W_O and W_2 std 0.02 / sqrt(2L), gains 1, biases 0 (Project aside 5.2).", details

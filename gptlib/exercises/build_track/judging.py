@@ -43,7 +43,7 @@ def built(learner, *sizes: int, what: str) -> nn.Module:
     """The learner's module: as given, or their class called with the sizes (positionally)."""
     module = learner if isinstance(learner, nn.Module) else call(learner, *sizes, what=what)
     if not isinstance(module, nn.Module):
-        raise Wrong(f"expected an nn.Module (or a class building one), got {type(module).__name__}")
+        raise Wrong(f"expected an nn.Module (or a class building one), got {type(module).__name__}", mistake="build-not-a-module")
     return module
 
 
@@ -83,9 +83,11 @@ def output(module: nn.Module, x: torch.Tensor, shape: tuple[int, ...], what: str
     if isinstance(y, (tuple, list)) and y and isinstance(y[0], torch.Tensor):
         y = y[0]
     if not isinstance(y, torch.Tensor):
-        raise Wrong(f"your module returned {type(y).__name__}, expected a tensor of shape {shape}")
+        raise Wrong(f"your module returned {type(y).__name__}, expected a tensor of shape {shape}",
+                    mistake="build-output-not-a-tensor")
     if tuple(y.shape) != tuple(shape):
-        raise Wrong(f"for an input of shape {tuple(x.shape)} your module returned shape {tuple(y.shape)}, expected {shape}")
+        raise Wrong(f"for an input of shape {tuple(x.shape)} your module returned shape {tuple(y.shape)}, expected {shape}",
+                    mistake="build-output-shape")
     return y.detach().double()
 
 
@@ -99,11 +101,11 @@ def judge(got: torch.Tensor, readings: list, reference, mistakes, component: str
     for reading in readings:
         named = name_mistake({(): got}, mistakes(reading), same)  # the point (): each thunk takes no arguments
         if named:
-            raise Wrong(named + ".", list(notes))
+            raise Wrong(named + ".", list(notes), mistake=None)
     gap = (got - reference(readings[0])).abs().max().item()
     nan = " (it holds NaN or inf)" if not torch.isfinite(got).all() else ""
     raise Wrong(f"your {component} differs from the lecture's by up to {gap:.2g}{nan}, more than the tolerance "
-                f"{TOL:g} x (1 + max |output|), and no typical mistake explains it.", list(notes))
+                f"{TOL:g} x (1 + max |output|), and no typical mistake explains it.", list(notes), mistake=None)
 
 
 def inputs(*shape: int, seed: int) -> torch.Tensor:

@@ -92,7 +92,7 @@ def layer_norm_readings(module: nn.Module, d: int) -> list[Reading]:
     if any(p.shape != (d,) for _, p in params) or len(params) != 2:
         shapes = [f"{n} {tuple(p.shape)}" for n, p in params] or ["none"]
         raise Wrong(f"a LayerNorm of width d = {d} has two parameters of shape ({d},), the gain gamma and the shift "
-                    f"beta of Definition 4.1; yours has: {', '.join(shapes)}.")
+                    f"beta of Definition 4.1; yours has: {', '.join(shapes)}.", mistake="build-layernorm-parameters")
     names = [n for n, _ in params]
     table = dict(params)
     orders = ordered(names, ["gain", "shift"], lambda n, role: says(own_name(n), role))
@@ -106,7 +106,8 @@ def head_readings(module: nn.Module, d: int, d_head: int) -> list[Reading]:
     if not triples:
         raise Wrong(f"one head has three matrices W_Q, W_K, W_V of shape ({d}, {d_head}) (or nn.Linear's "
                     f"({d_head}, {d})), or one holding all three: ({d}, {3 * d_head}), ({3 * d_head}, {d}) or "
-                    f"(3, {d_head}, {d}); yours has: {', '.join(f'{n} {tuple(p.shape)}' for n, p in matrices) or 'none'}.")
+                    f"(3, {d_head}, {d}); yours has: {', '.join(f'{n} {tuple(p.shape)}' for n, p in matrices) or 'none'}.",
+                    mistake="build-head-matrices")
     return [Reading({"W_Q": W_Q[0], "W_K": W_K[0], "W_V": W_V[0]}, [n for n, _ in vectors]) for W_Q, W_K, W_V in triples]
 
 
@@ -163,7 +164,8 @@ def attention_readings(module: nn.Module, d: int, H: int) -> list[Reading]:
     square = [n for n, p in matrices if tuple(p.shape) == (d, d)]
     if not square:
         raise Wrong(f"multi-head attention has an output matrix W_O of shape ({d}, {d}); yours has none "
-                    f"(matrices: {', '.join(f'{n} {tuple(p.shape)}' for n, p in matrices) or 'none'}).")
+                    f"(matrices: {', '.join(f'{n} {tuple(p.shape)}' for n, p in matrices) or 'none'}).",
+                    mistake="build-attention-no-w-o")
     named_O = [n for n in square if says(n, "O")]
     o_name = named_O[-1] if named_O else square[-1]
     table = dict(matrices)
@@ -172,7 +174,7 @@ def attention_readings(module: nn.Module, d: int, H: int) -> list[Reading]:
     named_b = [n for n in bias_names if says(n, "O")]
     if not bias_names:
         raise Wrong(f"the course's attention adds an output bias b_O of shape ({d},) after W_O (Theorem 5.2 counts it); "
-                    f"yours has no ({d},) vector.")
+                    f"yours has no ({d},) vector.", mistake="build-attention-no-b-o")
     b_name = named_b[-1] if named_b else bias_names[-1]
     extra = [n for n, _ in vectors if n != b_name]
     readings = []
@@ -185,7 +187,7 @@ def attention_readings(module: nn.Module, d: int, H: int) -> list[Reading]:
         raise Wrong(f"cannot tell your W_Q, W_K, W_V apart for d = {d}, H = {H}: expected one fused ({3 * d}, {d}) "
                     f"matrix or one stacked (3, {d}, {d}) or (3, {H}, {d // H}, {d}) tensor, three ({d}, {d}) or "
                     f"({H}, {d}, {d // H}) ones, or three ({d}, {d // H}) per head "
-                    f"(name them q/k/v or query/key/value); yours: {shapes or 'none'}.")
+                    f"(name them q/k/v or query/key/value); yours: {shapes or 'none'}.", mistake="build-attention-qkv-unreadable")
     return readings
 
 
@@ -194,14 +196,14 @@ def mlp_readings(module: nn.Module, d: int, d_ff: int) -> list[Reading]:
     matrices, vectors = _split(parameters(module))
     if len(matrices) != 2 or not all(orientations(p, d, d_ff) or orientations(p, d_ff, d) for _, p in matrices):
         raise Wrong(f"the MLP has two matrices, W_1 ({d} -> {d_ff}) and W_2 ({d_ff} -> {d}); yours has: "
-                    f"{', '.join(f'{n} {tuple(p.shape)}' for n, p in matrices) or 'none'}.")
+                    f"{', '.join(f'{n} {tuple(p.shape)}' for n, p in matrices) or 'none'}.", mistake="build-mlp-matrices")
     table = dict(matrices)
     by_name = {n: p for n, p in vectors}
     firsts = [n for n, p in vectors if tuple(p.shape) == (d_ff,) and (d != d_ff or not says(n, "2"))]
     seconds = [n for n, p in vectors if tuple(p.shape) == (d,) and n not in firsts[:1]]
     if not firsts or not seconds or len(vectors) != 2:
         raise Wrong(f"Definition 2.1 has two biases, b_1 of shape ({d_ff},) and b_2 of shape ({d},); yours: "
-                    f"{', '.join(f'{n} {tuple(p.shape)}' for n, p in vectors) or 'none'}.")
+                    f"{', '.join(f'{n} {tuple(p.shape)}' for n, p in vectors) or 'none'}.", mistake="build-mlp-biases")
     b_1, b_2 = by_name[firsts[0]], by_name[seconds[0]]
     readings = []
     for first, second in ordered([n for n, _ in matrices], ["1", "2"]):

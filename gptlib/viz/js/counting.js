@@ -12,8 +12,8 @@ const COMPONENTS = ["token and positional embeddings", "attention in all blocks"
   "block LayerNorms", "final LayerNorm and unembedding"];
 
 // What was typed in a size box as a BigInt, or an Error in the words of gptlib.viz.counting.whole_number
-// (the same steps: a zero is 0 whatever its exponent; more than 400 digits is too large).
-export function wholeNumber(name, text) {
+// (the same steps: a zero is 0 whatever its exponent; more than 400 digits is refused with the bound atMost).
+export function wholeNumber(name, text, atMost = MAX_SIZE) {
   const plain = text.trim().replaceAll(",", "").replaceAll("_", "");
   const match = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(plain);
   if (!match || (match[2] + (match[3] ?? "")).length === 0) {
@@ -29,7 +29,7 @@ export function wholeNumber(name, text) {
     if (/[1-9]/.test(digits.slice(kept))) throw new Error(`${name}: ${shown(text)} is not a whole number`);
     digits = digits.slice(0, kept) || "0";
   } else if (digits.length + exponent > MAX_DIGITS) {
-    throw new Error(`${name}: ${shown(text)} is too large`);
+    throw new Error(`${name} must be an integer in [1, ${atMost}], got ${shown(text)} (more than ${MAX_DIGITS} digits)`);
   } else {
     digits += "0".repeat(exponent);
   }
@@ -100,7 +100,7 @@ function render({ model, el }) {
   function read({ typed, tie: tied }) {
     const n = {};
     for (const [name] of SIZES) {
-      n[name] = wholeNumber(name, typed[name]);
+      n[name] = wholeNumber(name, typed[name], name === "L" ? MAX_L : MAX_SIZE);
       if (n[name] > MAX_SIZE) throw new Error(`${name} must be an integer <= ${MAX_SIZE}, got ${shown(typed[name])}`);
       if (n[name] < 1n) throw new Error(`${name} must be an integer >= 1, got ${n[name]}`);
     }

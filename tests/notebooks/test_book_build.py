@@ -1,0 +1,53 @@
+"""`make book`: the static site of the executed notebooks (tools/build_book.py).
+
+The build itself runs with warnings as errors (the `book_html` fixture); these tests check
+what a reader gets without a network. tests/browser/test_book_in_browser.py opens it in a browser.
+"""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.notebook_files import NOTEBOOKS
+from tools.build_book import sphinx_build
+
+pytestmark = pytest.mark.slow  # starts processes or trains: `pytest -m slow` (not in `pytest -m unit`)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_left_hand_contents_list_every_notebook_in_lecture_order(book_html):
+    index = (book_html / "index.html").read_text()
+    nav = re.search(r'<nav class="[^"]*bd-docs-nav.*?</nav>', index, re.S).group()
+    assert re.findall(r'href="([^"#]+)\.html"', nav) == [path.stem for path in NOTEBOOKS]
+
+
+def test_every_page_loads_its_scripts_styles_and_images_from_the_site(book_html):
+    pages = sorted(book_html.glob("*.html"))
+    assert {page.stem for page in pages} >= {path.stem for path in NOTEBOOKS} | {"index", "search"}
+    for page in pages:
+        html = page.read_text()
+        resources = re.findall(r'<(?:script|img)[^>]*\ssrc="([^"]+)"', html)
+        resources += re.findall(r'<link[^>]*\shref="([^"]+)"', html)
+        assert resources, page.name
+        for resource in resources:
+            assert not re.match(r"^(https?:)?//", resource), f"{page.name} loads {resource} from the network"
+            if not resource.startswith(("data:", "#")):
+                assert (book_html / resource.split("?")[0]).is_file(), f"{page.name}: {resource} is missing"
+
+
+def test_math_is_rendered_by_a_mathjax_shipped_with_the_site(book_html):
+    html = (book_html / "04_layernorm_geometry.html").read_text()
+    assert 'src="_static/mathjax/tex-chtml.js' in html
+    assert r"\(\mathbf 1^\perp\)" in html  # the prose's $\mathbf 1^\perp$, left for MathJax to typeset
+
+
+def test_a_warning_fails_the_build(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "book", src, ignore=shutil.ignore_patterns("__pycache__", "index.md"))
+    (src / "index.md").write_text("# A page\n\nA link to [a notebook that is not there](99_missing.ipynb).\n")
+    with pytest.raises(subprocess.CalledProcessError):
+        sphinx_build(src, tmp_path)
