@@ -268,6 +268,23 @@ def test_unconfined_the_same_zygote_runs_submissions_as_the_grading_user(limits)
 
 
 
+def test_unconfined_a_judge_that_hangs_up_leaves_no_submission_running(limits):
+    """A judge killed while a cell runs (Ctrl-C kills the judges) hangs up on its zygote without ending the
+    submission: the zygote ends it before it ends itself (confined, the namespace would; unconfined, the
+    submission's own session would outlive the zygote)."""
+    submission = Submission([(0, "x = 1")], dataclasses.replace(limits, confined=False))
+    submission.start()  # the cells ran: the process waits for the checker's requests
+    box = Sandbox._current
+    assert _status(submission.pid)["State"][0] != "Z"
+    box.socket.close()  # as a killed judge's end closes
+    box.process.wait(timeout=60)
+    assert not Path(f"/proc/{submission.pid}").exists() or _status(submission.pid)["State"][0] == "Z"
+    for connection in (submission.outbound, submission.inbound):
+        connection.close()
+    box.close()
+    Sandbox._current = None
+
+
 def test_a_sandbox_that_cannot_start_stops_the_submission_with_bwraps_reason(limits):
     """A sandbox whose zygote never says it is ready (here bwrap cannot bind a path that does not exist) stops the
     submission with bwrap's own words and a line for the instructor, never an exception of the judge's."""

@@ -287,25 +287,30 @@ def zygote(server_fd: int, workdir: str) -> None:
     server = socket.socket(fileno=server_fd)
     ended: dict[int, int] = {}
     server.sendall(json.dumps({"ready": confinement()}).encode())
-    while True:
-        try:
-            message, fds, _, _ = socket.recv_fds(server, 65536, 3)
-        except OSError:
-            return
-        if not message:
-            return  # the judge closed its end
-        request = json.loads(message)
-        if "fork" in request:
-            _clean(workdir, None, ended)
-            reply = {"pid": _fork_submission(request["fork"], fds, server, workdir)}
-        elif "alive" in request:
-            _wait(request["alive"], ended, 0)
-            reply = {"alive": request["alive"] not in ended}
-        else:
-            _wait(request["end"], ended, request["grace"])
-            _clean(workdir, request["end"], ended)
-            reply = {"status": ended.pop(request["end"], None)}
-        server.sendall(json.dumps(reply).encode())
+    forked = None  # the last submission's process
+    try:
+        while True:
+            try:
+                message, fds, _, _ = socket.recv_fds(server, 65536, 3)
+            except OSError:
+                return
+            if not message:
+                return  # the judge closed its end
+            request = json.loads(message)
+            if "fork" in request:
+                _clean(workdir, None, ended)
+                forked = _fork_submission(request["fork"], fds, server, workdir)
+                reply = {"pid": forked}
+            elif "alive" in request:
+                _wait(request["alive"], ended, 0)
+                reply = {"alive": request["alive"] not in ended}
+            else:
+                _wait(request["end"], ended, request["grace"])
+                _clean(workdir, request["end"], ended)
+                reply = {"status": ended.pop(request["end"], None)}
+            server.sendall(json.dumps(reply).encode())
+    finally:  # however the judge hung up (ended, or killed while a cell ran): the submission ends here
+        _clean(workdir, forked, ended)  # (unconfined, its own session would outlive the zygote)
 
 
 def _wait(pid: int, ended: dict[int, int], seconds: float) -> None:
