@@ -64,10 +64,10 @@ def right_letter(check, letters: str = "abcdef") -> str:
 # order (the checker compares it with the answer measured at those sizes, and in a hidden case at others).
 FORMULAS = {
     "1.5": "lambda d, H, T: T",
-    "2.3": "lambda d, d_ff: 2 * d * d_ff + d_ff + d",
-    "3.3": "lambda T, L: T",
+    "2.3": "lambda d, d_ff: 3 * d * d_ff",
+    "3.3": "lambda T, L: T * (16 - 1)",  # d = 16 is stated and fixed (logit_jacobian_question)
     "4.3": "lambda d, k: d - k",
-    "5.3": "lambda d: 12 * d**2 + 13 * d",
+    "5.3": "lambda d: 12 * d**2 + 2 * d",
     "6.3": "lambda T, w, L: T * (T - 1) // 2 + sum(T - gap for gap in range(L * (w - 1) + 1, T))",
     "7.3": "lambda d, H: d + d // H + 4 * d",
     "10.3": "lambda H, ell: 1 + ell * (H + 1)",
