@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 
 from .interrupt import end_now, exit_code, raising_on_signals, stop_at_once
 
 if __name__ == "__main__":
-    stop_at_once()  # a signal during the imports below (seconds) ends the program there: nothing is started yet
+    stop_at_once()  # a signal during the imports (seconds) ends the program there: nothing is started yet
 
-from . import assign, gradebook, report  # noqa: E402
-from .grade import Unconfinable  # noqa: E402
-from .judge import Limits  # noqa: E402
-from .throughput import throughput, timed_grade_class  # noqa: E402
+from . import gradebook, report  # noqa: E402  (neither loads torch: a report or a refusal takes no second of imports)
 
+LOADS_TORCH = {"assign": ("assign",), "grade": ("grade", "throughput")}  # what these commands import: torch, seconds
 UNCONFINED = "--unconfined-i-accept-students-can-read-each-other"
 
 
@@ -28,15 +27,18 @@ def refuse(command: str, problem) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run a command; Ctrl-C or SIGTERM at any moment stops it: "interrupted", exit 130 or 143 (interrupt.py)."""
+    args = _arguments(argv)
+    for module in LOADS_TORCH.get(args.command, ()):  # seconds of imports: under stop_at_once when run as a program
+        importlib.import_module(f"{__package__}.{module}")
     with raising_on_signals():
         try:
-            return _command(argv)
+            return _command(args)
         except KeyboardInterrupt as stop:
             print("interrupted", file=sys.stderr)
             return exit_code(stop)
 
 
-def _command(argv: list[str] | None) -> int:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m gptlib_course")
     commands = parser.add_subparsers(dest="command", required=True)
     build = commands.add_parser("assign", help="build student notebooks, public and hidden tests from the exercise notebooks")
@@ -49,9 +51,9 @@ def _command(argv: list[str] | None) -> int:
     grade.add_argument("submissions", type=Path)
     grade.add_argument("--out", type=Path, default=Path("build/course"), help="the folder `assign` wrote")
     grade.add_argument("--workers", type=int, default=None, help="judges in parallel (default: one per core)")
-    grade.add_argument("--cells-s", type=float, default=Limits.cells_s, help="seconds for a notebook's cells")
-    grade.add_argument("--call-s", type=float, default=Limits.call_s, help="seconds for one call of a student's function")
-    grade.add_argument("--memory-gb", type=float, default=Limits.memory / 2**30, help="address space of a submission")
+    grade.add_argument("--cells-s", type=float, default=None, help="seconds for a notebook's cells")
+    grade.add_argument("--call-s", type=float, default=None, help="seconds for one call of a student's function")
+    grade.add_argument("--memory-gb", type=float, default=None, help="address space of a submission")
     grade.add_argument("--student", action="append", default=None, metavar="NAME",
                        help="regrade only this student (repeatable); the others' grades are kept")
     grade.add_argument("--gradebook", type=Path, default=None, help="points, weights, deadlines (default: OUT/gradebook.ini)")
@@ -65,10 +67,15 @@ def _command(argv: list[str] | None) -> int:
     summary.add_argument("--gradebook", type=Path, default=None, help="deadlines and points (default: OUT/gradebook.ini)")
     summary.add_argument("--threshold", type=int, default=report.THRESHOLD,
                          help="the anonymised copy shows smaller groups as 'fewer than THRESHOLD'")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def _command(args: argparse.Namespace) -> int:
     if getattr(args, "gradebook", None) is not None and not args.gradebook.exists():  # named: never the default instead
         return refuse(args.command, f"{args.gradebook}: no such gradebook")
     if args.command == "assign":
+        from . import assign
+
         notebooks = args.notebooks or sorted(Path("notebooks").glob("[0-9]*.ipynb"))
         try:
             built = assign.build(notebooks, args.out, hints=args.hints, worked=args.worked)
@@ -90,8 +97,14 @@ def _command(argv: list[str] | None) -> int:
                                     f"--out {args.out}` first")
     if not args.submissions.is_dir():
         return refuse(args.command, f"{args.submissions} is not a folder of <student>/<NN_name>.ipynb")
-    confined = not getattr(args, UNCONFINED[2:].replace("-", "_"))
-    limits = Limits(cells_s=args.cells_s, call_s=args.call_s, memory=int(args.memory_gb * 2**30), confined=confined)
+    from .grade import Unconfinable
+    from .judge import Limits
+    from .throughput import throughput, timed_grade_class
+
+    given = {"cells_s": args.cells_s, "call_s": args.call_s,
+             "memory": None if args.memory_gb is None else int(args.memory_gb * 2**30)}
+    limits = Limits(**{name: value for name, value in given.items() if value is not None},
+                    confined=not getattr(args, UNCONFINED[2:].replace("-", "_")))
     book = args.gradebook or args.out / "gradebook.ini"
     try:
         grades, seconds = timed_grade_class(args.submissions, args.out / "autograder", args.out / "grades",

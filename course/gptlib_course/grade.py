@@ -27,7 +27,8 @@ from tqdm.auto import tqdm
 
 from . import feedback, gradebook, pool, results
 from .jobs import Job, find
-from .judge import Limits, NotebookGrade
+from .judge import Limits
+from .results import NotebookGrade
 from .sandbox import confinement_problem
 
 

@@ -13,10 +13,12 @@ import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-from gptlib.assignment import cases
+from typing import TYPE_CHECKING
 
 from . import files
+
+if TYPE_CHECKING:  # importing gptlib loads torch (seconds of CPU), which report and the gradebook never need
+    from gptlib.assignment.cases import TestFile
 
 
 def assignments(autograder: Path) -> list[Path]:
@@ -28,8 +30,10 @@ def assignments(autograder: Path) -> list[Path]:
 
 
 @functools.cache
-def load_tests(folder: str) -> list[cases.TestFile]:
+def load_tests(folder: str) -> list[TestFile]:
     """The test files of one assignment, in the notebook's order."""
+    from gptlib.assignment import cases
+
     names = files.read(Path(folder) / "questions.json", files.json_of([str]))
     return [cases.load(Path(folder) / "tests" / f"{name}.py") for name in names]
 

@@ -28,7 +28,7 @@ import stat
 import threading
 import time
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -39,6 +39,7 @@ from gptlib.checking import shifted_seeds
 
 from . import remote_module
 from .questions import cells_to_run
+from .results import CaseOutcome, NotebookGrade
 from .sandbox import NotStarted, Sandbox
 
 
@@ -53,27 +54,6 @@ class Limits:
     tmp: int = 64 * 2**20  # bytes of the sandbox's private /tmp, its only writable place
     confined: bool = True  # False only with grade's --unconfined-... flag (sandbox.py says what is lost)
     read_only: tuple[str, ...] = ()  # host paths a submission may read besides Python and gptlib (tests use it)
-
-
-@dataclass(frozen=True)
-class CaseOutcome:
-    question: str
-    hidden: bool
-    points: float
-    earned: float
-    status: str  # the checker's status ("passed", "failed", ...) or "error" for what stopped it
-    message: str
-    details: tuple[str, ...] = ()
-    mistakes: tuple[str, ...] = ()  # identifiers of the typical mistakes the checker named (gptlib.checking.mistakes)
-
-
-@dataclass
-class NotebookGrade:
-    notebook: str
-    outcomes: list[CaseOutcome] = field(default_factory=list)
-    cell_errors: list[str] = field(default_factory=list)  # "cell 7: ModuleNotFoundError: ...", ERROR_TEXT characters in all
-    confinement: dict = field(default_factory=dict)  # what the submission's process measured of itself (zygote.confinement)
-    notes: list[str] = field(default_factory=list)  # what the grader saw in the student's folder: duplicates, odd files
 
 
 ERROR_TEXT = 4000  # characters of cell errors a notebook's feedback shows, in all

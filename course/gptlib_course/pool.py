@@ -20,7 +20,8 @@ from multiprocessing.connection import wait
 from pathlib import Path
 
 from .jobs import Job, load_tests
-from .judge import CaseOutcome, Limits, NotebookGrade, grade_notebook
+from .judge import Limits, grade_notebook
+from .results import CaseOutcome, NotebookGrade
 from .sandbox import Sandbox
 
 PR_SET_PDEATHSIG = 1  # prctl: the signal a process gets when the thread that started it ends

@@ -8,6 +8,9 @@
                                 page is made from this store and the gradebook (load_results), so a changed
                                 weight, deadline or point needs no regrading
 
+A graded notebook is a NotebookGrade of CaseOutcomes (defined here, the judge makes them: what is stored
+and reported needs no torch).
+
 Every file is written atomically (gradebook.write_atomically), in UTF-8 whatever the locale.
 """
 
@@ -18,11 +21,32 @@ import functools
 import hashlib
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import files, gradebook
 from .jobs import Job, name_bytes
-from .judge import CaseOutcome, NotebookGrade
+
+
+@dataclass(frozen=True)
+class CaseOutcome:
+    question: str
+    hidden: bool
+    points: float
+    earned: float
+    status: str  # the checker's status ("passed", "failed", ...) or "error" for what stopped it
+    message: str
+    details: tuple[str, ...] = ()
+    mistakes: tuple[str, ...] = ()  # identifiers of the typical mistakes the checker named (gptlib.checking.mistakes)
+
+
+@dataclass
+class NotebookGrade:
+    notebook: str
+    outcomes: list[CaseOutcome] = field(default_factory=list)
+    cell_errors: list[str] = field(default_factory=list)  # "cell 7: ModuleNotFoundError: ...", judge.ERROR_TEXT characters in all
+    confinement: dict = field(default_factory=dict)  # what the submission's process measured of itself (zygote.confinement)
+    notes: list[str] = field(default_factory=list)  # what the grader saw in the student's folder: duplicates, odd files
 
 
 @functools.cache

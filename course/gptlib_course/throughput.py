@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from .grade import grade_class
-from .judge import NotebookGrade
+from .results import NotebookGrade
 
 
 def throughput(submissions: int, seconds: float) -> str:
