@@ -460,6 +460,24 @@ def test_exercise_7s_true_statement_is_not_clearly_the_longest():
     assert length_giveaway(STATEMENTS, concepts.POST_NORM_STATEMENT.answer) is None
 
 
+SINGLING_OUT = ("the one bare option among justified ones", "the only option with a digit")
+
+
+@pytest.mark.parametrize("question", [q for q, _ in CHOICES])
+def test_no_right_option_is_the_only_one_without_a_reason_or_the_only_one_with_a_digit(question):
+    """Per question, not only in aggregate: the right option is not the one option that gives no reason where the
+    others give one, nor the one option with a digit where the others have none: either could be picked by its form."""
+    asked = _real_set()[question]
+    for trait in SINGLING_OUT:
+        assert STRATEGIES[trait](asked, None) != [asked.right], (trait, asked.options[asked.right])
+
+
+def test_the_singling_out_rules_catch_a_right_option_of_that_form():
+    bare = Asked({"a": "Yes: it adds.", "b": "No, it does not.", "c": "Only once: at the top."}, "b", frozenset())
+    digit = Asked({"a": "Yes: twice as many.", "b": "No: as many.", "c": "About 3: a third more."}, "c", frozenset())
+    assert [STRATEGIES[trait](q, None) for trait, q in zip(SINGLING_OUT, (bare, digit))] == [["b"], ["c"]]
+
+
 def test_the_length_rule_catches_a_right_option_padded_by_a_tenth():
     options = {"a": "x" * 100, "b": "y" * 96}
     assert length_giveaway(options, "a") is None and length_giveaway(options, "b") is None
