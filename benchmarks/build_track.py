@@ -7,7 +7,7 @@ curve tracks gptlib's own GPT trained with the same settings, batches and seed.
 
 Writes both runs (steps, wall and CPU seconds, held-out and training losses), the machine, the load
 average before and after, and the command (paths cut to file names), as JSON: notebook 09 reads it
-(own_gpt.load_measured_runs).
+(own_model.load_measured_runs).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import torch
 from gptlib import COURSE_CONFIG, GPT
 from gptlib.exercises.answers import build as build_solutions
 from gptlib.train import keep_freed_memory
-from gptlib.train.own_gpt import BUILD_SETTINGS, MEASURED_RUNS, TARGET_LOSS, TARGET_SECONDS, train_on_shakespeare
+from gptlib.train.own_model import BUILD_SETTINGS, MEASURED_RUNS, TARGET_LOSS, TARGET_SECONDS, train_on_shakespeare
 
 from .run import loadavg
 

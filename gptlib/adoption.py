@@ -3,13 +3,13 @@
     mine = gptlib.adopt(my_gpt, GPTConfig(V=65, T_max=64, d=128, H=4, L=4))
 
 The learner's model is read by what it computes, with the build checkers' machinery
-(exercises/build_track: roles.py reads the tensors by shape, by name where a name says, otherwise
-every reading the shapes allow; gpt.judge_gpt keeps the reading under which the model computes
+(checking/roles.py reads the tensors by shape, by name where a name says, otherwise
+every reading the shapes allow; gpt.read_gpt keeps the reading under which the model computes
 Section 5's logits, judging each block and LN_f on its own first, so a mistake is named where
 it is). Every layout the checkers accept is adopted: separate, fused or stacked Q|K|V, per-head
 modules or one matrix, E and P either way round, LayerNorms in attributes or lists, tied or not,
 any names. The adoption is then proven: the adopted GPT's logits equal the learner's own on
-random token ids at two batch shapes within the checkers' tolerance (build.TOL), or adopt
+random token ids at two batch shapes within the checkers' tolerance (checking.TOL), or adopt
 refuses. A model that is not the lecture's GPT (post-norm, no biases, another activation,
 another head split) is refused with what differs named. The learner's model is never changed:
 all the reading is done on a copy.
@@ -23,10 +23,10 @@ import torch
 from torch import nn
 
 from . import validation
+from .checking import TOL, LearnerRaised, NotAttempted, Wrong, global_state_kept, same
+from .checking.components import output, random_weights
 from .config import GPTConfig
-from .exercises.build_track.gpt import judge_gpt
-from .exercises.build_track.judging import TOL, output, random_weights, same
-from .exercises.checking import Wrong, _LearnerRaised, _NotAttempted, global_state_kept
+from .exercises.build_track.gpt import read_gpt
 from .model import GPT
 
 PROOF_SHAPES = ((1, None), (3, 5))  # (B, T) of the proof's random ids; None: T_max (T is capped at T_max)
@@ -51,16 +51,16 @@ def adopt(model: nn.Module, config: GPTConfig, seed: int = 0) -> GPT:
             _prove(adopted.eval(), learner, found["extra"], seed)
     except Wrong as wrong:
         raise ValueError(f"cannot adopt your model as the lecture's GPT ({_sizes(sizes)}): {wrong.message}") from None
-    except _LearnerRaised as raised:
+    except LearnerRaised as raised:
         raise ValueError(f"cannot adopt your model: {raised.what} raised {type(raised.error).__name__}: "
                          f"{raised.error} (adopt runs it on token ids (B, T) and expects logits (B, T, V))") from None
-    except _NotAttempted as stub:
+    except NotAttempted as stub:
         raise ValueError(f"cannot adopt your model: {stub.message}") from None
     return adopted
 
 
 def _read(probe: nn.Module, sizes: dict, seed: int) -> dict:
-    """The learner's weights in gptlib's layout: judge_gpt's parts, with "weights" a state dict of gptlib's GPT.
+    """The learner's weights in gptlib's layout: read_gpt's parts, with "weights" a state dict of gptlib's GPT.
 
     The reading is chosen as the build checkers choose it, on seeded random weights (on the learner's own,
     near-uniform at init, a wrong reading such as W_Q and W_K swapped can agree by accident, and a tanh GELU
@@ -70,7 +70,7 @@ def _read(probe: nn.Module, sizes: dict, seed: int) -> dict:
     own = torch.cat([p.detach().reshape(-1) for p in probe.parameters()])
     with random_weights(probe, seed=seed):
         values, order = _distinct(list(probe.parameters()))
-        parts = judge_gpt(probe, **sizes, seed=seed)
+        parts = read_gpt(probe, **sizes, seed=seed)
     weights = {}
     for name, reference in parts["reference"].state_dict().items():
         R = reference.reshape(-1).float()  # float32 entries in float64: exact both ways

@@ -53,7 +53,7 @@ def save_checkpoint(path: Path | str, model: GPT, metadata: dict | None = None,
     folder without write permission, a full disk) raises the OSError that says why; to refuse
     such a path before any work, call check_writable first.
     """
-    check_model(model)
+    check_materialized(model)
     path = Path(path)
     payload = {
         "format": CHECKPOINT_FORMAT,
@@ -235,7 +235,7 @@ def check_plain(value, where: str) -> None:
         pending.extend((inner, place, depth + 1) for inner, place in reversed(items))  # the first checked first
 
 
-def check_model(model) -> None:
+def check_materialized(model) -> None:
     """ValueError unless model is a GPT whose weights hold data (not on the meta device)."""
     if not isinstance(model, GPT):
         raise ValueError(f"model must be a gptlib GPT, got {type(model).__name__}")
@@ -264,7 +264,7 @@ def load_weights_into(model: GPT, path: Path | str) -> dict:
     Everything is validated first; on any mismatch a ValueError is raised and model is unchanged.
     Returns the checkpoint dict (metadata, optional resume state).
     """
-    check_model(model)
+    check_materialized(model)
     payload = read_checkpoint(path)
     if payload["config"] != model.config:
         ours, theirs = config_to_dict(model.config), config_to_dict(payload["config"])

@@ -35,23 +35,24 @@ from torch import nn
 from . import validation
 from .config import GPTConfig
 
-# The names of the intermediates, the lecture's symbols (gptlib.analysis.cache reads them back). A block
-# has BLOCK_RECORD_NAMES (ln_2 and mlp_write only with an MLP; A is formed only while
-# attention_matrices_formed); the GPT names them, and each X^(l), record_key(name, l), then
-# FINAL_RECORD_NAMES.
-BLOCK_RECORD_NAMES = ("ln_1", "A", "attn_write", "Y", "ln_2", "mlp_write")
-FINAL_RECORD_NAMES = ("ln_f", "Z")
+# The names of the intermediates, the lecture's symbols: a block's intermediates() names its
+# BLOCK_INTERMEDIATES (ln_2 and mlp_write only with an MLP; A is formed only while
+# attention_matrices_formed); the GPT's names each of them and each X^(l) as intermediate_key(name, l),
+# then FINAL_INTERMEDIATES. gptlib.analysis.cache records them under these names.
+BLOCK_INTERMEDIATES = ("ln_1", "A", "attn_write", "Y", "ln_2", "mlp_write")
+FINAL_INTERMEDIATES = ("ln_f", "Z")
 
 
-def record_key(name: str, l: int) -> str:
-    """The key of layer l's `name` among a GPT's intermediates: record_key("A", 2) == "A.2"."""
+def intermediate_key(name: str, l: int) -> str:
+    """The key of layer l's `name` among a GPT's intermediates: intermediate_key("A", 2) == "A.2"."""
     return f"{name}.{l}"
 
 
 class HookPoint(nn.Identity):
-    """A named place in the forward pass: it hands its input on unchanged. A forward hook registered
-    on it (torch's register_forward_hook; gptlib.analysis.cache.recording) sees the tensor that passes. It
-    holds no parameters, so a state_dict is the same with or without hook points."""
+    """The place in the forward pass where an intermediate no module outputs is formed: it hands its input on
+    unchanged. Its name is the intermediate's, given by the block's or the GPT's intermediates(); a forward hook
+    registered on it (torch's register_forward_hook; gptlib.analysis.cache.recording) sees the tensor that passes.
+    It holds no parameters, so a state_dict is the same with or without hook points."""
 
 
 def next_token_loss(Z: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -179,8 +180,9 @@ class MLP(nn.Module):
         return F.linear(hidden, self.W_2, self.b_2)  # (B, T, d)
 
 
-class _Sublayers(nn.Module):
-    """The parts of a block: LN_1, MHA and the hook point Y; with an MLP also LN_2 and the MLP.
+class BaseBlock(nn.Module):
+    """What every block is (Block, PostNormBlock, AttentionOnlyBlock: make_block returns one): its parts,
+    LN_1, MHA and the hook point Y; with an MLP also LN_2 and the MLP.
 
     Which block a config asks for is chosen once, by class (make_block): a class refuses a config
     that asks for another one. The parts keep the names (and the order) of the checkpoints' keys.
@@ -199,14 +201,14 @@ class _Sublayers(nn.Module):
             self.mlp = MLP(config)
 
     def intermediates(self) -> dict[str, nn.Module]:
-        """Each of BLOCK_RECORD_NAMES this block has, and the module whose output it is."""
+        """Each of BLOCK_INTERMEDIATES this block has, and the module whose output it is."""
         modules = {"ln_1": self.ln_1, "A": self.attn.hook_A, "attn_write": self.attn, "Y": self.hook_Y}
         if hasattr(self, "mlp"):
             modules.update(ln_2=self.ln_2, mlp_write=self.mlp)
         return modules
 
 
-class Block(_Sublayers):
+class Block(BaseBlock):
     """Definition 3.1, the pre-norm block."""
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:  # X^(l) (B, T, d) -> X^(l+1) (B, T, d)
@@ -214,7 +216,7 @@ class Block(_Sublayers):
         return Y + self.mlp(self.ln_2(Y))  # X^(l+1) = Y + MLP(LN_2(Y))
 
 
-class PostNormBlock(_Sublayers):
+class PostNormBlock(BaseBlock):
     """Aside 3.5's post-norm block (also Exercise 7's): each LayerNorm after its residual addition.
     Its ln_1 outputs Y and its ln_2 outputs X^(l+1)."""
 
@@ -223,21 +225,21 @@ class PostNormBlock(_Sublayers):
         return self.ln_2(Y + self.mlp(Y))  # X^(l+1) = LN_2(Y + MLP(Y))
 
 
-class AttentionOnlyBlock(_Sublayers):
+class AttentionOnlyBlock(BaseBlock):
     """The attention half of Definition 3.1 alone (config.attn_only, the induction model): no LN_2, no MLP."""
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:  # X^(l) (B, T, d) -> X^(l+1) (B, T, d)
         return self.hook_Y(X + self.attn(self.ln_1(X)))  # X^(l+1) = Y = X + MHA(LN_1(X))
 
 
-def block_class(config: GPTConfig) -> type[_Sublayers]:
+def block_class(config: GPTConfig) -> type[BaseBlock]:
     """The block a config asks for: AttentionOnlyBlock (attn_only), PostNormBlock (norm="post") or Block."""
     if config.attn_only:
         return AttentionOnlyBlock
     return PostNormBlock if config.norm == "post" else Block
 
 
-def make_block(config: GPTConfig) -> _Sublayers:
+def make_block(config: GPTConfig) -> BaseBlock:
     """A new block of the kind the config asks for (block_class)."""
     return block_class(config)(config)
 
@@ -262,12 +264,12 @@ class GPT(nn.Module):
 
     def intermediates(self) -> dict[str, nn.Module]:
         """Every named intermediate of a forward pass, in the order it is formed, and the module whose
-        output it is: X^(l) as record_key("X", l), each block's BLOCK_RECORD_NAMES as record_key(name, l),
-        then FINAL_RECORD_NAMES. gptlib.analysis.cache.recording hooks them."""
-        modules = {record_key("X", 0): self.hook_X[0]}
+        output it is: X^(l) as intermediate_key("X", l), each block's BLOCK_INTERMEDIATES as intermediate_key(name, l),
+        then FINAL_INTERMEDIATES. gptlib.analysis.cache.recording hooks them."""
+        modules = {intermediate_key("X", 0): self.hook_X[0]}
         for l, block in enumerate(self.blocks):
-            modules.update((record_key(name, l), module) for name, module in block.intermediates().items())
-            modules[record_key("X", l + 1)] = self.hook_X[l + 1]
+            modules.update((intermediate_key(name, l), module) for name, module in block.intermediates().items())
+            modules[intermediate_key("X", l + 1)] = self.hook_X[l + 1]
         modules.update(ln_f=self.ln_f, Z=self.hook_Z)
         return modules
 

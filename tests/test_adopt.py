@@ -12,8 +12,8 @@ from torch import nn
 
 from gptlib import GPT, GPTConfig, adopt, pretrained
 from gptlib.analysis import decomposition, induction, patching
+from gptlib.checking import TOL
 from gptlib.exercises.answers import build as S
-from gptlib.exercises.build_track import TOL
 from tests.support import learner_gpts as layouts
 from tests.support.learner_gpts import ScratchGPT
 
@@ -289,7 +289,7 @@ def test_the_adopted_course_model_gives_the_readings_of_notebooks_08_and_10(cour
 
 def test_the_explorers_take_an_adopted_model(course_pair):
     from gptlib.viz.attention import AttentionExplorer
-    from gptlib.viz.decomposition import StreamExplorer
+    from gptlib.viz.stream import StreamExplorer
 
     course, adopted = course_pair
     text = "First Citizen:\nWe are accounted poor citizens."

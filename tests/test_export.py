@@ -10,8 +10,8 @@ import torch
 
 from benchmarks.peers import scrambled_model
 from gptlib import GPT, GPTConfig, adopt
+from gptlib.checking import TOL
 from gptlib.exercises.answers import build as S
-from gptlib.exercises.build_track import TOL
 from gptlib.export import to_huggingface, to_transformer_lens
 
 CONFIG = GPTConfig(V=29, T_max=12, d=24, H=3, L=2, d_ff=40, ln_eps=1e-6)

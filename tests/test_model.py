@@ -8,7 +8,7 @@ import torch
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, run_with_cache
 from gptlib.analysis.cache import recording
 from gptlib.model import (
-    BLOCK_RECORD_NAMES,
+    BLOCK_INTERMEDIATES,
     MLP,
     AttentionOnlyBlock,
     Block,
@@ -343,7 +343,7 @@ def test_each_block_is_its_formula_and_recording_changes_nothing(norm, attn_only
     with recording(block, {}) as formed, attention_matrices_formed(block):
         torch.testing.assert_close(block(X), expected, atol=1e-5, rtol=1e-5)
     names = {"ln_1", "attn_write", "Y"} | (set() if attn_only else {"ln_2", "mlp_write"})
-    assert set(fused) == names and set(formed) == names | {"A"} and set(formed) <= set(BLOCK_RECORD_NAMES)
+    assert set(fused) == names and set(formed) == names | {"A"} and set(formed) <= set(BLOCK_INTERMEDIATES)
     assert torch.equal(fused["Y"], expected if attn_only else Y)
     block(X)
     assert set(fused) == names and set(formed) == names | {"A"}, "the hooks are gone after recording"

@@ -4,7 +4,9 @@
 
 The sources are staged side by side in OUT/src (copies keep their modification times, so a
 rebuild redoes only what changed) and built by Sphinx with warnings as errors into
-OUT/html. Notebooks are not re-executed. Prints the build time and where to open the site.
+OUT/html. Notebooks are not re-executed. The weights of the shipped checkpoints go beside the
+pages (OUT/html/gptlib-weights, gptlib.viz.page_model), so the explorers run typed text in the
+page. Prints the build time, the weights' sizes and where to open the site.
 """
 
 from __future__ import annotations
@@ -40,9 +42,14 @@ def sphinx_build(src: Path, out: Path) -> Path:
 
 
 def build(out: Path) -> Path:
-    """Stage the book's sources in out/src and build them into out/html."""
+    """Stage the book's sources in out/src, build them into out/html and put the shipped weights beside the pages."""
+    from gptlib.viz.page_model import WEIGHTS_DIR, write_shipped_weights
+
     stage(out / "src")
-    return sphinx_build(out / "src", out)
+    html = sphinx_build(out / "src", out)
+    for name, size in write_shipped_weights(html / WEIGHTS_DIR).items():
+        print(f"{WEIGHTS_DIR}/{name}: {size:,} bytes")
+    return html
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ gptlib alone.
 One source: the questions are the `exercises.check_*(...)` calls the notebooks already make
 (questions.py), and every test is that call, run by gptlib's own checker (gptlib.assignment.cases): on
 the public points, and for the hidden variant with every random draw of the checker moved by a
-secret offset (gptlib.assignment.variants). Grading (grade.py) runs each submission's code in its own
+secret offset (gptlib.checking.variants). Grading (grade.py) runs each submission's code in its own
 confined process (sandbox.py, the host side; inside/, what runs in the sandbox) and the checkers in a
 trusted judge (judge.py) that only calls the submission's functions through a pipe: the submission
 never sees a test, a secret or another student's file, and cannot change how it is judged. Points,

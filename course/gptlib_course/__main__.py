@@ -6,10 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import assign, gradebook, report
-from .grade import Unconfinable
-from .judge import Limits
-from .throughput import throughput, timed_grade_class
+from .interrupt import end_now, exit_code, raising_on_signals, stop_at_once
+
+if __name__ == "__main__":
+    stop_at_once()  # a signal during the imports below (seconds) ends the program there: nothing is started yet
+
+from . import assign, gradebook, report  # noqa: E402
+from .grade import Unconfinable  # noqa: E402
+from .judge import Limits  # noqa: E402
+from .throughput import throughput, timed_grade_class  # noqa: E402
 
 UNCONFINED = "--unconfined-i-accept-students-can-read-each-other"
 
@@ -22,6 +27,16 @@ def refuse(command: str, problem) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a command; Ctrl-C or SIGTERM at any moment stops it: "interrupted", exit 130 or 143 (interrupt.py)."""
+    with raising_on_signals():
+        try:
+            return _command(argv)
+        except KeyboardInterrupt as stop:
+            print("interrupted", file=sys.stderr)
+            return exit_code(stop)
+
+
+def _command(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gptlib_course")
     commands = parser.add_subparsers(dest="command", required=True)
     build = commands.add_parser("assign", help="build student notebooks, public and hidden tests from the exercise notebooks")
@@ -87,10 +102,10 @@ def main(argv: list[str] | None = None) -> int:
                                     f"(docs/teaching.md), or pass {UNCONFINED} to grade unconfined")
     except ValueError as error:  # a file refused (files.BadFile), an empty class, a student with no folder
         return refuse(args.command, error)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:  # SIGINT or SIGTERM: the judges are ended, each kept notebook stays whole
         print(f"interrupted: the notebooks graded so far are kept in {args.out / 'grades' / 'graded'}; "
               "the same command resumes", file=sys.stderr)
-        return 130
+        return exit_code(stop)
     notebooks = sum(len(v) for v in grades.values())
     out = args.out / "grades"
     print(f"{len(grades)} students graded, {throughput(notebooks, seconds)}; {out / 'grades.csv'}, {out / 'canvas.csv'}, "
@@ -100,4 +115,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if code > 128:  # interrupted (exit_code): the judges are ended, every kept file is whole
+        end_now(code)
+    sys.exit(code)

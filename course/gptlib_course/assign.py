@@ -3,7 +3,7 @@ autograder's folder (`python -m gptlib_course assign`, `make assignments`).
 
     OUT/student/NN_name/NN_name.ipynb      the notebook as released (questions.student_notebook)
     OUT/student/NN_name/tests/NAME.py      public cases only: what grader.check runs
-    OUT/student/NN_name/tests/concepts.json  the concept questions' sealed records (exercises/sealed.py)
+    OUT/student/NN_name/tests/concepts.json  the concept questions' sealed records (checking/sealed.py)
     OUT/autograder/NN_name/tests/NAME.py   public and hidden cases (mode 0700: only the instructor reads it)
     OUT/autograder/NN_name/questions.json  the graded questions, in the notebook's order
     OUT/student/NN_name/tests/questions.json  every question, in order (grader.check_all)
@@ -11,9 +11,9 @@ autograder's folder (`python -m gptlib_course assign`, `make assignments`).
 
 Every question is worth 1 point on its public case; a question whose answer is a function or a class,
 and a number concept question (answered by a function of its sizes), gets a hidden variant worth 1 more
-point (variants.py, a secret seed offset drawn here). A build-track
+point (gptlib/checking/variants.py, a secret seed offset drawn here). A build-track
 class (notebook 09) stays in the submission's process: the judge's checker works on a mirror of the
-module it builds (remote_module.py, inside/module_server.py). A question whose argument is an expression
+module it builds (remote_module.py, inside/remote_module.py). A question whose argument is an expression
 (`check_own_model(MyGPT(), ...)`) is practice: public, 0 points, since the judge evaluates no
 expression of the student's.
 
@@ -41,7 +41,7 @@ import torch
 import gptlib
 from gptlib import exercises
 from gptlib.assignment import cases
-from gptlib.exercises import sealed
+from gptlib.checking import sealed
 
 from . import files, gradebook
 from .questions import Question, code_cells, questions, student_notebook

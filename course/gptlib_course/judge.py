@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 
 from gptlib.assignment.cases import TestFile
-from gptlib.assignment.variants import shifted_seeds
+from gptlib.checking import shifted_seeds
 
 from . import remote_module
 from .questions import cells_to_run
@@ -64,7 +64,7 @@ class CaseOutcome:
     status: str  # the checker's status ("passed", "failed", ...) or "error" for what stopped it
     message: str
     details: tuple[str, ...] = ()
-    mistakes: tuple[str, ...] = ()  # identifiers of the typical mistakes the checker named (gptlib.exercises.mistake_ids)
+    mistakes: tuple[str, ...] = ()  # identifiers of the typical mistakes the checker named (gptlib.checking.mistakes)
 
 
 @dataclass
@@ -315,7 +315,7 @@ def run_case(submission: Submission, test: TestFile, case) -> CaseOutcome:
     A hidden case reports its verdict in fixed words (HIDDEN_MESSAGES), never its checker's message or details;
     the identifiers of the mistakes its checker named are kept for the class report (they name no input)."""
     from gptlib import exercises
-    from gptlib.exercises.result import FAILED, Result
+    from gptlib.checking import FAILED, Result
 
     safe = []  # messages of the grader's own, which say nothing of the hidden inputs
     stops = len(submission.stops)  # the submission stopped by this case's calls: submission.stops[stops:]

@@ -4,17 +4,26 @@ Each judge runs its submissions in a sandbox of its own (judge.py, sandbox.py), 
 of output or a missing import costs that submission the cases it touched, with the reason, and never the
 batch; a judge that dies costs the notebook it was grading, which scores zero with the reason, and a fresh
 judge takes its place. A judge keeps to one assignment while it lasts (its checkers warm up per assignment).
+
+Ctrl-C or SIGTERM (interrupt.py) ends the judges at once, whatever they are doing (starting a sandbox, waiting
+for a cell): the grader kills every judge it started, and a judge dies with the thread that started it (so
+with a grader killed outright too), its sandbox with it. A judge ignores Ctrl-C itself: a terminal sends it
+to the whole process group, and the grader ends the judges.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import signal
 from multiprocessing.connection import wait
 from pathlib import Path
 
 from .jobs import Job, load_tests
 from .judge import CaseOutcome, Limits, NotebookGrade, grade_notebook
 from .sandbox import Sandbox
+
+PR_SET_PDEATHSIG = 1  # prctl: the signal a process gets when the thread that started it ends
 
 
 def zeros(job: Job, reason: str) -> NotebookGrade:
@@ -35,6 +44,9 @@ def _grade_job(job: Job, limits: Limits) -> NotebookGrade:
 
 def _judge(connection, limits: Limits) -> None:
     """A judge process: grades the jobs it is sent, one at a time, until its pipe closes."""
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     import torch
 
     torch.set_num_threads(1)  # one core per judge: the pool has one judge per core
@@ -59,13 +71,14 @@ def _next_job(pending: list[Job], last: Job | None, elsewhere: set[str]) -> Job:
 def run(jobs: list[Job], limits: Limits, workers: int, done) -> None:
     """Grade `jobs` on `workers` judge processes (0: here, for jobs with nothing to run), calling
     done(job, grade) for each as it ends. A judge that dies costs the job it held: that notebook
-    scores zero with the reason, and a fresh judge takes the next job. Ctrl-C ends every judge."""
+    scores zero with the reason, and a fresh judge takes the next job. An exception here (Ctrl-C's
+    included) kills every judge started before it propagates."""
     if workers == 0:
         for job in jobs:
             done(job, _grade_job(job, limits))
         return
     context = multiprocessing.get_context("spawn")
-    pending, busy = list(jobs), {}
+    pending, busy, judges = list(jobs), {}, []
 
     def hand_out(connection, process, last: Job | None = None) -> None:
         if pending:
@@ -80,6 +93,7 @@ def run(jobs: list[Job], limits: Limits, workers: int, done) -> None:
     def start() -> None:
         ours, theirs = context.Pipe()
         process = context.Process(target=_judge, args=(theirs, limits), daemon=True)
+        judges.append(process)
         process.start()
         theirs.close()
         hand_out(ours, process)
@@ -103,6 +117,9 @@ def run(jobs: list[Job], limits: Limits, workers: int, done) -> None:
                     hand_out(connection, process, job)
                 done(job, grade)
     finally:
-        for process, _ in busy.values():
-            process.kill()
-            process.join(timeout=60)
+        for process in judges:
+            if process.exitcode is None and process.pid is not None:
+                process.kill()
+        for process in judges:
+            if process.pid is not None:
+                process.join(timeout=60)

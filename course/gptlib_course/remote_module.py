@@ -1,7 +1,7 @@
 """A submission's nn.Module as the judge's checkers see it: a mirror in the judge whose forward runs in the
 submission's confined process (the build track of notebook 09: `build_track.check_mlp(MLP)` and the others).
 
-The submission's process keeps each module its calls return and describes it (inside/module_server.py,
+The submission's process keeps each module its calls return and describes it (inside/remote_module.py,
 which states the protocol both sides speak and its bounds); here, the judge's side, `Link.mirror` builds a
 `RemoteModule` tree from that description: the same submodules in the same order under the same names,
 of the same container kinds, each holding local parameters of the remote's names, shapes, dtypes and
@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .inside.module_server import DTYPES, KINDS, NAME, NODES, PARAMETERS, TENSOR_ELEMENTS
+from .inside.remote_module import DTYPES, KINDS, NAME, NODES, PARAMETERS, TENSOR_ELEMENTS
 
 
 class RemoteModule(nn.Module):

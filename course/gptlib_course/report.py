@@ -4,7 +4,7 @@ Written next to grades.csv (OUT/grades/):
 
     report.html            the instructor's copy: per assignment and question, the score distribution (public and
                            hidden cases apart), how many students made each named mistake (the checkers' stable
-                           identifiers, gptlib.exercises.mistake_ids: two wordings of one mistake count once), how many
+                           identifiers, gptlib.checking.mistakes: two wordings of one mistake count once), how many
                            failed with no mistake named, how many did not attempt it, and who is behind each group
     report-anonymous.html  the copy to share: no name, no id, and a group of 1 to THRESHOLD - 1 students shown as
                            "fewer than THRESHOLD" (and left out of the pictures)

@@ -119,13 +119,14 @@ def _bwrap(paths: list[str], sources: dict[str, str], tmp_bytes: int) -> list[st
 def _as_nobody(paths: list[str]) -> tuple[list[str], dict[str, str]]:
     """Graded by root: an outer bwrap (root, a new mount namespace only) puts each path at /run/gptlib-N,
     where nobody can reach it (the Python install may live in root's 0700 home), then setpriv drops to
-    nobody for good before the inner bwrap starts."""
+    nobody for good before the inner bwrap starts. Changing the uid clears the parent-death signal the
+    outer bwrap set (--die-with-parent): setpriv sets it again, so the sandbox still ends with its judge."""
     sources = {path: f"/run/gptlib-{i}" for i, path in enumerate(paths)}
     outer = ["bwrap", "--dev-bind", "/", "/", "--tmpfs", "/run", "--die-with-parent"]
     for path, source in sources.items():
         outer += ["--ro-bind", path, source]
     drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--no-new-privs",
-            "--inh-caps=-all", "--bounding-set=-all"]
+            "--inh-caps=-all", "--bounding-set=-all", "--pdeathsig", "SIGKILL"]  # the uid change cleared the outer's
     return [*outer, "--", *drop], sources
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import validation
-from ..model import BLOCK_RECORD_NAMES, GPT, attention_matrices_formed, record_key
+from ..model import BLOCK_INTERMEDIATES, GPT, attention_matrices_formed, intermediate_key
 
 
 @dataclass(frozen=True)
@@ -46,12 +46,12 @@ class Cache:
 
     def _get(self, name: str, l: int) -> torch.Tensor:
         l = validation.integer("layer l", l)
-        key = record_key(name, l)
+        key = intermediate_key(name, l)
         if key in self.tensors:
             return self.tensors[key]
         if not 0 <= l < self.n_layers:
             raise ValueError(f"no {name} for layer {l}: this model has layers 0..{self.n_layers - 1}")
-        recorded = [n for n in ("X",) + BLOCK_RECORD_NAMES if record_key(n, l) in self.tensors]
+        recorded = [n for n in ("X",) + BLOCK_INTERMEDIATES if intermediate_key(n, l) in self.tensors]
         raise ValueError(f"no {name} in layer {l}: this run recorded only {', '.join(recorded)} there "
                        "(an attention-only model has no ln_2 or mlp_write; A is there only when the attention matrices "
                        "were formed, as run_with_cache does)")
@@ -59,7 +59,7 @@ class Cache:
     @property
     def n_layers(self) -> int:
         L = 0
-        while record_key("X", L + 1) in self.tensors:
+        while intermediate_key("X", L + 1) in self.tensors:
             L += 1
         return L
 

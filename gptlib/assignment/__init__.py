@@ -3,7 +3,6 @@
     grader.py    `grader = Notebook("tests")`; grader.check("NAME"), check_all(), export()
     cases.py     the test files' format (tests/NAME.py: cases with points and `hidden`), read by
                  grader.check and by the instructor's judge
-    variants.py  hidden variants: a checker's random draws moved by a secret offset
 
 The instructor's half (assignments, the judge, the sandbox, the gradebook: `python -m gptlib_course`)
 is its own package, gptlib_course (course/ in the repository, installed by instructors); a student's

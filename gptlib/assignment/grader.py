@@ -85,12 +85,12 @@ class Notebook:
     def __init__(self, tests: str | Path = "tests", namespace: dict | None = None):
         self.tests, self.namespace = Path(tests), namespace
         if (self.tests / "concepts.json").exists():  # the release's sealed concept questions: checked without their answers
-            from gptlib.exercises import sealed
+            from gptlib.exercises import concepts
 
-            sealed.load_released(json.loads((self.tests / "concepts.json").read_text(encoding="utf-8")))
+            concepts.load_released(json.loads((self.tests / "concepts.json").read_text(encoding="utf-8")))
 
     def check(self, name: str) -> CheckReport:
-        from .variants import shifted_seeds
+        from ..checking import shifted_seeds
 
         test = load(self.tests / f"{name}.py")
         from gptlib import exercises

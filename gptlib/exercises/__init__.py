@@ -15,16 +15,18 @@ reference solution (gptlib/exercises/answers/: self-study installs only, a class
     Exercise 6    check_head_circuits(fn), check_rank_bounds(fn)                attention.py
     Exercise 7    check_post_norm_jacobian(fn), check_post_norm_statement(x)    jacobians.py
     Exercise 8    check_training_flops(fn), check_attention_takeover(fn)        cost.py
-    questions     check_concept(id, answer), concept_answer(id)                 sealed.py, answers/concepts.py
+    questions     check_concept(id, answer), concept_answer(id)                 concepts.py, answers/concepts.py
     your own GPT  check_own_model(model, V=..., T_max=..., d=..., L=...)        own_model.py
     notebook 10   check_head_patching(fn): activation patching, head by head     patching.py
     build track   one checker per component of a GPT you write (notebook 09)   build_track/
     progress()    which of the above have passed in this kernel                 progress.py
 """
 
+from ..checking import Result
 from . import build_track
 from .attention import check_factor_pair_dimension, check_head_circuits, check_rank_bounds
 from .causality import check_causality, check_dependency_map
+from .concepts import check_concept, concept_answer
 from .cost import check_attention_takeover, check_training_flops
 from .counting import check_parameter_count, check_parameter_table, check_tied_count
 from .hints import hint, show_solution
@@ -33,8 +35,6 @@ from .layernorm import check_layer_norm, check_weight_decay
 from .own_model import check_own_model
 from .patching import check_head_patching
 from .progress import progress
-from .result import Result
-from .sealed import check_concept, concept_answer
 
 __all__ = [
     "Result",

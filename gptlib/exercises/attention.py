@@ -20,13 +20,12 @@ import numpy as np
 import torch
 
 from ..analysis import attention
+from ..checking.mistakes import Mistake, close, name_mistake, scale_of
+from ..checking.reading import as_int, as_matrix, as_numbers
+from ..checking.running import Wrong, call, checker
+from ..checking.variants import variant_points, variant_seed
 from ..config import GPTConfig
 from ..model import MultiHeadAttention
-from .checking import Wrong, call, checker
-from .mistake_ids import Mistake
-from .mistakes import close, name_mistake, scale_of
-from .reading import as_int, as_matrix, as_numbers
-from .variants import variant_points, variant_seed
 
 EX3, EX6 = "Exercise 3", "Exercise 6"
 RTOL = 1e-5  # loose enough for an answer computed in float32

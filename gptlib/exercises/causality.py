@@ -36,12 +36,12 @@ from torch import nn
 
 from .. import validation
 from ..analysis.causality import change_map, perturbed_batch, weakest_present_dependence
+from ..checking.reading import as_matrix
+from ..checking.rounding import Float64Copy, Gap, measured_gap, remembered
+from ..checking.running import Wrong, call, checker, global_state_kept
+from ..checking.variants import variant_seed
 from ..config import GPTConfig
 from ..model import GPT, eval_mode
-from .checking import Wrong, call, checker, global_state_kept
-from .reading import as_matrix
-from .rounding import Float64Copy, Gap, measured_gap, remembered
-from .variants import variant_seed
 
 EX2 = "Exercise 2 ★"
 RTOL = 1e-5  # float32: a logit "moved" when it changed by more than RTOL * (1 + max |Z|), same batch shape

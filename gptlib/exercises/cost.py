@@ -17,12 +17,11 @@ import functools
 
 from ..analysis import cost, counting
 from ..analysis.cost import ATTENTION, MLPS, PROJECTIONS, UNEMBEDDING
+from ..checking.mistakes import Mistake, close, name_mistake
+from ..checking.reading import as_float
+from ..checking.running import Wrong, call, checker
+from ..checking.variants import variant_points
 from ..config import COURSE_CONFIG, GPTConfig
-from .checking import Wrong, call, checker
-from .mistake_ids import Mistake
-from .mistakes import close, name_mistake
-from .reading import as_float
-from .variants import variant_points
 
 EX8 = "Exercise 8"
 RTOL = 1e-9  # FLOP counts are whole numbers: the tolerance only spares a float's rounding
@@ -35,7 +34,7 @@ FLOP_POINTS = (
 )
 
 
-def _small_config(rng) -> GPTConfig:
+def small_config(rng) -> GPTConfig:
     H = rng.choice((1, 2, 4))
     return GPTConfig(V=rng.randint(10, 300), T_max=64, d=H * rng.randint(2, 12), H=H, L=rng.randint(1, 3),
                      d_ff=rng.randint(8, 160))
@@ -43,9 +42,9 @@ def _small_config(rng) -> GPTConfig:
 
 def _other_flop_points(rng) -> list[tuple[GPTConfig, int]]:
     """Four (config, T) points for a hidden variant, the first two one config at two lengths (as FLOP_POINTS)."""
-    first = _small_config(rng)
+    first = small_config(rng)
     short = rng.randint(1, 31)
-    return [(first, short), (first, rng.randint(short + 1, 64))] + [(_small_config(rng), rng.randint(1, 64)) for _ in range(2)]
+    return [(first, short), (first, rng.randint(short + 1, 64))] + [(small_config(rng), rng.randint(1, 64)) for _ in range(2)]
 
 
 
@@ -194,7 +193,7 @@ def check_attention_takeover(takeover_T) -> tuple[str, list[str]]:
     aggregation (the T^2 terms) cost as much as all projections and MLPs of the blocks. Beyond it
     the 6N rule, which sees only the latter, misses more than half of the work. Any number that is
     a whole length (a float from a numerical root included); the config is a copy."""
-    configs = variant_points(TAKEOVER_CONFIGS, lambda rng: [_small_config(rng) for _ in range(3)])
+    configs = variant_points(TAKEOVER_CONFIGS, lambda rng: [small_config(rng) for _ in range(3)])
     answers = {c: as_float(call(takeover_T, c, what="config"), "your T") for c in configs}
     for c in configs:
         T = _whole(answers[c])

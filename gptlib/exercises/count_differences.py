@@ -1,6 +1,6 @@
 """What can make a parameter count differ from Theorem 5.2: one table, read by both count checkers.
 
-Exercises 1 and 5 (counts.py) compare a learner's formula with numel() and name every row of the table
+Exercises 1 and 5 (counting.py) compare a learner's formula with numel() and name every row of the table
 that explains the difference: there, each is a mistake, since Theorem 5.2 fixes its conventions. The
 own-model check (own_model.py) compares a learner's model with Theorem 5.2: there a CONVENTION is a
 bias the learner may choose to have or not (passed, and named), a STRUCTURE is a part missing or extra
@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..checking.mistakes import Mistake
 from ..config import GPTConfig
-from .mistake_ids import Mistake
 
 CONVENTION, STRUCTURE, SLIP = "a bias convention", "a part missing or extra", "a counting slip"
 BIASES, NORMS_GROUP, OTHER = "linear-layer biases", "norm layers", "other tensors"  # own_model's groups, by layer type
@@ -28,7 +28,7 @@ EMBEDDINGS, ATTENTION, MLPS, BLOCK_NORMS, FINAL = range(5)  # the rows of counti
 
 @dataclass(frozen=True)
 class Difference:
-    what: Mistake  # what differs, with its identifier (mistake_ids.py)
+    what: Mistake  # what differs, with its identifier (checking/mistakes.py)
     delta: Callable[[GPTConfig], int]  # count - Theorem 5.2, for the configuration c
     kind: str  # CONVENTION, STRUCTURE or SLIP
     row: int | None

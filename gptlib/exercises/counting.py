@@ -12,12 +12,12 @@ from __future__ import annotations
 import random
 
 from ..analysis.counting import COMPONENTS, measured_table
+from ..checking.mistakes import name_mistake
+from ..checking.reading import as_int, as_numbers
+from ..checking.running import Wrong, call, checker
+from ..checking.variants import variant_seed
 from ..config import COURSE_CONFIG, GPTConfig
-from .checking import Wrong, call, checker
 from .count_differences import DIFFERENCES
-from .mistakes import name_mistake
-from .reading import as_int, as_numbers
-from .variants import variant_seed
 
 EX1, EX5 = "Exercise 1 ★", "Exercise 5"
 

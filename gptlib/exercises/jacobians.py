@@ -19,20 +19,19 @@ import numpy as np
 import torch
 
 from ..analysis import jacobians
+from ..checking.mistakes import Mistake, close, name_mistake, scale_of
+from ..checking.reading import as_matrix
+from ..checking.result import PASSED
+from ..checking.running import Wrong, call, checker, not_attempted
+from ..checking.variants import variant_seed
 from ..config import GPTConfig
 from ..model import Block, PostNormBlock
-from . import sealed
-from .checking import Wrong, call, checker, not_attempted
-from .mistake_ids import Mistake
-from .mistakes import close, name_mistake, scale_of
-from .reading import as_matrix
-from .result import PASSED
-from .variants import variant_seed
+from . import concepts
 
 EX7 = "Exercise 7"
 # Entries agree when they differ by at most RTOL times the largest |entry| of the true Jacobian. A Jacobian
 # computed in float32 (the block and X cast down) is off by at most 1.3e-6 of it over 200 hidden variants
-# (tests/test_exercises_jacobian.py), every typical mistake by at least 0.05: RTOL sits 80 times above the
+# (tests/exercises/test_jacobians.py), every typical mistake by at least 0.05: RTOL sits 80 times above the
 # one and 500 times below the other, so neither rounding nor a mistake lands near it.
 RTOL = 1e-4
 _CONFIG = GPTConfig(V=11, T_max=4, d=8, H=2, L=1)
@@ -164,7 +163,7 @@ def check_post_norm_statement(letter) -> tuple[str, list[str]]:
     if choice is None:
         raise Wrong(f"answer with one letter of {sorted(STATEMENTS)} (as 'a' or '(a)'), got {letter!r:.40}",
                     mistake="statement-not-a-letter")
-    status, message = sealed.verdict("post_norm_statement", choice)  # the answer is not in this file: answers/
+    status, message = concepts.verdict("post_norm_statement", choice)  # the answer is not in this file: answers/
     if status != PASSED:
         raise Wrong(message, mistake=None)
     return message, []

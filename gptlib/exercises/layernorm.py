@@ -18,11 +18,10 @@ import torch
 import torch.nn.functional as F
 
 from ..analysis import layernorm
-from .checking import Wrong, call, checker
-from .mistake_ids import Mistake
-from .mistakes import close, name_mistake
-from .reading import as_float, as_matrix, as_numbers
-from .variants import variant_points, variant_seed
+from ..checking.mistakes import Mistake, close, name_mistake
+from ..checking.reading import as_float, as_matrix, as_numbers
+from ..checking.running import Wrong, call, checker
+from ..checking.variants import variant_points, variant_seed
 
 EX4 = "Exercise 4"
 EPSILONS = (0.5, 1e-5, 0.0)  # 0.5 first: where eps sits is plain to see

@@ -33,6 +33,9 @@ from torch import nn
 
 from .. import validation
 from ..analysis.counting import theorem_5_2
+from ..checking.mistakes import explaining, note
+from ..checking.result import FAILED, NOT_ATTEMPTED, PASSED, Result
+from ..checking.running import Wrong, checker
 from ..config import GPTConfig
 from ..model import LayerNorm, eval_mode
 from .causality import (
@@ -44,7 +47,6 @@ from .causality import (
     refuse_randomness,
     tried_length,
 )
-from .checking import Wrong, checker
 from .count_differences import (
     BIASES,
     CONVENTION,
@@ -59,9 +61,6 @@ from .count_differences import (
     TIED_W_U_BIAS,
     W_U_BIAS,
 )
-from .mistake_ids import note
-from .mistakes import explaining
-from .result import FAILED, NOT_ATTEMPTED, PASSED, Result
 
 OWN = "Your own GPT"
 LOSS_RTOL = 0.1  # initial loss within 10% of ln V
@@ -181,7 +180,7 @@ def _sizes_that_fit(delta: int, d: int, L: int, d_ff: int, T_max: int, shapes: s
     return fits
 
 
-def _judge(group: str | None, delta: int, candidates: dict) -> tuple[list[str], str | None]:
+def _group_verdict(group: str | None, delta: int, candidates: dict) -> tuple[list[str], str | None]:
     """(detail lines naming the bias conventions found, the mistake message or None) for one group's
     difference (group None: the whole count). A difference bias conventions explain passes; when the whole count is all there
     is to go by, the mistakes that would explain it too are named as what it cannot rule out."""
@@ -243,7 +242,7 @@ def _count(model, V: int, T_max: int, d: int, L: int, d_ff: int, tied: bool | No
                   for group in groups if groups[group] != expected[group]}
     problems = []
     for group, (delta, group_candidates) in deltas.items():
-        lines, problem = _judge(group, delta, group_candidates)
+        lines, problem = _group_verdict(group, delta, group_candidates)
         details += lines if not problem else []
         problems += [problem] if problem else []
     fits = _sizes_that_fit(total - theorem, d, L, d_ff, T_max, shapes)

@@ -17,11 +17,10 @@ from .. import pretrained
 from ..analysis.decomposition import head_label, logit_pieces, stream_writes
 from ..analysis.induction import induction_eval_tokens
 from ..analysis.patching import PatchingPrompts, induction_patching_prompts, logits_from_writes, patching_restoration
-from .checking import Wrong, call, checker
-from .mistake_ids import Mistake
-from .mistakes import close, name_mistake
-from .reading import as_float
-from .variants import variant_seed
+from ..checking.mistakes import Mistake, close, name_mistake
+from ..checking.reading import as_float
+from ..checking.running import Wrong, call, checker
+from ..checking.variants import variant_seed
 
 TOLERANCE = 1e-3  # fractions of order 1, from float32 runs of the same model in another order
 ROWS = 16  # evaluation rows per corruption: enough for stable fractions, quick to rerun 16 times

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-from . import result
+from ..checking import result
 
 # (what, where, the checkers' function names it needs; "a|b": either one)
 ROWS = (

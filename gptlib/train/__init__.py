@@ -258,7 +258,7 @@ def require_finite_weights(model: GPT, step: int) -> None:
 
 
 def shakespeare_task(settings: TrainSettings, args: argparse.Namespace):
-    """The course GPT's recipe (the command line's and gptlib.train.own_gpt's): batches from the training
+    """The course GPT's recipe (the command line's and gptlib.train.own_model's): batches from the training
     split; evaluation on fixed held-out windows (and as many training ones). Returns (config,
     next_batch, evaluate, final_metrics)."""
     text = data.load_corpus(args.corpus, download=args.download)

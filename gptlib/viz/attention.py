@@ -24,7 +24,7 @@ from ..data import encode
 from ..model import GPT, eval_mode
 from ..printing import coarse
 from .display import render_png
-from .explorer import Explorer, module
+from .page_model import ModelExplorer, model_module
 
 SHOWN = {"\n": "\\n", " ": "␣"}
 
@@ -223,14 +223,15 @@ def singular_values_figure(spectra: dict[str, torch.Tensor], tolerance: float | 
     return fig
 
 
-class AttentionExplorer(Explorer):
+class AttentionExplorer(ModelExplorer):
     """Type text, pick a layer and a head, see A^h and every head's write per position.
 
     Works with any GPT (a trained checkpoint or a seeded random model), in any float dtype,
     and leaves the model's train/eval mode as it was. The model runs once per text (`run`
     keeps every layer's A^h), and the page (js/attention.js) receives all of it in one binary
     message: A (L, H, T, T) and norms (L, H, T) as float32 bytes, with labels and shape.
-    Moving the layer or head, hovering and the all-heads view are answered in the page.
+    Moving the layer or head, hovering and the all-heads view are answered in the page, and so is
+    typed text where the page runs the model (gptlib.viz.page_model): the kernel runs it too.
     Traits: text, layer, head (set them from code too). `view` holds the numbers of the layer
     and head shown (None while the text cannot be drawn); .message and .stale as in
     gptlib.viz.explorer.
@@ -239,7 +240,8 @@ class AttentionExplorer(Explorer):
     gptlib-attn-norms (the write norms), gptlib-head-button (one per head, all heads view).
     """
 
-    _esm = module("attention")
+    module_name = "attention"
+    _esm = model_module(module_name)
     what = "A^h and each head's write for a text you type"
     text = traitlets.Unicode().tag(sync=True)
     layer = traitlets.Int(0).tag(sync=True)
@@ -258,6 +260,7 @@ class AttentionExplorer(Explorer):
         self.shown: AttentionView | None = None  # the last view drawn: what the static copy shows
         self.picture = AttentionPicture(model.config.H)  # the kernel's PNG, for the static copy
         super().__init__(text=text)
+        self.send_weights(model)
         self.answer_typing(self.rerun)
         self.observe(self.redraw, names=["layer", "head"])
         self.rerun()

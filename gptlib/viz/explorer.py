@@ -52,18 +52,29 @@ def shown(typed: str) -> str:
     return text if len(text) <= SHOWN_CHARACTERS else f"{text[:12]}…({len(text)} characters)"
 
 
+class Refused(traitlets.TraitError, ValueError):
+    """A value a trait's rule refuses: a ValueError to whoever set it, and to traitlets a TraitError, on
+    which it rolls back every value of the same message from the page (hold_trait_notifications)."""
+
+
 class Checked:
     """A synced trait whose every value passes `rule(label, value)`, a gptlib.validation function: what it
-    refuses raises ValueError where it is set (from code, or sent by a page) and never reaches the page.
-    Subclasses name the rule: `rule = staticmethod(validation.real)`."""
+    refuses raises Refused (a ValueError) where it is set (from code, or sent by a page) and never reaches
+    the page. Subclasses name the rule (`rule = staticmethod(validation.real)`) or override check(obj, value)."""
 
     def __init__(self, default, label: str):
         super().__init__(default)
         self.label = label
         self.tag(sync=True)
 
-    def validate(self, obj, value):
+    def check(self, obj, value):
         return self.rule(self.label, value)
+
+    def validate(self, obj, value):
+        try:
+            return self.check(obj, value)
+        except ValueError as error:
+            raise Refused(str(error)) from None
 
 
 class Real(Checked, traitlets.Float):
@@ -76,6 +87,31 @@ class Switch(Checked, traitlets.Bool):
     """A switch: only True or False, never 1 or "False"."""
 
     rule = staticmethod(validation.boolean)
+
+
+class Whole(Checked, traitlets.Int):
+    """A whole number in [at_least, bound(explorer)] (no upper bound where bound gives None), never a bool,
+    float or NaN."""
+
+    def __init__(self, label: str, bound, at_least: int = 0):
+        super().__init__(at_least, label)
+        self.bound, self.at_least = bound, at_least
+
+    def check(self, obj, value) -> int:
+        return validation.integer(self.label, value, at_least=self.at_least, at_most=self.bound(obj))
+
+
+class OneOf(Checked, traitlets.Unicode):
+    """One of `choices` (the first by default)."""
+
+    def __init__(self, label: str, choices: tuple[str, ...]):
+        super().__init__(choices[0], label)
+        self.choices = choices
+
+    def check(self, obj, value) -> str:
+        if not isinstance(value, str) or value not in self.choices:
+            raise ValueError(f"{self.label} must be one of {', '.join(self.choices)}, got {value!r}")
+        return value
 
 
 def script_json(value) -> str:
@@ -170,14 +206,18 @@ class Explorer(anywidget.AnyWidget):
                 values[name] = {"base64": base64.b64encode(bytes(value)).decode("ascii")}
         return values | {"live": False}
 
+    def saved_module(self) -> str:
+        """The module a static copy runs: the widget's own."""
+        return self._esm
+
     def static_html(self, png: bytes) -> str:
         """A self-contained copy of the explorer: the module run on the saved values, with the
         kernel's picture `png` (and its alt text) in place until the module has drawn."""
         png = base64.b64encode(png).decode("ascii")
         state = script_json(self.state())
-        key = "gptlib-" + hashlib.sha256((self._esm + state).encode()).hexdigest()[:16]
+        key = "gptlib-" + hashlib.sha256((self.saved_module() + state).encode()).hexdigest()[:16]
         script = (f"{STATIC_JS}\nconst host = document.getElementById({script_json(key)});\n"
-                  f"if (host) await showSaved(host, {script_json(self._esm)}, {state});")
+                  f"if (host) await showSaved(host, {script_json(self.saved_module())}, {state});")
         return (f'<div id="{key}" class="gptlib-static"><style>{self._css}</style>'
                 f'<img alt="{html.escape(self.alt_text())}" src="data:image/png;base64,{png}">'
                 f'<script type="module">{script}</script></div>')

@@ -1,6 +1,6 @@
 """The build track's training figure: held-out loss of a learner's GPT beside gptlib's, same settings.
 
-A pure function: it takes gptlib.train.own_gpt.TrainingRun records and returns a matplotlib Figure
+A pure function: it takes gptlib.train.own_model.TrainingRun records and returns a matplotlib Figure
 (show it with gptlib.viz.display.show_figure).
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from ..train.own_gpt import TrainingRun
+from ..train.own_model import TrainingRun
 
 
 def loss_curves_figure(runs: list[TrainingRun], target: float | None = None) -> Figure:

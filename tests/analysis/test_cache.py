@@ -8,13 +8,13 @@ import torch
 
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, pretrained, run_with_cache
 from gptlib.analysis.cache import Cache, recording, shape_table
-from gptlib.model import BLOCK_RECORD_NAMES, FINAL_RECORD_NAMES, attention_matrices_formed, record_key
+from gptlib.model import BLOCK_INTERMEDIATES, FINAL_INTERMEDIATES, attention_matrices_formed, intermediate_key
 
 
 def written_out(model: GPT, idx: torch.Tensor, formed: bool) -> tuple[torch.Tensor, dict]:
     """Section 5's forward pass written out here from the model's parts, keeping each intermediate under
     its name; formed=True forms every A^h as MultiHeadAttention.forward does with forms_A, step by step."""
-    kept = {record_key("X", 0): model.embed(idx)}
+    kept = {intermediate_key("X", 0): model.embed(idx)}
     X = kept["X.0"]
 
     def mha(attn, U):  # (A or None, MHA(U))
@@ -41,8 +41,8 @@ def written_out(model: GPT, idx: torch.Tensor, formed: bool) -> tuple[torch.Tens
                 step["ln_2"] = block.ln_2(step["Y"])
                 step["mlp_write"] = block.mlp(step["ln_2"])
                 X = step["Y"] + step["mlp_write"]
-        kept.update((record_key(name, l), value) for name, value in step.items() if value is not None)
-        kept[record_key("X", l + 1)] = X
+        kept.update((intermediate_key(name, l), value) for name, value in step.items() if value is not None)
+        kept[intermediate_key("X", l + 1)] = X
     kept["ln_f"] = model.ln_f(X)
     kept["Z"] = kept["ln_f"] @ model.unembedding
     return kept["Z"], kept
@@ -99,15 +99,15 @@ def test_the_record_holds_exactly_the_named_keys_and_cache_reads_each(config):
     model = GPT(config).eval()
     with recording(model, {}) as record, attention_matrices_formed(model):
         model(torch.randint(0, config.V, (1, 5)))
-    names = [n for n in BLOCK_RECORD_NAMES if not (config.attn_only and n in ("ln_2", "mlp_write"))]
-    per_layer = [record_key(n, l) for l in range(config.L) for n in names]
-    streams = [record_key("X", l) for l in range(config.L + 1)]
-    assert sorted(record) == sorted(per_layer + streams + list(FINAL_RECORD_NAMES))
+    names = [n for n in BLOCK_INTERMEDIATES if not (config.attn_only and n in ("ln_2", "mlp_write"))]
+    per_layer = [intermediate_key(n, l) for l in range(config.L) for n in names]
+    streams = [intermediate_key("X", l) for l in range(config.L + 1)]
+    assert sorted(record) == sorted(per_layer + streams + list(FINAL_INTERMEDIATES))
     cache = Cache(record)
     for l in range(config.L):
         for name in names:
-            assert getattr(cache, name)(l) is record[record_key(name, l)]
-    for name in FINAL_RECORD_NAMES:
+            assert getattr(cache, name)(l) is record[intermediate_key(name, l)]
+    for name in FINAL_INTERMEDIATES:
         assert getattr(cache, name) is record[name]
 
 
@@ -118,7 +118,7 @@ def test_recording_on_the_fused_path_keeps_everything_but_A():
         model(idx)
     with recording(model, {}) as formed, attention_matrices_formed(model):
         model(idx)
-    assert sorted(fused) == sorted(k for k in formed if k != record_key("A", 0))
+    assert sorted(fused) == sorted(k for k in formed if k != intermediate_key("A", 0))
 
 
 def test_a_missing_name_is_told_apart_from_a_missing_layer():

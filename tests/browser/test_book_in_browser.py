@@ -107,7 +107,8 @@ def test_every_link_within_the_site_resolves(book_pages, book_site):
 def test_each_explorer_cell_of_the_book_shows_one_explorer(book_pages, book_site):
     """Its static copy, drawn by its module: the widget view beside it in the same output is never chosen."""
     for name in EXPLORER_PAGES:
-        assert book_pages["pages"][urljoin(book_site, f"{name}.html")]["explorers per cell"] == [1], name
+        cells = 2 if name == "08_trained_model_tour" else 1  # 08: the next-character and the attention explorer
+        assert book_pages["pages"][urljoin(book_site, f"{name}.html")]["explorers per cell"] == [1] * cells, name
 
 
 def test_search_finds_a_lecture_term(page, book_site):
@@ -134,3 +135,113 @@ def test_the_books_explorers_move_without_a_kernel_and_pass_an_accessibility_aud
     head = attention.locator(".gptlib-attn-head input[type=range]")
     frame_ms(attention, lambda: head.press("ArrowRight"))
     assert "head 1" in attention.locator(".gptlib-attn-message").inner_text()
+
+
+# Typed text in the book: the model runs in the page (gptlib.viz.page_model), from the weights the book ships.
+# Each explorer exposes the numbers it drew on its root element (gptlib-explorer's gptlibData).
+TYPED = "\nAy"  # typed at the end of each explorer's saved text (the longest, 01's, then holds 60 of T_max = 64)
+ATTENTION_NUMBERS = """(root) => ({A: Array.from(root.gptlibData.A), norms: Array.from(root.gptlibData.norms),
+                                   T: root.gptlibData.T})"""
+STREAM_NUMBERS = """(root) => { const d = root.gptlibData;
+    return {T: d.T, n: d.n, values: [0, 1, 2].map((m) => Array.from({length: d.T}, (_, t) => Array.from(d.split(m, t))))}; }"""
+
+
+def typed_into(page, css_class: str, typed: str) -> tuple:
+    """The book's static copy of an explorer once the page runs its model, with `typed` typed at the end of its text
+    (one key at a time, as a reader types); returns (the explorer, its text box's text)."""
+    explorer = page.locator(f".gptlib-static .{css_class}").first
+    explorer.scroll_into_view_if_needed()
+    page.wait_for_function(f"() => document.querySelector('.gptlib-static .{css_class}')?.dataset.pageModel === 'ready'",
+                           timeout=30_000)
+    box = explorer.locator("textarea")
+    box.focus()
+    box.press("Control+End")
+    for key in typed:
+        box.press("Enter" if key == "\n" else key)
+    text = box.input_value()
+    page.wait_for_function("([root, T]) => root.gptlibData && root.gptlibData.T === T",
+                           arg=[explorer.element_handle(), len(text)], timeout=10_000)
+    page.wait_for_timeout(100)  # the frame that draws the last key
+    return explorer, text
+
+
+def tolerance(reference) -> float:
+    """Item 2's bound on logits and stream writes: 1e-5 (1 + max |x|)."""
+    return 1e-5 * (1 + float(reference.abs().max()))
+
+
+@pytest.fixture(scope="module")
+def course():
+    """The shipped course model in float64: the reference the page's float64 arithmetic is held to (float32 torch
+    itself differs from it by up to ~1e-6 in A^h: 1.04e-6 on 08's text)."""
+    from gptlib import pretrained
+
+    return pretrained.load_pretrained("shakespeare").double()
+
+
+def offline_book_page(browser):
+    """A page that reaches nothing but the local book server or file (offline_context), with what it reports wrong."""
+    context = offline_context(browser)
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("console", lambda msg: msg.type == "error" and problems.append(f"console: {msg.text}"))
+    page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
+    page.on("requestfailed", lambda request: problems.append(f"failed: {request.url}"))
+    return context, page, problems
+
+
+@pytest.mark.parametrize("opened", ["server", "file"])
+def test_typed_text_in_the_books_explorers_is_run_in_the_page_as_torch_runs_it(browser, book_site, book_html, course, opened):
+    """Notebooks 01, 08 and 10's explorers in the book, the network blocked, served and opened from the file system:
+    text typed into them is run by the page, and the numbers drawn are torch's for that text."""
+    import torch
+
+    from gptlib import encode
+    from gptlib.viz.attention import AttentionExplorer, attention_run
+    from gptlib.viz.next_character import next_character_distribution
+    from gptlib.viz.stream import StreamExplorer
+
+    base = book_site if opened == "server" else book_html.as_uri() + "/"
+    context, page, problems = offline_book_page(browser)
+    for name in ("01_multi_head_attention", "08_trained_model_tour"):
+        page.goto(urljoin(base, f"{name}.html"))
+        explorer, text = typed_into(page, "gptlib-attn-explorer", TYPED)
+        seen = explorer.evaluate(ATTENTION_NUMBERS)
+        run = attention_run(course, text)
+        T = len(text)
+        assert seen["T"] == T
+        page_A = torch.tensor(seen["A"]).reshape(run.A.shape)
+        assert torch.allclose(page_A, run.A, atol=1e-6, rtol=0), (name, (page_A - run.A).abs().max())
+        assert torch.allclose(torch.tensor(seen["norms"]).reshape(run.write_norms.shape), run.write_norms, rtol=0,
+                              atol=tolerance(run.write_norms)), name
+        explorer.locator("textarea").press("~")  # outside the vocabulary: the kernel's sentence, the picture kept
+        kernel = AttentionExplorer(course, text=text)
+        kernel.text = text + "~"
+        explorer.locator(".gptlib-attn-message").filter(has_text=kernel.message).wait_for(timeout=10_000)
+        assert "gptlib-stale" in explorer.locator(".gptlib-attn-output").get_attribute("class")
+
+    next_explorer, prompt = typed_into(page, "gptlib-next-explorer", "Wh")  # 08's next-character explorer
+    seen = next_explorer.evaluate("(root) => ({...root.gptlibData, probabilities: Array.from(root.gptlibData.probabilities)})")
+    with torch.no_grad():
+        z = course(encode(prompt))[-1].double()
+    page_z = torch.tensor(seen["logits"], dtype=torch.float64)
+    assert torch.allclose(page_z, z, rtol=0, atol=tolerance(z))
+    kept = page_z.argsort(descending=True, stable=True)[: seen["topK"]]
+    expected = torch.zeros_like(page_z)
+    expected[kept] = torch.softmax(page_z[kept] / seen["temperature"], dim=-1)
+    assert torch.allclose(torch.tensor(seen["probabilities"], dtype=torch.float64), expected, rtol=0, atol=1e-6)
+    assert torch.allclose(expected, next_character_distribution(course, prompt, seen["temperature"], seen["topK"]),
+                          rtol=0, atol=1e-4)  # the kernel's own bars, from torch's logits
+
+    page.goto(urljoin(base, "10_reading_the_residual_stream.html"))
+    stream, text = typed_into(page, "gptlib-stream-explorer", TYPED)
+    seen = stream.evaluate(STREAM_NUMBERS)
+    kernel = StreamExplorer(course, text, character=stream.locator(".gptlib-stream-character").input_value())
+    expected = torch.frombuffer(bytearray(kernel.values), dtype=torch.float32).reshape(3, len(text), -1)
+    values = torch.tensor(seen["values"], dtype=torch.float32)
+    assert values.shape == expected.shape and torch.equal(values.isnan(), expected.isnan())
+    finite = ~expected.isnan()
+    assert torch.allclose(values[finite], expected[finite], rtol=0, atol=tolerance(expected[finite]))
+    context.close()
+    assert not problems
+

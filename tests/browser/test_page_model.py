@@ -24,8 +24,8 @@ from gptlib.analysis.decomposition import attribution_from, ln_f_scale, logit_pi
 from gptlib.data import VOCABULARY, encode
 from gptlib.pretrained import load_pretrained
 from gptlib.viz.attention import attention_run
-from gptlib.viz.decomposition import stream_run
 from gptlib.viz.page_weights import page_weights
+from gptlib.viz.stream import stream_run
 from tests.support.browser.page_model import ORIGIN, model_page
 
 ATTENTION_TOLERANCE = 1e-6  # absolute, on entries of A^h

@@ -94,7 +94,7 @@ def test_the_static_copy_runs_alone_moves_in_one_frame_and_survives_hostile_text
     """The copy a book or a saved HTML page shows: the module on the saved values, no kernel; a refused
     '<!--<script>' (and the same text in a saved value) neither ends its script nor shows in it."""
     from gptlib import pretrained
-    from gptlib.viz.decomposition import StreamExplorer
+    from gptlib.viz.stream import StreamExplorer
 
     explorer = StreamExplorer(pretrained.load_pretrained("shakespeare"), "ROMEO:\nBut soft", position=8)
     explorer.text = "<!--<script>"  # refused: the copy keeps the last readable text

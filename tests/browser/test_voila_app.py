@@ -1,4 +1,4 @@
-"""`make app`: the four explorers served by Voila, each moved once as an instructor would; the page
+"""`make app`: the five explorers served by Voila, each moved once as an instructor would; the page
 asks for nothing outside 127.0.0.1 and its console stays clean."""
 
 import re
@@ -21,12 +21,12 @@ def test_every_explorer_redraws_in_the_voila_app(page, voila_app):
     page.on("console", lambda m: m.type in ("error", "warning") and not SHARED_MODULE_VERSION.match(m.text)
             and console.append(m.text))
     page.goto(voila_app, timeout=120_000)
-    attention, sphere, count, stream = (live(page, css) for css in (
-        "gptlib-attn-explorer", "gptlib-sphere", "gptlib-count", "gptlib-stream-explorer"))
-    for explorer in (attention, sphere, count, stream):
+    attention, sphere, count, stream, next_character = (live(page, css) for css in (
+        "gptlib-attn-explorer", "gptlib-sphere", "gptlib-count", "gptlib-stream-explorer", "gptlib-next-explorer"))
+    for explorer in (attention, sphere, count, stream, next_character):
         explorer.wait_for(timeout=120_000)
     assert "load_pretrained" not in page.locator("body").inner_text()  # code hidden
-    assert explorers_per_cell(page, ".jp-Cell") == [1, 1, 1, 1]  # each the widget only, its static copy not beside it
+    assert explorers_per_cell(page, ".jp-Cell") == [1] * 5  # each the widget only, its static copy not beside it
 
     head = attention.locator(".gptlib-attn-head input[type=range]")
     frame_ms(attention, lambda: head.press("ArrowRight"))
@@ -49,6 +49,18 @@ def test_every_explorer_redraws_in_the_voila_app(page, voila_app):
     text = stream.locator(".gptlib-stream-text")
     text.fill("ROMEO:\nBut soft, what light through yonder window breaks?")  # the kernel runs the new text
     stream.locator(".gptlib-stream-message").filter(has_text="57 characters, position 40").wait_for(timeout=30_000)
+
+    # the model runs in the page (gptlib.viz.page_model): typed text is drawn without waiting for the kernel
+    for explorer in (attention, stream, next_character):
+        explorer.page.wait_for_function("(root) => root.dataset.pageModel === 'ready'", arg=explorer.element_handle(),
+                                        timeout=30_000)
+    prompt = next_character.locator(".gptlib-next-text")
+    prompt.focus()
+    prompt.press("Control+End")
+    frame_ms(next_character, lambda: prompt.press("W"))
+    assert "8 characters, temperature 1, top-k 65" in next_character.locator(".gptlib-next-message").inner_text()
+    next_character.locator(".gptlib-next-sample-button").click()
+    assert next_character.locator(".gptlib-next-sample").inner_text().startswith("ROMEO:\nW")
 
     body = page.locator("body").inner_text()
     assert "Traceback" not in body and "error when executing" not in body

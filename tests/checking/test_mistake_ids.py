@@ -1,4 +1,4 @@
-"""Every typical mistake a checker names carries a stable identifier (gptlib/exercises/mistake_ids.py),
+"""Every typical mistake a checker names carries a stable identifier (gptlib/checking/mistakes.py),
 declared once across all checkers, and a failed check records the identifiers of what it named."""
 
 import ast
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from gptlib import exercises
-from gptlib.exercises.mistake_ids import ID, Mistake, note, recording
+from gptlib.checking.mistakes import ID, Mistake, named_mistakes, note
 
 EXERCISES = Path(exercises.__file__).parent
 
@@ -45,7 +45,7 @@ def test_a_mistake_reads_as_its_message_and_keeps_its_id_through_pickle():
 
 def test_note_records_only_inside_a_check_and_each_id_once():
     note(Mistake("a-mistake", "x"))  # outside: nowhere to record, no error
-    with recording() as named:
+    with named_mistakes() as named:
         note(Mistake("a-mistake", "x"), "no id", Mistake("b-mistake", "y"), Mistake("a-mistake", "x"))
     assert named == ["a-mistake", "b-mistake"]
 

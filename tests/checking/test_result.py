@@ -10,11 +10,23 @@ import torch
 
 import gptlib
 from gptlib import GPT, GPTConfig, exercises
-from gptlib.exercises import attention, checking, cost, hints, layernorm, mistakes, result
+from gptlib.checking import (
+    ERROR,
+    FAILED,
+    NOT_ATTEMPTED,
+    PASSED,
+    Wrong,
+    as_float,
+    as_int,
+    as_numbers,
+    call,
+    checker,
+    mistakes,
+    result,
+    running,
+)
+from gptlib.exercises import attention, cost, hints, layernorm
 from gptlib.exercises.answers import solutions
-from gptlib.exercises.checking import Wrong, call, checker
-from gptlib.exercises.reading import as_float, as_int, as_numbers
-from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED, PASSED
 
 
 @checker("Exercise 0")
@@ -139,7 +151,7 @@ def test_not_attempted_says_which_stub_or_what_placeholder():
     @checker("Exercise 0")
     def check_choice(choice):
         if choice is None:
-            checking.not_attempted("no choice made yet")
+            running.not_attempted("no choice made yet")
         return "chosen.", []
 
     r = check_choice(None)

@@ -6,9 +6,9 @@ import re
 import pytest
 
 from gptlib import exercises
-from gptlib.exercises import sealed
+from gptlib.checking import FAILED, PASSED, sealed
+from gptlib.exercises import concepts as concept_checks
 from gptlib.exercises.answers import concepts
-from gptlib.exercises.result import FAILED, PASSED
 
 SALT = bytes(range(16))  # fixed: the searches below are deterministic
 
@@ -44,8 +44,8 @@ def test_a_released_record_checks_like_the_self_study_one(question, monkeypatch)
     tries = spec.letters() + ["z", 3] if isinstance(spec, concepts.Choice) else (
         [answer, answer + 7919, "x"] + [m() for m in spec.mistakes.values()])
     before = {repr(t): exercises.check_concept(question, t) for t in tries}
-    monkeypatch.setattr(sealed, "_RELEASED", {})
-    sealed.load_released({question: sealed.seal(question, spec, SALT)})
+    monkeypatch.setattr(concept_checks, "_RELEASED", {})
+    concept_checks.load_released({question: sealed.seal(question, spec, SALT)})
     for t in tries:
         after = exercises.check_concept(question, t)
         assert (after.status, after.message, after.mistakes) == (before[repr(t)].status, before[repr(t)].message,
@@ -64,7 +64,7 @@ def test_a_self_study_check_reuses_the_keys_sealing_derived(monkeypatch):
     """Checking an answer the record has words for derives no key again (a judge checks a class's few
     answers many times); an answer it has no words for is still derived, and still fails."""
     choice, number = concepts.QUESTIONS["5.1"], concepts.QUESTIONS["5.3"]
-    monkeypatch.setattr(sealed, "_RELEASED", {})  # self-study: no release's records loaded in this process
+    monkeypatch.setattr(concept_checks, "_RELEASED", {})  # self-study: no release's records loaded in this process
     for question in ("5.1", "5.3"):
         exercises.check_concept(question, None)  # sealed here, once
     derived = []

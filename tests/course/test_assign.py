@@ -17,7 +17,7 @@ import pytest
 from gptlib import exercises
 from gptlib.assignment import cases
 from gptlib.assignment.grader import Notebook
-from gptlib.exercises import sealed
+from gptlib.exercises import concepts as concept_checks
 from gptlib_course import assign, gradebook
 from gptlib_course.jobs import load_tests
 from gptlib_course.questions import ROLE_KEY, cells_to_run, questions
@@ -29,7 +29,7 @@ from tests.support.notebook_files import NOTEBOOKS
 def _releases_stay_in_their_test(monkeypatch):
     """A Notebook("tests") loads its release's sealed concept records for the whole process, as it would
     in a student's kernel: here each test's release is forgotten when the test ends."""
-    monkeypatch.setattr(sealed, "_RELEASED", {})
+    monkeypatch.setattr(concept_checks, "_RELEASED", {})
 
 
 def _checker_calls(notebook: dict) -> list[str]:
@@ -224,8 +224,7 @@ def test_hidden_variant_replaces_nothing_global():
 
     import torch
 
-    from gptlib.assignment.variants import shifted_seeds
-    from gptlib.exercises.variants import variant_seed
+    from gptlib.checking import shifted_seeds, variant_seed
 
     functions = (torch.manual_seed, torch.Generator, random.Random.seed)
     torch.manual_seed(3)

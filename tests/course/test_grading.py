@@ -496,29 +496,113 @@ def _notebook(grades, name):
     return next(g for g in grades if g.notebook == name)
 
 
-def test_ctrl_c_keeps_the_grades_written_and_a_rerun_resumes(graded, tmp_path):
-    """Ctrl-C (SIGINT) while the sleeper is graded: `correct` is kept; the rerun grades the sleeper only."""
+SHUTDOWN_S = 20  # an interrupted grade kills its judges, says so and exits: seconds; the margin is the load's
+# (the bug this bounds waited for the class: a cell of the class below sleeps ten minutes)
+
+
+def _processes() -> dict[int, tuple[int, str, str]]:
+    """Every process: pid -> (its parent's pid, its start time, its command line)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat_line = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError):
+            continue  # it just ended
+        fields = stat_line[stat_line.rindex(")") + 2:].split()
+        found[int(entry.name)] = (int(fields[1]), fields[19], cmdline)
+    return found
+
+
+def _descendants(pid: int) -> dict[int, tuple[int, str, str]]:
+    processes, tree = _processes(), {pid}
+    grown = True
+    while grown:
+        below = {p for p, (parent, _, _) in processes.items() if parent in tree} - tree
+        tree |= below
+        grown = bool(below)
+    return {p: processes[p] for p in tree - {pid} if p in processes}
+
+
+def _imports_torch(pid: int) -> bool:
+    """The process has begun loading torch (its memory maps torch's libraries): the imports are under way."""
+    return "/torch/lib/" in Path(f"/proc/{pid}/maps").read_text()
+
+
+def _a_cell_runs(pid: int) -> bool:
+    """A submission's process runs: forked by a sandbox's zygote."""
+    below = _descendants(pid)
+    return any("inside.zygote" in cmd and "inside.zygote" in below.get(parent, (0, "", ""))[2]
+               for parent, _, cmd in below.values())
+
+
+def _sandbox_starts(pid: int) -> bool:
+    """A judge has started bwrap (not the grader's own check that bwrap works, which it runs first)."""
+    below = _descendants(pid)
+    return any(cmd.startswith("bwrap") and "multiprocessing.spawn" in below.get(parent, (0, "", ""))[2]
+               for parent, _, cmd in below.values())
+
+
+def _kept_files(kept: Path) -> dict[Path, bytes]:
+    """The grades kept (a file being written has another name until it is whole)."""
+    return {p: p.read_bytes() for p in kept.glob("*.json")}
+
+
+def test_sigint_and_sigterm_stop_grade_at_every_moment_and_a_rerun_resumes(graded, tmp_path):
+    """`grade` is interrupted at one moment after another, each run resuming the last: while it imports,
+    while it writes grades, while a judge starts its sandbox, right after a notebook is kept, while a cell
+    runs. Each time it ends within SHUTDOWN_S, exit 130 (SIGINT) or 143 (SIGTERM), says "interrupted", leaves
+    every grade it kept whole (valid JSON, no half-written file) and unchanged, and no process of its own
+    running. Started with SIGINT ignored, as a script's background job is (CI's): it stops all the same.
+    The last run grades only what is missing."""
     subs = _two_students(graded, tmp_path, "zzz")
     shutil.copytree(graded["build"] / "autograder", tmp_path / "build" / "autograder")
     kept = tmp_path / "build" / "grades" / "graded"
     command = [sys.executable, "-m", "gptlib_course", "grade", str(subs), "--out", str(tmp_path / "build"),
                "--workers", "1", "--cells-s", "900"]
-    grading = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=KIT_ENV)
-    try:
-        deadline = time.monotonic() + 300  # 4 notebooks not submitted, then correct's 05
-        while len(list(kept.glob("*.json"))) < 2 * len(GRADED) - 1 and time.monotonic() < deadline:
-            time.sleep(0.2)
-        written = {p: p.stat().st_mtime_ns for p in kept.glob("*.json")}
-        grading.send_signal(signal.SIGINT)
-        assert grading.wait(timeout=60) == 130
-    finally:
-        grading.kill()
-    assert "interrupted" in grading.stderr.read()
-    assert len(written) == 2 * len(GRADED) - 1
-    assert {p: p.stat().st_mtime_ns for p in kept.glob("*.json")} == written
-    done = subprocess.run([*command[:-1], "5"], capture_output=True, text=True, timeout=600, env=KIT_ENV)
+    all_kept = 2 * len(GRADED)  # 4 notebooks not submitted, correct's 05 and zzz's 05 (asleep)
+    moments = [(signal.SIGINT, "while it imports", _imports_torch),
+               (signal.SIGTERM, "while it writes grades", lambda pid: len(_kept_files(kept)) >= 1),
+               (signal.SIGINT, "while a judge starts its sandbox", _sandbox_starts),
+               (signal.SIGTERM, "right after correct's notebook is kept", lambda pid: len(_kept_files(kept)) == all_kept - 1),
+               (signal.SIGINT, "while a cell runs", _a_cell_runs)]
+    for signum, moment, reached in moments:
+        with open(tmp_path / "stderr", "w+") as stderr:
+            grading = subprocess.Popen(command, stderr=stderr, env=KIT_ENV, preexec_fn=lambda: signal.signal(
+                signal.SIGINT, signal.SIG_IGN))
+            try:
+                deadline = time.monotonic() + 300  # a loaded machine starts a sandbox in seconds, not minutes
+                while not reached(grading.pid):
+                    assert grading.poll() is None and time.monotonic() < deadline, f"grade never got {moment}"
+                    time.sleep(0.02)
+                before, ours = _kept_files(kept), _descendants(grading.pid)
+                grading.send_signal(signum)
+                try:
+                    code = grading.wait(timeout=SHUTDOWN_S)
+                except subprocess.TimeoutExpired:
+                    pytest.fail(f"grade had not stopped {SHUTDOWN_S} s after {signum.name} {moment}")
+            finally:
+                grading.kill()
+                grading.wait(timeout=60)
+            stderr.seek(0)
+            said = stderr.read()
+        assert code == 128 + signum and "interrupted" in said, (moment, code, said)
+        after = _kept_files(kept)
+        assert {p: after.get(p) for p in before} == before, moment
+        assert all(json.loads(text)["grade"] for text in after.values()), moment
+        assert sorted(kept.glob("*")) == sorted(after), f"{moment}: a file half written is left"
+        deadline = time.monotonic() + SHUTDOWN_S
+        while (left := {p: v for p, v in _processes().items() if ours.get(p, (0, None))[1] == v[1]}) and \
+                time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not left, f"{moment}: still running after grade ended: {sorted(c for _, _, c in left.values())}"
+    written = _kept_files(kept)
+    assert len(written) == all_kept - 1
+    done = subprocess.run([*command[:-1], "1"], capture_output=True, text=True, timeout=600, env=KIT_ENV)
     assert done.returncode == 0, done.stderr
-    assert {p: p.stat().st_mtime_ns for p in written} == written and len(list(kept.glob("*.json"))) == 2 * len(GRADED)
+    assert {p: p.read_bytes() for p in written} == written and len(_kept_files(kept)) == all_kept
     with open(tmp_path / "build" / "grades" / "grades.csv", encoding="utf-8") as file:
         totals = {row["student"]: float(row[f"{NB05}:score"]) for row in csv.DictReader(file)}
     full = sum(o.points for o in _notebook(graded["grades"]["correct"], NB05).outcomes)

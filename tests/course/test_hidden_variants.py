@@ -1,7 +1,7 @@
 """Every hidden variant tells each typical mistake from the right answer, whatever the build's offset.
 
 `assign` draws one secret offset per build; the hidden case runs the checker with its seeds and drawn
-points moved by it (gptlib.assignment.variants). A draw that happens to miss the one point separating a
+points moved by it (gptlib.checking.variants). A draw that happens to miss the one point separating a
 mistake (rank_bounds: no shape with T < d_head) would give the whole class the hidden point for that
 mistake. Here, for every question with a hidden variant, each wrong answer made from the checker's own
 table of typical mistakes (or, for notebook 09, the synthetic class's planted mistake per step) fails
@@ -18,7 +18,7 @@ from gptlib.analysis import attention as circuits
 from gptlib.analysis import jacobians
 from gptlib.analysis import layernorm as geometry
 from gptlib.analysis.counting import measured_table
-from gptlib.assignment.variants import shifted_seeds
+from gptlib.checking import shifted_seeds
 from gptlib.config import COURSE_CONFIG
 from gptlib.exercises import attention as heads
 from gptlib.exercises import causality as causal

@@ -109,7 +109,7 @@ def test_a_released_notebook_run_as_a_student_holds_no_graded_answer(path, stude
                 exercises.show_solution(n)
         revealed = printed.getvalue() + "".join(exercises.concept_answer(i) for i in {ids!r})
         verdicts = {{i: bool(exercises.check_concept(i, a)) for i, a in {right!r}.items()}}
-        from gptlib.assignment.variants import shifted_seeds
+        from gptlib.checking import shifted_seeds
         for i, a in {numbers!r}.items():  # a number question: a function of its sizes, at the stated ones
             verdicts[i, "function"] = bool(exercises.check_concept(i, lambda *sizes, a=a: a))
             try:

@@ -12,11 +12,11 @@ import torch
 from torch import nn
 
 from gptlib import exercises
-from gptlib.assignment.variants import shifted_seeds
+from gptlib.checking import shifted_seeds
 from gptlib.exercises import build_track
 from gptlib.exercises.answers import build as S
-from gptlib_course.inside import module_server, zygote
-from gptlib_course.inside.module_server import ModuleServer
+from gptlib_course.inside import remote_module, zygote
+from gptlib_course.inside.remote_module import ModuleServer
 from gptlib_course.judge import Limits, RemoteFunction, SubmissionStopped, read_reply, remote_call
 from gptlib_course.remote_module import Link, RemoteModule
 from tests.support import course_class
@@ -185,7 +185,7 @@ def test_the_submissions_side_refuses_what_it_will_not_describe():
     with pytest.raises(ValueError, match="complex64"):
         ModuleServer().described(Complex())
     big = nn.Module()
-    big.w = nn.Parameter(torch.zeros(module_server.TENSOR_ELEMENTS + 1), requires_grad=False)
+    big.w = nn.Parameter(torch.zeros(remote_module.TENSOR_ELEMENTS + 1), requires_grad=False)
     with pytest.raises(ValueError, match="entries"):
         ModuleServer().described(big)
 

@@ -201,7 +201,7 @@ INSIDE = sorted(str(path.relative_to(KIT.parent)) for path in sandbox.INSIDE.glo
 def test_a_submission_finds_nothing_of_the_grading_kit_but_its_inside_package(limits):
     """Of gptlib_course the sandbox holds the package `inside` alone (the zygote, the submission's half of a module's
     mirror), at /kit/gptlib_course/inside: no module of the host side imports, the kit's folder is not there."""
-    assert "gptlib_course/inside/zygote.py" in INSIDE and "gptlib_course/inside/module_server.py" in INSIDE
+    assert "gptlib_course/inside/zygote.py" in INSIDE and "gptlib_course/inside/remote_module.py" in INSIDE
     imports, kit, beside, held = seen(limits, LOOK_FOR_THE_KIT, "imports", "kit", "beside", "held")
     assert (imports, kit, beside, held) == (["ModuleNotFoundError"] * len(HOST_SIDE), None, None, INSIDE)
 
@@ -266,6 +266,23 @@ def test_unconfined_the_same_zygote_runs_submissions_as_the_grading_user(limits)
     assert uid == os.getuid() and processes == limits.processes
     assert parent[1:4] == ["-P", "-m", sandbox.ZYGOTE]
 
+
+
+def test_unconfined_a_judge_that_hangs_up_leaves_no_submission_running(limits):
+    """A judge killed while a cell runs (Ctrl-C kills the judges) hangs up on its zygote without ending the
+    submission: the zygote ends it before it ends itself (confined, the namespace would; unconfined, the
+    submission's own session would outlive the zygote)."""
+    submission = Submission([(0, "x = 1")], dataclasses.replace(limits, confined=False))
+    submission.start()  # the cells ran: the process waits for the checker's requests
+    box = Sandbox._current
+    assert _status(submission.pid)["State"][0] != "Z"
+    box.socket.close()  # as a killed judge's end closes
+    box.process.wait(timeout=60)
+    assert not Path(f"/proc/{submission.pid}").exists() or _status(submission.pid)["State"][0] == "Z"
+    for connection in (submission.outbound, submission.inbound):
+        connection.close()
+    box.close()
+    Sandbox._current = None
 
 
 def test_a_sandbox_that_cannot_start_stops_the_submission_with_bwraps_reason(limits):

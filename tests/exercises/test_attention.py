@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from gptlib.checking import ERROR, FAILED
 from gptlib.exercises import attention, check_factor_pair_dimension, check_head_circuits, check_rank_bounds
 from gptlib.exercises.answers import solutions
-from gptlib.exercises.result import ERROR, FAILED
 from tests.support.variants import refused_variants
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -10,16 +10,14 @@ from torch import nn
 
 from gptlib import GPT, GPTConfig
 from gptlib import model as gptlib_model
+from gptlib.checking import ERROR, FAILED, NOT_ATTEMPTED, Wrong, shifted_seeds
+from gptlib.checking.components import TOL, agreeing_reading, same
 from gptlib.exercises import build_track
 from gptlib.exercises.answers import build as S
 from gptlib.exercises.build_track.attention import concatenated
 from gptlib.exercises.build_track.head import heads
 from gptlib.exercises.build_track.initialization import INIT_SIZES
-from gptlib.exercises.build_track.judging import TOL, judge, same
 from gptlib.exercises.build_track.mlp import tanh_gap
-from gptlib.exercises.checking import Wrong
-from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
-from gptlib.exercises.variants import shifted_seeds
 from tests.support import learner_gpts as layouts
 from tests.support.learner_gpts import ScratchGPT
 from tests.support.variants import refused_variants
@@ -232,10 +230,10 @@ def test_judge_names_every_mistake_that_reproduces_the_output_not_only_the_first
     got = torch.ones(2, 3)
     mistakes = {"one": lambda: torch.ones(2, 3), "one, nearly": lambda: torch.ones(2, 3) + 1e-7, "two": lambda: 2 * got}
     with pytest.raises(Wrong) as both:
-        judge(got, [None], lambda reading: torch.zeros(2, 3), lambda reading: mistakes, "thing")
+        agreeing_reading(got, [None], lambda reading: torch.zeros(2, 3), lambda reading: mistakes, "thing")
     assert "each of 2 typical mistakes" in both.value.message and both.value.message.endswith("one; or one, nearly.")
     with pytest.raises(Wrong, match=r"^two\.$"):
-        judge(2 * got, [None], lambda reading: torch.zeros(2, 3), lambda reading: mistakes, "thing")
+        agreeing_reading(2 * got, [None], lambda reading: torch.zeros(2, 3), lambda reading: mistakes, "thing")
 
 
 def test_the_build_tolerance_is_tol_times_one_plus_the_largest_output():
@@ -483,7 +481,7 @@ def test_every_build_step_in_float32_passes_in_200_hidden_variants():
 
 
 class _OffMLP(S.MLP):
-    """The reference MLP with one output entry moved by `size` times the judge's tolerance."""
+    """The reference MLP with one output entry moved by `size` times the build checkers' tolerance."""
 
     size = 2.0
 

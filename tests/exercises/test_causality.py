@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from gptlib import COURSE_CONFIG, GPT, GPTConfig
-from gptlib.exercises import causality, check_causality, check_dependency_map, rounding
+from gptlib.checking import ERROR, FAILED, rounding
+from gptlib.exercises import causality, check_causality, check_dependency_map
 from gptlib.exercises.answers import solutions
 from gptlib.exercises.causality import map_models
-from gptlib.exercises.result import ERROR, FAILED
 from tests.support.learner_gpts import EinsumGPT, ScratchGPT
 from tests.support.variants import refused_variants
 

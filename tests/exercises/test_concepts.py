@@ -12,12 +12,11 @@ import torch
 from gptlib import exercises
 from gptlib.analysis import attention, cost, layernorm
 from gptlib.analysis.counting import measured_table
-from gptlib.assignment.variants import shifted_seeds
+from gptlib.checking import FAILED, NOT_ATTEMPTED, PASSED, sealed, shifted_seeds
 from gptlib.config import COURSE_CONFIG, GPTConfig
-from gptlib.exercises import sealed
+from gptlib.exercises import concepts as concept_checks
 from gptlib.exercises.answers import concepts
 from gptlib.exercises.jacobians import STATEMENTS
-from gptlib.exercises.result import FAILED, NOT_ATTEMPTED, PASSED
 from gptlib.model import GPT, attention_matrices_formed
 from tests.support import notebook_files
 
@@ -212,7 +211,7 @@ def test_a_number_question_takes_a_function_of_its_sizes_and_a_hidden_variant_as
             assert exercises.check_concept(question, lambda *sizes: seen.append(sizes) or right(*sizes)).status == PASSED
             assert exercises.check_concept(question, table).status == FAILED
             verdict = exercises.check_concept(question, count)
-        assert seen[0] == tuple(asked.values()) and len(seen) == 1 + sealed.VARIANT_SIZES
+        assert seen[0] == tuple(asked.values()) and len(seen) == 1 + concept_checks.VARIANT_SIZES
         assert verdict.status == FAILED and "a whole number answers the stated sizes only" in verdict.message
         drawn.update(seen[1:])
     assert len(drawn) > 8 and tuple(asked.values()) not in drawn, "the drawn sizes move with the offset"
@@ -258,8 +257,8 @@ def test_a_released_record_calls_a_function_answer_at_its_stated_sizes_in_their_
     question's sizes in its order: the student's kernel calls a function there, without the answers."""
     spec = concepts.QUESTIONS["1.5"]  # d, H, T: not in sorted order
     record = json.loads(json.dumps(sealed.seal("1.5", spec, bytes(16)), sort_keys=True))
-    monkeypatch.setattr(sealed, "_RELEASED", {"1.5": record})
-    monkeypatch.setattr(sealed, "_self_study_record", None)  # any use of the answers here fails the test
+    monkeypatch.setattr(concept_checks, "_RELEASED", {"1.5": record})
+    monkeypatch.setattr(concept_checks, "_self_study_record", None)  # any use of the answers here fails the test
     seen = []
     assert exercises.check_concept("1.5", lambda *sizes: seen.append(sizes) or spec.answer()).status == PASSED
     assert seen == [tuple(spec.asked_at.values())]

@@ -8,11 +8,10 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from gptlib import GPT
 from gptlib.analysis import cost
+from gptlib.checking import FAILED, shifted_seeds, variant_points
 from gptlib.exercises import check_attention_takeover, check_training_flops
 from gptlib.exercises.answers import solutions
-from gptlib.exercises.cost import TAKEOVER_CONFIGS, _small_config, measured_crossing, measured_split
-from gptlib.exercises.result import FAILED
-from gptlib.exercises.variants import shifted_seeds, variant_points
+from gptlib.exercises.cost import TAKEOVER_CONFIGS, measured_crossing, measured_split, small_config
 from gptlib.model import attention_matrices_formed
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -144,7 +143,7 @@ def test_measured_crossing_is_the_closed_form_and_a_miss_is_still_measured():
     """The reference crossing, measured once per config, is 4 T^2 d = 8 T d^2 + 4 T d d_ff's T = 2d + d_ff, on
     the public configs and on a hidden variant's; an answer off it by one is measured at its own T and fails."""
     with shifted_seeds(12345):
-        hidden = variant_points(TAKEOVER_CONFIGS, lambda rng: [_small_config(rng) for _ in range(3)])
+        hidden = variant_points(TAKEOVER_CONFIGS, lambda rng: [small_config(rng) for _ in range(3)])
     for c in (*TAKEOVER_CONFIGS, *hidden):
         assert measured_crossing(c) == 2 * c.d + c.d_ff
         attention, rest = measured_split(c, 2 * c.d + c.d_ff + 1)

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from gptlib import COURSE_CONFIG
+from gptlib.checking import ERROR, FAILED
 from gptlib.exercises import check_parameter_count, check_parameter_table, check_tied_count
 from gptlib.exercises.answers import solutions
-from gptlib.exercises.result import ERROR, FAILED
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

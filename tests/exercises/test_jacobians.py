@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from gptlib.analysis import jacobians
+from gptlib.checking import ERROR, FAILED, NOT_ATTEMPTED
 from gptlib.exercises import check_post_norm_jacobian, check_post_norm_statement, statements
 from gptlib.exercises import jacobians as jacobian
 from gptlib.exercises.answers import solutions
 from gptlib.exercises.answers.concepts import POST_NORM_STATEMENT
 from gptlib.exercises.jacobians import example
-from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
 from gptlib.model import attention_matrices_formed
 from tests.support.variants import refused_variants
 

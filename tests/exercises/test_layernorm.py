@@ -6,9 +6,9 @@ import torch
 import torch.nn.functional as F
 
 from gptlib.analysis import layernorm as layernorm_analysis
+from gptlib.checking import ERROR, FAILED, NOT_ATTEMPTED
 from gptlib.exercises import check_layer_norm, check_weight_decay, layernorm
 from gptlib.exercises.answers import solutions
-from gptlib.exercises.result import ERROR, FAILED, NOT_ATTEMPTED
 from tests.support.variants import refused_variants
 
 pytestmark = pytest.mark.usefixtures("one_thread")

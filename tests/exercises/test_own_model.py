@@ -8,8 +8,8 @@ import torch
 from torch import nn
 
 from gptlib import COURSE_CONFIG, GPT
+from gptlib.checking import FAILED, NOT_ATTEMPTED, PASSED
 from gptlib.exercises import check_own_model
-from gptlib.exercises.result import FAILED, NOT_ATTEMPTED, PASSED
 from tests.support.learner_gpts import (
     HFGPT2,
     EinsumGPT,

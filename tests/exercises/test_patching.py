@@ -5,8 +5,8 @@ import torch
 
 from gptlib.analysis.decomposition import head_label, stream_writes
 from gptlib.analysis.patching import logits_from_writes
+from gptlib.checking import FAILED
 from gptlib.exercises.patching import TOLERANCE, check_head_patching
-from gptlib.exercises.result import FAILED
 
 
 def log_probs(model, prompts, layer, head, into="corrupted", direct_only=False):

@@ -3,7 +3,8 @@
 import pytest
 
 from gptlib import exercises
-from gptlib.exercises import hints, result
+from gptlib.checking import result
+from gptlib.exercises import hints
 from gptlib.exercises.answers import build as build_solutions
 from gptlib.exercises.progress import NOT_YET, PARTLY, PASSED, ROWS
 from tests.support.notebook_files import NOTEBOOKS, cells

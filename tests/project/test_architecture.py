@@ -49,22 +49,30 @@ def package_sources(package: Path = ROOT / "gptlib") -> dict[str, str]:
     return sources
 
 
-def imports(module: str, source: str, modules) -> set[str]:
-    """Every module `module` imports, anywhere in its source (inside functions too), resolved:
-    relative imports against its package, and `from package import name` to the submodule name
-    when `modules` holds one."""
+def imported(module: str, source: str, modules) -> list[tuple[str, str | None]]:
+    """(module, name) of every import in `module`'s source (inside functions too), the module resolved against
+    its package for a relative import: ("torch", None) for `import torch`, ("gptlib.checking", "Wrong") for
+    `from ..checking import Wrong` in gptlib.exercises.cost."""
     is_package = any(other.startswith(module + ".") for other in modules)
     package = module.split(".") if is_package else module.split(".")[:-1]
-    found = set()
+    found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            found += [(alias.name, None) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module
             if node.level:  # from . import x (level 1: this package), from .. import x (its parent), ...
                 base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
-            found.update(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names)
+            found += [(base, alias.name) for alias in node.names]
     return found
+
+
+def imports(module: str, source: str, modules) -> set[str]:
+    """Every module `module` imports, anywhere in its source (inside functions too), resolved:
+    relative imports against its package, and `from package import name` to the submodule name
+    when `modules` holds one."""
+    return {base if name is None or f"{base}.{name}" not in modules else f"{base}.{name}"
+            for base, name in imported(module, source, modules)}
 
 
 SOURCES = package_sources()
@@ -87,7 +95,7 @@ def back_edges(sources: dict[str, str]) -> list[str]:
 
 
 def test_no_module_imports_a_layer_to_its_right():
-    assert LAYERS == ("config", "model", "analysis", "viz")
+    assert LAYERS == ("config", "model", "checking", "analysis", "viz")
     assert back_edges(SOURCES) == []
 
 
@@ -100,7 +108,7 @@ def unplaced(sources: dict[str, str], table: dict[str, str]) -> list[str]:
 
 def test_the_table_of_layers_places_every_module_and_names_only_modules_that_exist():
     assert unplaced(SOURCES, TABLE) == []
-    assert layer("gptlib.analysis.layernorm") == "analysis" and layer("gptlib.train.own_gpt") == "model"
+    assert layer("gptlib.analysis.layernorm") == "analysis" and layer("gptlib.train.own_model") == "model"
     assert layer("gptlib.train.__main__") == "analysis" and layer("gptlib.viz.decomposition") == "viz"
     scratch = {name: source for name, source in SOURCES.items() if name != "gptlib.data"} | {"gptlib.scratch": ""}
     assert unplaced(scratch, TABLE) == ["data names no module", "gptlib.scratch is in no layer"]
@@ -146,14 +154,81 @@ def inside_edges(kit: dict[str, str]) -> list[str]:
 
 
 def test_what_runs_inside_the_sandbox_imports_nothing_of_the_host_side():
-    assert {"gptlib_course.inside.zygote", "gptlib_course.inside.module_server"} <= set(KIT_SOURCES)
-    assert "gptlib_course.inside.module_server" in imports(  # the host side imports from inside, not the other way
+    assert {"gptlib_course.inside.zygote", "gptlib_course.inside.remote_module"} <= set(KIT_SOURCES)
+    assert "gptlib_course.inside.remote_module" in imports(  # the host side imports from inside, not the other way
         "gptlib_course.remote_module", KIT_SOURCES["gptlib_course.remote_module"], KIT_SOURCES)
     assert inside_edges(KIT_SOURCES) == []
     zygote = KIT_SOURCES["gptlib_course.inside.zygote"]
     scratch = KIT_SOURCES | {"gptlib_course.inside.zygote": zygote + "\nfrom ..judge import Limits\nfrom .. import sandbox\n"}
     assert inside_edges(scratch) == ["gptlib_course.inside.zygote imports gptlib_course.judge",
                                      "gptlib_course.inside.zygote imports gptlib_course.sandbox"]
+
+def test_the_checking_package_maps_every_module_it_holds_and_no_other():
+    package = importlib.import_module("gptlib.checking")
+    files = {module.removeprefix("gptlib.checking.") for module in SOURCES if module.startswith("gptlib.checking.")}
+    assert listed_modules(package.__doc__) == files
+
+
+def analyses_judging(sources: dict[str, str]) -> list[str]:
+    """Imports of the checkers' machinery by the analyses, which measure the model and judge no learner."""
+    return sorted(f"{module} imports {target}" for module, source in sources.items() if module.startswith("gptlib.analysis")
+                  for target in imports(module, source, sources) if target.startswith("gptlib.checking"))
+
+
+def test_the_analyses_never_import_the_checking_machinery():
+    assert analyses_judging(SOURCES) == []
+    scratch = SOURCES | {"gptlib.analysis.cost": SOURCES["gptlib.analysis.cost"] + "\nfrom ..checking import close\n"}
+    assert analyses_judging(scratch) == ["gptlib.analysis.cost imports gptlib.checking"]
+
+
+def owner(module: str) -> str:
+    """The package a module belongs to, for the rule on private names: in gptlib, a folder directly under gptlib/
+    with everything below it ('gptlib.exercises' for gptlib.exercises.build_track.gpt), a module directly in
+    gptlib/ ('gptlib.model') or gptlib's own __init__ ('gptlib'); elsewhere, the top-level folder
+    ('gptlib_course', 'tests', 'benchmarks')."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "gptlib" else parts[0]
+
+
+def private(part: str) -> bool:
+    return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))  # __main__, __version__ are not
+
+
+def private_imports(sources: dict[str, str]) -> list[str]:
+    """Imports of a private (underscore) name of gptlib, a module's or one of its attributes, from another package
+    than the one that owns it. `sources` holds the importers and every gptlib module (to resolve relative imports)."""
+    broken = []
+    for module, source in sources.items():
+        for base, name in imported(module, source, sources):
+            target = base if name is None else f"{base}.{name}"
+            if target.split(".")[0] == "gptlib" and any(map(private, target.split("."))) and owner(target) != owner(module):
+                broken.append(f"{module} imports {target}, private to {owner(target)}")
+    return sorted(broken)
+
+
+EVERY_SOURCE = SOURCES | KIT_SOURCES | package_sources(ROOT / "benchmarks") | package_sources(ROOT / "tests")
+
+
+def test_no_import_takes_a_private_name_of_gptlib_across_packages():
+    assert {module.split(".")[0] for module in EVERY_SOURCE} == {"gptlib", "gptlib_course", "benchmarks", "tests"}
+    assert private_imports(EVERY_SOURCE) == []
+
+
+def test_the_private_name_check_catches_every_form_of_import_across_packages_and_allows_one_inside():
+    scratch = EVERY_SOURCE | {
+        "gptlib.adoption": SOURCES["gptlib.adoption"] + "\nfrom .checking.running import _LIBRARIES\n",
+        "gptlib.exercises.build_track.gpt": "from ...checking import _secret\nfrom ..concepts import _RELEASED\n",
+        "gptlib_course.inside.zygote": "import gptlib.checking._hidden\nfrom gptlib.checking import sealed\n",
+        "tests.test_scratch": "from gptlib.exercises.concepts import _answers, check_concept\n",
+        "benchmarks.scratch": "from gptlib.train.__main__ import main\n",
+    }
+    assert private_imports(scratch) == [
+        "gptlib.adoption imports gptlib.checking.running._LIBRARIES, private to gptlib.checking",
+        "gptlib.exercises.build_track.gpt imports gptlib.checking._secret, private to gptlib.checking",
+        "gptlib_course.inside.zygote imports gptlib.checking._hidden, private to gptlib.checking",
+        "tests.test_scratch imports gptlib.exercises.concepts._answers, private to gptlib.exercises",
+    ]
+
 
 def test_the_layer_check_resolves_every_form_of_import_and_catches_back_edges():
     assert {"gptlib.config", "gptlib.validation"} <= imports("gptlib.model", SOURCES["gptlib.model"], SOURCES)

@@ -28,7 +28,7 @@ import torch
 
 from gptlib import exercises
 from gptlib.assignment import cases
-from gptlib.assignment.variants import shifted_seeds
+from gptlib.checking import shifted_seeds
 from gptlib.config import COURSE_CONFIG
 from gptlib.exercises.answers import build as _build_solutions
 from gptlib.exercises.answers import concepts as _concepts
@@ -64,10 +64,10 @@ def right_letter(check, letters: str = "abcdef") -> str:
 # order (the checker compares it with the answer measured at those sizes, and in a hidden case at others).
 FORMULAS = {
     "1.5": "lambda d, H, T: T",
-    "2.3": "lambda d, d_ff: 2 * d * d_ff + d_ff + d",
-    "3.3": "lambda T, L: T",
+    "2.3": "lambda d, d_ff: 3 * d * d_ff",
+    "3.3": "lambda T, L: T * (16 - 1)",  # d = 16 is stated and fixed (logit_jacobian_question)
     "4.3": "lambda d, k: d - k",
-    "5.3": "lambda d: 12 * d**2 + 13 * d",
+    "5.3": "lambda d: 12 * d**2 + 2 * d",
     "6.3": "lambda T, w, L: T * (T - 1) // 2 + sum(T - gap for gap in range(L * (w - 1) + 1, T))",
     "7.3": "lambda d, H: d + d // H + 4 * d",
     "10.3": "lambda H, ell: 1 + ell * (H + 1)",
@@ -221,11 +221,11 @@ def hostile_modules() -> dict[str, str]:
     }
 
 
-# A submission that rewrites its own process's description of every module (inside.module_server.ModuleServer, found
+# A submission that rewrites its own process's description of every module (inside.remote_module.ModuleServer, found
 # through the garbage collector): its first parameter declared of shape (3,), whatever its value holds.
 LIAR = """import gc, types
 _server = next(m for m in gc.get_objects()
-               if isinstance(m, types.ModuleType) and m.__name__ == 'gptlib_course.inside.module_server')
+               if isinstance(m, types.ModuleType) and m.__name__ == 'gptlib_course.inside.remote_module')
 _described = _server.ModuleServer.described
 
 
@@ -261,7 +261,7 @@ def hostile(correct_05: str, hidden_test: str, other_student: str, port: int, me
         "ISOLATED = _isolated()\n"
         "def count(c):\n    return solutions.count(c) if ISOLATED else -1")
     forger = (
-        "from gptlib import exercises\nfrom gptlib.exercises import result\n"
+        "from gptlib import exercises\nfrom gptlib.checking import result\n"
         "result.Result.__bool__ = lambda self: True\n"
         "result.Result.passed = property(lambda self: True)\n"
         "exercises.check_parameter_count = lambda *args, **kwargs: True\n"

@@ -1,6 +1,6 @@
-"""The hidden variants a checker is tried in by the tests that sweep them (gptlib.assignment.variants)."""
+"""The hidden variants a checker is tried in by the tests that sweep them (gptlib.checking.variants)."""
 
-from gptlib.assignment.variants import shifted_seeds
+from gptlib.checking import shifted_seeds
 
 SWEPT = 200  # variants 0 .. 199: the sweeps that found the float32 refusals of issue 42 went this far
 

@@ -28,7 +28,7 @@ from gptlib.analysis.counting import component_table  # noqa: E402
 from gptlib.analysis.decomposition import Attribution, LensReading  # noqa: E402
 from gptlib.analysis.jacobians import DepthStudyRow  # noqa: E402
 from gptlib.analysis.residual import BlockDropLosses, BranchWriteRatios, WriteVariance  # noqa: E402
-from gptlib.train.own_gpt import TrainingRun  # noqa: E402
+from gptlib.train.own_model import TrainingRun  # noqa: E402
 
 
 def _small_model():
@@ -45,7 +45,7 @@ LONG_TEXT = "PETRUCHIO:\nWhy, how now, Kate!"  # 30 characters
 
 def _stream_case():
     """The bars and the title the stream explorer draws at position 20 of LONG_TEXT: a title as long as the page's."""
-    run = _module("decomposition").stream_run(_small_model(), LONG_TEXT)
+    run = _module("stream").stream_run(_small_model(), LONG_TEXT)
     return run.attribution("difference", 20, 0), run.title("difference", 20, 0)
 
 
@@ -77,9 +77,9 @@ BUILDERS = {
     "induction.ov_eigenvalues_figure": lambda: _module("induction").ov_eigenvalues_figure(
         torch.tensor([2.0 + 0.0j, 0.5 + 1.5j, 0.5 - 1.5j]), "layer 1 head 2"),
     "positionwise.gelu_figure": lambda: _module("positionwise").gelu_figure(torch.linspace(-4, 4, 81)),
-    "residual.block_spectrum_figure": lambda: _module("residual").block_spectrum_figure(
+    "jacobians.block_spectrum_figure": lambda: _module("jacobians").block_spectrum_figure(
         {"pre": torch.tensor([3.0, 1.0, 1.0]), "post": torch.tensor([2.0, 0.5, 0.0])}),
-    "residual.depth_study_figure": lambda: _module("residual").depth_study_figure(
+    "jacobians.depth_study_figure": lambda: _module("jacobians").depth_study_figure(
         {"pre": [DepthStudyRow(1, torch.tensor([4.0, 2.0, 1.0]), torch.tensor([1.0, 2.0])),
                  DepthStudyRow(3, torch.tensor([9.0, 3.0, 0.5]), torch.tensor([1.0, 2.0, 3.0, 4.0]))]}),
     "residual.stream_figure": lambda: _module("residual").stream_figure(
@@ -92,8 +92,10 @@ BUILDERS = {
     "decomposition.attribution_figure": lambda: _module("decomposition").attribution_figure(
         Attribution(("E[x]", "P", "L0H0", "L0 MLP"), torch.tensor([0.5, -0.25, 2.0, -1.0]), rest=0.125, logit=1.375),
         "Direct contributions to z('e') - z('o') (prediction minus true next) at position 39 after 'h'"),
-    "decomposition.stream_figure": lambda: _module("decomposition").stream_figure(
-        *_stream_case(), "logit", _module("decomposition").stream_run(_small_model(), LONG_TEXT), 0, 1, 20),
+    "stream.stream_figure": lambda: _module("stream").stream_figure(
+        *_stream_case(), "logit", _module("stream").stream_run(_small_model(), LONG_TEXT), 0, 1, 20),
+    "next_character.next_character_figure": lambda: _module("next_character").next_character_figure(
+        "ROMEO:\n", torch.softmax(torch.linspace(0, 3, 65, dtype=torch.float64), dim=0), _module("next_character").VOCABULARY),
     "decomposition.logit_lens_figure": lambda: _module("decomposition").logit_lens_figure(
         {"trained": LensReading(torch.tensor([4.0, 2.0]), torch.tensor([3.0, 2.0]), torch.tensor([0.1, 0.4]))}, 4.17),
     "training.loss_curves_figure": lambda: _module("training").loss_curves_figure(
@@ -193,8 +195,8 @@ def texts_outside(fig) -> list[str]:
 
 # The explorers' static pictures go through display.render_png, which draws the figure's own box and nothing past it
 # (display.figure_png, behind show_figure, crops to what is drawn and enlarges the canvas to hold it).
-RENDERED_AS_IS = {"attention.AttentionPicture.draw", "counting.CountPicture.draw", "decomposition.stream_figure",
-                  "layernorm.sphere_figure"}
+RENDERED_AS_IS = {"attention.AttentionPicture.draw", "counting.CountPicture.draw", "stream.stream_figure",
+                  "layernorm.sphere_figure", "next_character.next_character_figure"}
 RENDER_CALL = re.compile(r"render_png\((?:self\.picture\.draw|CountPicture\(\)\.draw|(\w+_figure))\(")
 
 
@@ -223,13 +225,13 @@ def test_the_inside_check_finds_a_clipped_title():
 def test_the_stream_figure_draws_the_caption_s_two_rows():
     """Figure 10.2's caption names a bar per write above and the chosen head's attention row below: the static
     picture holds both, the row with one bar per key s <= t whose heights are that row of A^h."""
-    from gptlib.viz import decomposition
+    from gptlib.viz import stream
 
-    run = decomposition.stream_run(_small_model(), LONG_TEXT)
+    run = stream.stream_run(_small_model(), LONG_TEXT)
     attribution, title = run.attribution("difference", 20, 0), run.title("difference", 20, 0)
-    fig = decomposition.stream_figure(attribution, title, "logit difference", run, 0, 1, 20)
+    fig = stream.stream_figure(attribution, title, "logit difference", run, 0, 1, 20)
     bars, row = fig.axes
     assert len(bars.patches) == len(attribution.values) and len(row.patches) == 21
     heights = torch.tensor([p.get_height() for p in row.patches])  # (21,)
     torch.testing.assert_close(heights, run.A[0, 1, 20, :21].double(), rtol=0, atol=1e-6)
-    assert fig.get_label().endswith(decomposition.describe_row(run, 0, 1, 20))
+    assert fig.get_label().endswith(stream.describe_row(run, 0, 1, 20))

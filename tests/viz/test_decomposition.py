@@ -1,5 +1,6 @@
-"""gptlib.viz.decomposition: the figures (a bar per write at its contribution, a lens line per reading at its
-losses) and the stream explorer, driven without a browser: its numbers are decomposition's, and what it refuses."""
+"""gptlib.viz.decomposition's figures (a bar per write at its contribution, a lens line per reading at its
+losses) and gptlib.viz.stream's stream explorer, driven without a browser: its numbers are decomposition's, and what
+it refuses."""
 
 import math
 
@@ -12,17 +13,8 @@ pytest.importorskip("matplotlib")
 
 from gptlib import COURSE_CONFIG, GPT, VOCABULARY, GPTConfig, encode, run_with_cache  # noqa: E402
 from gptlib.analysis.decomposition import Attribution, LensReading, direct_logit_attribution, write_labels  # noqa: E402
-from gptlib.viz.decomposition import (  # noqa: E402
-    MODES,
-    StreamExplorer,
-    StreamRun,
-    attribution_figure,
-    describe_attribution,
-    describe_row,
-    describe_rows,
-    logit_lens_figure,
-    stream_run,
-)
+from gptlib.viz.decomposition import attribution_figure, describe_attribution, logit_lens_figure  # noqa: E402
+from gptlib.viz.stream import MODES, StreamExplorer, StreamRun, describe_row, describe_rows, stream_run  # noqa: E402
 from tests.viz.test_explorer import outline, saved_call  # noqa: E402
 
 TEXT = "To be, or not\nto be"

@@ -17,6 +17,7 @@ from gptlib.viz.attention import AttentionExplorer  # noqa: E402
 from gptlib.viz.counting import ParameterCountExplorer  # noqa: E402
 from gptlib.viz.explorer import FROM_STATE, WIDGET_VIEW, module, script_json  # noqa: E402
 from gptlib.viz.layernorm import LayerNormSphere  # noqa: E402
+from gptlib.viz.page_model import model_module  # noqa: E402
 
 HOSTILE = ["<!--<script>", "</script><script>alert(1)</script>", "<!-- x --> & y", "]]>", "\u2028\u2029"]
 
@@ -86,7 +87,7 @@ def test_the_static_copy_is_one_script_that_nothing_typed_can_end_early(explorer
     (script,) = parsed.scripts
     assert "<" not in script  # the module's own comparisons too: its source travels as escaped JSON
     source, state = saved_call(script)
-    assert source == explorer._esm and state["message"] == HOSTILE[0] + HOSTILE[1] and state["live"] is False
+    assert source == explorer.saved_module() and state["message"] == HOSTILE[0] + HOSTILE[1] and state["live"] is False
 
 
 def test_the_second_output_is_one_script_that_shows_nothing_by_itself():
@@ -130,21 +131,26 @@ def test_an_explorer_with_nothing_drawn_shows_the_widget_and_its_repr_only():
     assert explorer.message.startswith("Cannot draw:") and "nothing is drawn" in explorer.message
 
 
-EXPLORER_NOTEBOOKS = {"01_multi_head_attention": "attention", "04_layernorm_geometry": "layernorm",
-                      "05_gpt_and_parameter_count": "counting", "08_trained_model_tour": "attention"}
+EXPLORER_NOTEBOOKS = {"01_multi_head_attention": ["attention"], "04_layernorm_geometry": ["layernorm"],
+                      "05_gpt_and_parameter_count": ["counting"], "08_trained_model_tour": ["next_character", "attention"],
+                      "10_reading_the_residual_stream": ["stream"]}
+MODEL_MODULES = {"attention", "stream", "next_character"}  # their copies run gpt.js from the book's files
 
 
-@pytest.mark.parametrize("name, front_end", EXPLORER_NOTEBOOKS.items())
-def test_a_saved_explorer_cell_holds_its_outputs_and_no_widget_state_that_would_hide_its_copy(name, front_end):
+@pytest.mark.parametrize("name, front_ends", EXPLORER_NOTEBOOKS.items())
+def test_a_saved_explorer_cell_holds_its_outputs_and_no_widget_state_that_would_hide_its_copy(name, front_ends):
     """Re-executed by `make notebooks` (store_widget_state=False): with the model's widget state saved,
     nbconvert's HTML would choose the widget view and need a renderer from a CDN instead of the copy.
     The copy runs today's js/ module (the book and saved HTML pages show it)."""
     notebook = json.loads((Path(__file__).parents[2] / "notebooks" / f"{name}.ipynb").read_text())
     cells = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"
              and any(WIDGET_VIEW in output.get("data", {}) for output in cell["outputs"])]
-    assert len(cells) == 1 and len(cells[0]["outputs"]) == 2  # one explorer, one output that shows it, then FROM_STATE
-    assert set(cells[0]["outputs"][0]["data"]) == {WIDGET_VIEW, "text/html", "text/plain"}
-    assert {kind: "".join(text) for kind, text in cells[0]["outputs"][1]["data"].items()} == FROM_STATE  # today's script
-    static = "".join(cells[0]["outputs"][0]["data"]["text/html"])
-    assert 'class="gptlib-static"' in static and script_json(module(front_end)) in static
+    assert len(cells) == len(front_ends)
+    for cell, front_end in zip(cells, front_ends):
+        assert len(cell["outputs"]) == 2  # one explorer, one output that shows it, then FROM_STATE
+        assert set(cell["outputs"][0]["data"]) == {WIDGET_VIEW, "text/html", "text/plain"}
+        assert {kind: "".join(text) for kind, text in cell["outputs"][1]["data"].items()} == FROM_STATE  # today's script
+        static = "".join(cell["outputs"][0]["data"]["text/html"])
+        source = model_module(front_end, gpt_source=False) if front_end in MODEL_MODULES else module(front_end)
+        assert 'class="gptlib-static"' in static and script_json(source) in static
     assert "widgets" not in notebook["metadata"]

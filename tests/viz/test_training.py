@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from gptlib.train.own_gpt import TrainingRun  # noqa: E402
+from gptlib.train.own_model import TrainingRun  # noqa: E402
 from gptlib.viz.training import loss_curves_figure  # noqa: E402
 
 

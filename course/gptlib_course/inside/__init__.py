@@ -2,7 +2,7 @@
 
     zygote.py         the sandbox's first process (PID 1): imports torch, IPython and gptlib once, forks a
                       process per submission, runs its cells and answers the judge's requests
-    module_server.py  the submission's half of a module's mirror, and the mirror's protocol
+    remote_module.py  the submission's half of a module's mirror, and the mirror's protocol
     plain.py          a submission's values as the plain data the judge reads
 
 The host side (the bwrap command line and the judge's client of the zygote: sandbox.py; the judge's half

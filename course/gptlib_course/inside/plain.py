@@ -1,6 +1,6 @@
 """A submission's values as plain data the judge reads: builtins of their exact types, tensors, nothing else.
 
-Everything the submission's process sends the judge goes through here (zygote.py's replies, module_server.py's
+Everything the submission's process sends the judge goes through here (zygote.py's replies, remote_module.py's
 parameter values), so that what crosses is data, never an object whose methods the submission wrote.
 """
 

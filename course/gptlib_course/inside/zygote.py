@@ -19,7 +19,7 @@ functions with the arguments the judge's checker chose. Everything it sends back
 (numbers, strings, tensors, lists: plain.py), read by the judge as untrusted bytes, at most REPLY_BYTES
 a reply. A call that returns an nn.Module (a class of notebook 09's build track, called with the
 checker's sizes) keeps it here and describes it; the judge's checker works on a mirror of it, whose
-forward runs here (module_server.py: its protocol).
+forward runs here (remote_module.py: its protocol).
 """
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ import torch
 from torch import nn
 
 import gptlib.exercises  # noqa: F401  (every forked submission finds it loaded)
-from gptlib.exercises.checking import global_state_kept, raised_by_a_stub  # the checkers' own rules
+from gptlib.checking import global_state_kept, raised_by_a_stub  # the checkers' own rules
 
-from .module_server import ModuleServer
 from .plain import plain
+from .remote_module import ModuleServer
 
 REPLY_BYTES = 32 * 2**20  # a larger reply is refused here, named (the judge reads none over 64 MiB)
 PR_SET_DUMPABLE = 4
@@ -287,25 +287,30 @@ def zygote(server_fd: int, workdir: str) -> None:
     server = socket.socket(fileno=server_fd)
     ended: dict[int, int] = {}
     server.sendall(json.dumps({"ready": confinement()}).encode())
-    while True:
-        try:
-            message, fds, _, _ = socket.recv_fds(server, 65536, 3)
-        except OSError:
-            return
-        if not message:
-            return  # the judge closed its end
-        request = json.loads(message)
-        if "fork" in request:
-            _clean(workdir, None, ended)
-            reply = {"pid": _fork_submission(request["fork"], fds, server, workdir)}
-        elif "alive" in request:
-            _wait(request["alive"], ended, 0)
-            reply = {"alive": request["alive"] not in ended}
-        else:
-            _wait(request["end"], ended, request["grace"])
-            _clean(workdir, request["end"], ended)
-            reply = {"status": ended.pop(request["end"], None)}
-        server.sendall(json.dumps(reply).encode())
+    forked = None  # the last submission's process
+    try:
+        while True:
+            try:
+                message, fds, _, _ = socket.recv_fds(server, 65536, 3)
+            except OSError:
+                return
+            if not message:
+                return  # the judge closed its end
+            request = json.loads(message)
+            if "fork" in request:
+                _clean(workdir, None, ended)
+                forked = _fork_submission(request["fork"], fds, server, workdir)
+                reply = {"pid": forked}
+            elif "alive" in request:
+                _wait(request["alive"], ended, 0)
+                reply = {"alive": request["alive"] not in ended}
+            else:
+                _wait(request["end"], ended, request["grace"])
+                _clean(workdir, request["end"], ended)
+                reply = {"status": ended.pop(request["end"], None)}
+            server.sendall(json.dumps(reply).encode())
+    finally:  # however the judge hung up (ended, or killed while a cell ran): the submission ends here
+        _clean(workdir, forked, ended)  # (unconfined, its own session would outlive the zygote)
 
 
 def _wait(pid: int, ended: dict[int, int], seconds: float) -> None:

@@ -5,6 +5,6 @@ Self-study installs keep this folder: `exercises.show_solution(n)` and `exercise
 read it. A class's student image does not have it (course/hub/Dockerfile deletes it after building
 the assignments), grading hides it from every submission's process, and nothing outside this folder
 imports it at import time: without it `import gptlib` works, concept questions are checked from the
-sealed records a release ships (exercises/sealed.py) and the two functions above say the answers stay
+sealed records a release ships (checking/sealed.py) and the two functions above say the answers stay
 with the instructor.
 """

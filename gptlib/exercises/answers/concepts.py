@@ -9,9 +9,9 @@ place there); the learner answers in the code cell below it:
 A choice question takes one letter; a number question takes a whole number (a typical wrong
 number earns the mistake that produces it), or a function of the sizes the question states that
 returns it, which a hidden variant also asks at other sizes (ASKED_ELSEWHERE). Each wrong letter
-and typical wrong number is a mistake_ids.Mistake, named in the class report. `concept_answer(id)`
+and typical wrong number is a checking.mistakes.Mistake, named in the class report. `concept_answer(id)`
 reveals the answer and why. Numbers that a gptlib function computes are computed by it here, never
-typed. The checking itself (exercises/sealed.py) reads these questions only through their sealed
+typed. The checking itself (checking/sealed.py) reads these questions only through their sealed
 records, so that a class release can check answers without this file.
 """
 
@@ -25,10 +25,10 @@ import torch
 
 from ...analysis import attention, cost, decomposition, jacobians, layernorm
 from ...analysis.counting import theorem_5_2
+from ...checking.mistakes import Mistake
 from ...config import COURSE_CONFIG, GPTConfig
 from ...model import GPT
 from ...reproducibility import seeded
-from ..mistake_ids import Mistake
 
 
 @dataclass(frozen=True)
@@ -580,7 +580,7 @@ def _width_and_zeroed_gains(rng: random.Random) -> dict[str, int]:
 
 
 # Each number question's builder, and the sizes of the kind it states that a hidden variant
-# (gptlib.assignment.variants) asks it at instead, drawn from the variant's offset: each measured in
+# (gptlib.checking.variants) asks it at instead, drawn from the variant's offset: each measured in
 # well under a second. A learner who answers with a function of the sizes answers there too.
 ASKED_ELSEWHERE: dict[str, tuple[Callable[..., Number], Callable[[random.Random], dict[str, int]]]] = {
     "1.5": (attention_rank_question, lambda rng: {**_heads_and_width(rng), "T": rng.randint(2, 48)}),
@@ -595,7 +595,7 @@ ASKED_ELSEWHERE: dict[str, tuple[Callable[..., Number], Callable[[random.Random]
 
 
 # Exercise 7's statement (exercises.check_post_norm_statement): the right one of jacobian.STATEMENTS, and what
-# each other one misses. Checked, like the questions above, through its sealed record (exercises/sealed.py).
+# each other one misses. Checked, like the questions above, through its sealed record (checking/sealed.py).
 POST_NORM_STATEMENT = Choice(
     "b",
     "in post-norm every path through the block, the straight one included, passes through LayerNorm Jacobians.",
@@ -614,4 +614,4 @@ POST_NORM_STATEMENT = Choice(
             "branch's two factors"),
     },
 )
-SEALED = {**QUESTIONS, "post_norm_statement": POST_NORM_STATEMENT}  # everything exercises/sealed.py checks, by id
+SEALED = {**QUESTIONS, "post_norm_statement": POST_NORM_STATEMENT}  # everything exercises/concepts.py checks, by id

@@ -5,13 +5,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ...checking import roles
+from ...checking.components import B, T, agreeing_reading, built, extra_note, loaded, random_weights, sizes
+from ...checking.mistakes import Mistake
+from ...checking.running import Wrong, checker
 from ...config import GPTConfig
 from ...model import MultiHeadAttention as ReferenceAttention
-from ..checking import Wrong, checker
-from ..mistake_ids import Mistake
-from . import roles
 from .head import attention_run, head_mistakes, heads
-from .judging import B, T, built, extra_note, judge, loaded, random_weights, sizes
 
 
 def concatenated(C: torch.Tensor, how: str = "heads") -> torch.Tensor:
@@ -24,7 +24,7 @@ def concatenated(C: torch.Tensor, how: str = "heads") -> torch.Tensor:
     return C.transpose(1, 2).reshape(Bc, Tc, H * d_head)
 
 
-def judge_attention(module: nn.Module, d: int, H: int, seed: int = 0, where: str = "attention") -> roles.Reading:
+def read_attention(module: nn.Module, d: int, H: int, seed: int = 0, where: str = "attention") -> roles.Reading:
     readings = roles.attention_readings(module, d, H)
     notes, got, X = attention_run(module, readings, d, d, seed)
 
@@ -54,7 +54,7 @@ def judge_attention(module: nn.Module, d: int, H: int, seed: int = 0, where: str
         })
         return found
 
-    return judge(got, readings, reference, mistakes, where, notes)
+    return agreeing_reading(got, readings, reference, mistakes, where, notes)
 
 
 def heads_of(module: nn.Module, H: int | None) -> int:
@@ -79,6 +79,6 @@ def check_multi_head_attention(attention, d: int | None = None, H: int | None = 
     H = heads_of(module, H)
     d = d or next((p.shape[0] for p in module.parameters() if p.dim() == 2 and p.shape[0] == p.shape[1]), 0)
     with random_weights(module, seed=0):
-        notes = extra_note(judge_attention(module, d, H).extra)
+        notes = extra_note(read_attention(module, d, H).extra)
     return ("equals gptlib's MultiHeadAttention, [C^1 | ... | C^H] W_O + b_O with the causal mask, under your "
             "weights set to random values, to within the float32 tolerance."), [f"d = {d}, H = {H}, input {(B, T, d)}", *notes]

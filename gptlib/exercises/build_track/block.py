@@ -6,15 +6,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ...checking import roles
+from ...checking.components import B, T, agreeing_reading, built, extra_note, inputs, loaded, output, random_weights, sizes
+from ...checking.mistakes import Mistake
+from ...checking.running import Wrong, checker
 from ...config import GPTConfig
 from ...model import Block as ReferenceBlock
-from ..checking import Wrong, checker
-from ..mistake_ids import Mistake
-from . import roles
-from .attention import heads_of, judge_attention
-from .judging import B, T, built, extra_note, inputs, judge, loaded, output, random_weights, sizes
-from .layer_norm import judge_layer_norm
-from .mlp import judge_mlp
+from .attention import heads_of, read_attention
+from .layernorm import read_layer_norm
+from .mlp import read_mlp
 
 
 def is_layer_norm(module: nn.Module, d: int) -> bool:
@@ -67,20 +67,20 @@ def block_parts(module: nn.Module, d: int, d_ff: int) -> dict[str, list[tuple[st
     return parts
 
 
-def judge_parts(parts: dict, d: int, H: int, d_ff: int, where: str) -> dict[str, roles.Reading]:
+def read_parts(parts: dict, d: int, H: int, d_ff: int, where: str) -> dict[str, roles.Reading]:
     """Each submodule judged on its own (so a mistake is named where it is); {symbol group: reading}."""
     (ln1_name, ln1), (ln2_name, ln2) = parts["ln"]
     (attn_name, attn), (mlp_name, mlp) = parts["attn"][0], parts["mlp"][0]
     checks = {
-        "ln_1": lambda: judge_layer_norm(ln1, d, where=f"{where} {ln1_name}"),
-        "ln_2": lambda: judge_layer_norm(ln2, d, where=f"{where} {ln2_name}"),
-        "attn": lambda: judge_attention(attn, d, heads_of(attn, H), where=f"{where} {attn_name}"),
-        "mlp": lambda: judge_mlp(mlp, d, d_ff, where=f"{where} {mlp_name}"),
+        "ln_1": lambda: read_layer_norm(ln1, d, where=f"{where} {ln1_name}"),
+        "ln_2": lambda: read_layer_norm(ln2, d, where=f"{where} {ln2_name}"),
+        "attn": lambda: read_attention(attn, d, heads_of(attn, H), where=f"{where} {attn_name}"),
+        "mlp": lambda: read_mlp(mlp, d, d_ff, where=f"{where} {mlp_name}"),
     }
     found = {}
-    for key, judge_part in checks.items():
+    for key, read_part in checks.items():
         try:
-            found[key] = judge_part()
+            found[key] = read_part()
         except Wrong as wrong:
             name = {"ln_1": ln1_name, "ln_2": ln2_name, "attn": attn_name, "mlp": mlp_name}[key]
             raise Wrong(f"{where}'s {name} fails on its own: {wrong.message}", wrong.details, mistake=wrong.mistake) from None
@@ -121,10 +121,10 @@ def block_mistakes(block: ReferenceBlock, X: torch.Tensor) -> dict:
     }
 
 
-def judge_block(module: nn.Module, d: int, H: int | None, d_ff: int, seed: int = 0, where: str = "your block"):
+def read_block(module: nn.Module, d: int, H: int | None, d_ff: int, seed: int = 0, where: str = "your block"):
     """{symbol group: reading} under which the block is Definition 3.1; Wrong naming the mistake otherwise."""
     parts = block_parts(module, d, d_ff)
-    found = judge_parts(parts, d, H, d_ff, where)
+    found = read_parts(parts, d, H, d_ff, where)
     H = heads_of(parts["attn"][0][1], H)
     X = 2 * inputs(B, T, d, seed=seed + 5)
     got = output(module, X, (B, T, d), "X")
@@ -142,7 +142,7 @@ def judge_block(module: nn.Module, d: int, H: int | None, d_ff: int, seed: int =
         load_block(block, option)
         return block_mistakes(block, X)
 
-    return judge(got, options, reference, mistakes, where)
+    return agreeing_reading(got, options, reference, mistakes, where)
 
 
 @checker("Build step 5: the pre-norm block")
@@ -157,7 +157,7 @@ def check_block(block, d: int | None = None, H: int | None = None, d_ff: int | N
         d, H, d_ff = d or chosen["d"], H or chosen["H"], d_ff or chosen["d_ff"]
     module = built(block, d, H, d_ff, what=f"d={d}, H={H}, d_ff={d_ff}")
     with random_weights(module, seed=0):
-        found = judge_block(module, d, H, d_ff)
+        found = read_block(module, d, H, d_ff)
     notes = extra_note([name for reading in found.values() for name in reading.extra])
     return ("each part passes alone, and the whole equals Y = X + MHA(LN_1(X)), X' = Y + MLP(LN_2(Y)) "
             "to within the float32 tolerance."), [f"d = {d}, d_ff = {d_ff}, input {(B, T, d)}", *notes]

@@ -6,17 +6,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ...checking import roles
+from ...checking.components import B, T, agreeing_reading, built, extra_note, loaded, output, random_weights, sizes, zero_extra
+from ...checking.mistakes import Mistake
+from ...checking.running import Wrong, checker
+from ...checking.variants import variant_seed
 from ...config import GPTConfig
 from ...model import GPT as ReferenceGPT
 from ...model import attention_matrices_formed
-from ..checking import Wrong, checker
-from ..mistake_ids import Mistake
-from ..variants import variant_seed
-from . import roles
 from .attention import heads_of
-from .block import block_parts, is_layer_norm, judge_block, load_block, named_parts
-from .judging import B, T, built, extra_note, judge, loaded, output, random_weights, sizes, zero_extra
-from .layer_norm import judge_layer_norm
+from .block import block_parts, is_layer_norm, load_block, named_parts, read_block
+from .layernorm import read_layer_norm
 
 
 def gpt_parts(module: nn.Module, V: int, T_max: int, d: int, L: int) -> dict:
@@ -60,15 +60,15 @@ def gpt_parts(module: nn.Module, V: int, T_max: int, d: int, L: int) -> dict:
             "blocks": blocks, "ln_f": norms[0], "extra": extra}
 
 
-def judge_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: int, d_ff: int, seed: int = 0):
+def read_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: int, d_ff: int, seed: int = 0):
     """gpt_parts(module) with "reference": gptlib's GPT (float64) loaded with the reading under which `module`
     computes Section 5's logits; Wrong naming the mistake otherwise."""
     parts = gpt_parts(module, V, T_max, d, L)
     zero_extra(module, parts["extra"])
-    blocks = [judge_block(block, d, H, d_ff, seed=seed + l, where=f"block {l}") for l, block in enumerate(parts["blocks"])]
+    blocks = [read_block(block, d, H, d_ff, seed=seed + l, where=f"block {l}") for l, block in enumerate(parts["blocks"])]
     ln_name, ln_f = parts["ln_f"]
     try:
-        ln_f_reading = judge_layer_norm(ln_f, d)
+        ln_f_reading = read_layer_norm(ln_f, d)
     except Wrong as wrong:
         raise Wrong(f"your final LayerNorm {ln_name} fails on its own: {wrong.message}", mistake=wrong.mistake) from None
     H = heads_of(block_parts(parts["blocks"][0], d, d_ff)["attn"][0][1], H)
@@ -116,7 +116,8 @@ def judge_gpt(module: nn.Module, V: int, T_max: int, d: int, H: int | None, L: i
 
     inner = sorted({f"{name}" for found in blocks for reading in found.values() for name in reading.extra})
     parts["extra"] = parts["extra"] + [f"{name} (in every block)" for name in inner]
-    parts["reference"] = with_blocks(judge(got, choices, lambda c: logits(c), mistakes, "GPT", extra_note(parts["extra"])))
+    reading = agreeing_reading(got, choices, lambda c: logits(c), mistakes, "GPT", extra_note(parts["extra"]))
+    parts["reference"] = with_blocks(reading)
     return parts
 
 
@@ -136,7 +137,7 @@ def check_gpt(gpt, V: int | None = None, T_max: int | None = None, d: int | None
     order = ("V", "T_max", "d", "H", "L", "d_ff")
     module = built(gpt, *(given[k] for k in order), what=", ".join(f"{k}={given[k]}" for k in order))
     with random_weights(module, seed=0):
-        parts = judge_gpt(module, **given)
+        parts = read_gpt(module, **given)
     tied = " (W_U tied to E^T)" if parts["W_U"] is None else ""
     return (f"every block and LN_f pass alone, and the logits equal Section 5's Z = LN_f(X^(L)) W_U{tied} to within "
             "the float32 tolerance."), [", ".join(f"{k} = {v}" for k, v in given.items()), *extra_note(parts["extra"])]

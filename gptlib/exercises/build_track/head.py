@@ -9,10 +9,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..checking import Wrong, checker
-from ..mistake_ids import Mistake
-from . import roles
-from .judging import B, T, built, extra_note, inputs, judge, output, random_weights, sizes, zero_extra
+from ...checking import roles
+from ...checking.components import B, T, agreeing_reading, built, extra_note, inputs, output, random_weights, sizes, zero_extra
+from ...checking.mistakes import Mistake
+from ...checking.running import Wrong, checker
 
 HIDDEN_DIAGONAL = Mistake("head-mask-hides-diagonal",
     "your mask also hides the diagonal (s >= t): position t must see itself, so mask only s > t (triu(diagonal=1))")
@@ -82,7 +82,7 @@ def attention_run(module: nn.Module, readings: list, d: int, width: int, seed: i
     return notes, got, X.double()
 
 
-def judge_head(module: nn.Module, d: int, d_head: int, seed: int = 0) -> roles.Reading:
+def read_head(module: nn.Module, d: int, d_head: int, seed: int = 0) -> roles.Reading:
     readings = roles.head_readings(module, d, d_head)
     notes, got, X = attention_run(module, readings, d, d_head, seed)
 
@@ -93,7 +93,7 @@ def judge_head(module: nn.Module, d: int, d_head: int, seed: int = 0) -> roles.R
         q, k, v = (X @ W[0] for W in per_head(r))
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
-    return judge(got, readings, reference, lambda r: head_mistakes(X, *per_head(r), lambda C: C[:, 0]), "head", notes)
+    return agreeing_reading(got, readings, reference, lambda r: head_mistakes(X, *per_head(r), lambda C: C[:, 0]), "head", notes)
 
 
 @checker("Build step 2: one attention head")
@@ -103,6 +103,6 @@ def check_attention_head(head, d: int | None = None, d_head: int | None = None) 
     d, d_head = d or chosen["d"], d_head or chosen["d"] // chosen["H"]
     module = built(head, d, d_head, what=f"d={d}, d_head={d_head}")
     with random_weights(module, seed=0):
-        notes = extra_note(judge_head(module, d, d_head).extra)
+        notes = extra_note(read_head(module, d, d_head).extra)
     return ("equals softmax(Q K^T / sqrt(d_head) + M) V with the causal mask M, your W_Q, W_K, W_V set to random "
             "values, to within the float32 tolerance."), [f"d = {d}, d_head = {d_head}, input {(B, T, d)}", *notes]

@@ -9,15 +9,14 @@ import math
 import torch
 from torch import nn
 
-from ..checking import Wrong, call, checker
-from ..mistake_ids import Mistake
-from ..mistakes import close, name_mistake
-from ..variants import variant_choice, variant_seed
-from . import roles
+from ...checking import roles
+from ...checking.components import built
+from ...checking.mistakes import Mistake, close, name_mistake
+from ...checking.running import Wrong, call, checker
+from ...checking.variants import variant_choice, variant_seed
 from .attention import heads_of
 from .block import block_parts
 from .gpt import gpt_parts
-from .judging import built
 
 INIT_SIZES = {"V": 65, "T_max": 64, "d": 64, "H": 4, "L": 3, "d_ff": 256}  # enough entries for a std to 2%
 STD = 0.02
@@ -26,7 +25,7 @@ STD_RTOL = 0.1  # a measured std within 10% of the expected one (its sampling er
 
 def init_sizes() -> dict[str, int]:
     """INIT_SIZES; in a hidden variant (variants.variant_choice) other sizes with as many entries or more per group
-    (d >= 32, so that W_O alone still measures its std to about 2%), all different as judging.sizes says."""
+    (d >= 32, so that W_O alone still measures its std to about 2%), all different as components.sizes says."""
     return dict(variant_choice(INIT_SIZES, _other_init_sizes))
 
 

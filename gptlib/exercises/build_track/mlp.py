@@ -7,12 +7,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...analysis import positionwise
+from ...checking import roles
+from ...checking.components import B, T, agreeing_reading, built, inputs, loaded, output, random_weights, sizes
+from ...checking.mistakes import Mistake
+from ...checking.running import checker
 from ...config import GPTConfig
 from ...model import MLP as ReferenceMLP
-from ..checking import checker
-from ..mistake_ids import Mistake
-from . import roles
-from .judging import B, T, built, inputs, judge, loaded, output, random_weights, sizes
 
 
 def tanh_gap() -> float:
@@ -21,7 +21,7 @@ def tanh_gap() -> float:
     return (positionwise.gelu_exact(t) - positionwise.gelu_tanh(t)).abs().max().item()
 
 
-def judge_mlp(module: nn.Module, d: int, d_ff: int, seed: int = 0, where: str = "MLP") -> roles.Reading:
+def read_mlp(module: nn.Module, d: int, d_ff: int, seed: int = 0, where: str = "MLP") -> roles.Reading:
     readings = roles.mlp_readings(module, d, d_ff)
     X = 2 * inputs(B, T, d, seed=seed)  # pre-activations of order 1-3, where the tanh form differs most
     got = output(module, X, (B, T, d), "X")
@@ -47,7 +47,7 @@ def judge_mlp(module: nn.Module, d: int, d_ff: int, seed: int = 0, where: str = 
                 through(lambda t: t * torch.sigmoid(1.702 * t)),
         }
 
-    return judge(got, readings, reference, mistakes, where)
+    return agreeing_reading(got, readings, reference, mistakes, where)
 
 
 @checker("Build step 4: the MLP")
@@ -60,6 +60,6 @@ def check_mlp(mlp, d: int | None = None, d_ff: int | None = None) -> tuple[str, 
         d, d_ff = d or sizes()["d"], d_ff or sizes()["d_ff"]
     module = built(mlp, d, d_ff, what=f"d={d}, d_ff={d_ff}")
     with random_weights(module, seed=0):
-        judge_mlp(module, d, d_ff)
+        read_mlp(module, d, d_ff)
     return ("equals W_2 GELU(W_1 u + b_1) + b_2 with the exact GELU, your weights set to random values, to within "
             "the float32 tolerance."), [f"d = {d}, d_ff = {d_ff}, input {(B, T, d)}"]

@@ -1,6 +1,7 @@
-// The attention explorer (gptlib.viz.attention.AttentionExplorer), drawn in the page. The kernel
-// sends, for the current text, every layer's and head's A^h and write norms in one binary
-// message; switching layer or head, hovering and the all-heads view never ask the kernel.
+// The attention explorer (gptlib.viz.attention.AttentionExplorer), drawn in the page. For the current
+// text, every layer's and head's A^h and write norms come from the kernel in one binary message, or
+// from the model run in the page (inpage.js) for a text typed there; switching layer or head, hovering
+// and the all-heads view never ask the kernel.
 
 const SIDE = 440; // CSS px of A^h's square
 const MARGIN = 26; // room for the characters along both sides
@@ -67,12 +68,7 @@ function paintGrid(context, rows, columns, valueAt, table, x, y, width, height) 
 }
 
 function render({ model, el }) {
-  const root = h("div", { class: "gptlib-explorer gptlib-attn-explorer" });
-  keepKeys(root);
-  el.append(root);
-  const textId = uniqueId("attn-text");
-  const text = h("textarea", { id: textId, class: "gptlib-text gptlib-attn-text", rows: 2, spellcheck: "false" });
-  text.value = model.get("text");
+  const { root, text, textId } = modelExplorer(model, el, "attn");
   const layer = h("input", { type: "range", min: 0, step: 1, "aria-label": "layer l", class: "gptlib-range" });
   const head = h("input", { type: "range", min: 0, step: 1, "aria-label": "head h", class: "gptlib-range" });
   const layerShown = h("output", { class: "gptlib-number-shown" });
@@ -107,8 +103,38 @@ function render({ model, el }) {
 
   function receive() {
     const [L, H, T] = model.get("shape");
-    if (!T) return;
-    data = { L, H, T, A: floats(model.get("A")), norms: floats(model.get("norms")), labels: model.get("labels") };
+    if (!T || typing.state.ready) return;  // the page runs the model: the kernel's numbers are the same
+    use({ L, H, T, A: floats(model.get("A")), norms: floats(model.get("norms")), labels: model.get("labels") });
+  }
+
+  // A run of the model in the page: A^h of every layer and head, and each head's write norm at each position.
+  function ran(run, typed) {
+    const { L, H } = typing.state.weights.config, T = run.T;
+    const A = new Float32Array(L * H * T * T), norms = new Float32Array(L * H * T);
+    for (let l = 0; l < L; l++) {
+      for (let i = 0; i < H; i++) A.set(run.attention[l][i], (l * H + i) * T * T);
+      norms.set(typing.state.gpt.writeNorms(run, l), l * H * T);  // (H, T)
+    }
+    stale = false;
+    use({ L, H, T, A, norms, labels: tokenLabels(typed) });
+  }
+  function refused(reason) {
+    stale = true;
+    say(status, cannotDraw(reason, data !== null), true);
+    redraw();
+  }
+
+  function use(numbers) {
+    const sameShape = data && data.L === numbers.L && data.H === numbers.H;
+    data = numbers;
+    root.gptlibData = data;  // the numbers drawn, for the browser tests
+    if (!sameShape) build();
+    redraw();
+  }
+
+  // the controls and canvases that depend on L and H alone (kept from text to text)
+  function build() {
+    const { L, H } = data;
     layer.max = String(L - 1);
     head.max = String(H - 1);
     layer.value = String(Math.min(model.get("layer"), L - 1));
@@ -132,7 +158,6 @@ function render({ model, el }) {
       button.small = small;
       return button;
     }));
-    redraw();
   }
 
   const A = (l, hh, t, s) => data.A[((l * data.H + hh) * data.T + t) * data.T + s];
@@ -199,7 +224,7 @@ function render({ model, el }) {
   layer.addEventListener("input", () => choose(Number(layer.value), Number(head.value)));
   head.addEventListener("input", () => choose(Number(layer.value), Number(head.value)));
 
-  sendTyped(model, text);
+  const typing = typedText(model, text, { ran, refused, said: (sentence) => say(status, sentence, true) });
 
   heat.canvas.addEventListener("mousemove", (event) => {
     if (!data) return;
@@ -217,6 +242,7 @@ function render({ model, el }) {
   }
 
   function fromKernel() {
+    if (typing.state.ready) return;  // the page says what it runs
     stale = model.get("stale");
     if (stale) say(status, model.get("message"), true);
     redraw();
@@ -225,13 +251,7 @@ function render({ model, el }) {
   for (const key of ["stale", "message"]) model.on(`change:${key}`, fromKernel);
   model.on("change:layer", () => { layer.value = String(model.get("layer")); redraw(); });
   model.on("change:head", () => { head.value = String(model.get("head")); redraw(); });
-  if (!model.get("live")) {
-    text.readOnly = true;
-    text.setAttribute("aria-description", "saved text: changing it needs a running kernel");
-  }
-  receive();
-  fromKernel();
-  return () => model.off();
+  return start(model, [text], receive, fromKernel);
 }
 
 export default { render };

@@ -22,7 +22,7 @@ import numpy as np
 from .servers import offline_context
 
 ORIGIN = "http://127.0.0.1:9"  # the discard port: page.route answers every request before it could leave
-GPT_JS = Path(__file__).resolve().parents[2] / "gptlib" / "viz" / "js" / "gpt.js"
+GPT_JS = Path(__file__).resolve().parents[3] / "gptlib" / "viz" / "js" / "gpt.js"
 MODULE = "/gpt.js"
 TYPES = {".js": "text/javascript", ".html": "text/html", ".gptw": "application/octet-stream"}
 

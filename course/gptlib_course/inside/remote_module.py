@@ -27,7 +27,7 @@ Both sides keep the values last exchanged, so each call sends only what changed 
 weights once per module, not on every forward), and the submission compares after each call, so a
 forward or a function that writes the module's parameters is seen by the checker as in the learner's own
 kernel. The submission's side (zygote.py) sets the checker's global state before each call (within
-exercises.checking.global_state_kept), so its code runs as it would under the checker in its own kernel.
+checking.global_state_kept), so its code runs as it would under the checker in its own kernel.
 The bounds below hold on both sides: the judge refuses a description or a value beyond them.
 """
 

@@ -1,4 +1,4 @@
-"""gptlib.train.own_gpt: any module mapping ids to logits trains with gptlib's loop and samples with
+"""gptlib.train.own_model: any module mapping ids to logits trains with gptlib's loop and samples with
 gptlib.sampling; the plain reference GPT learns as gptlib's own does (the full run: benchmarks/build_track.py)."""
 
 import json
@@ -10,7 +10,7 @@ from torch import nn
 from gptlib import GPT, GPTConfig
 from gptlib.exercises.answers import build as build_solutions
 from gptlib.train import TrainSettings
-from gptlib.train.own_gpt import AsGPT, TrainingRun, load_measured_runs, sample_text, train_on_shakespeare
+from gptlib.train.own_model import AsGPT, TrainingRun, load_measured_runs, sample_text, train_on_shakespeare
 
 pytestmark = pytest.mark.slow  # starts processes or trains: `pytest -m slow` (not in `pytest -m unit`)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ..checking import Wrong
+from .running import Wrong
 
 # A role is recognised by one dotted component of a parameter's name (case-insensitive).
 HINTS = {

@@ -1,7 +1,7 @@
 """What every checker returns: a Result, the verdict (`passed`, `failed`, `not attempted yet`, `error`)
 with a message naming the typical mistake it recognised, printed as a short verdict in a notebook.
 
-How a checker runs and keeps a learner's mistake from raising: exercises/checking.py. Reading a
+How a checker runs and keeps a learner's mistake from raising: running.py. Reading a
 learner's answer: reading.py. Naming a mistake: mistakes.py. Hidden variants' seeds: variants.py.
 """
 
@@ -25,7 +25,7 @@ class Result:
     message: str
     details: tuple[str, ...] = ()
     parts: tuple["Result", ...] = ()  # sub-verdicts of a report (check_own_model)
-    mistakes: tuple[str, ...] = ()  # identifiers of the typical mistakes a failed check named (mistake_ids.py)
+    mistakes: tuple[str, ...] = ()  # identifiers of the typical mistakes a failed check named (checking/mistakes.py)
 
     @property
     def passed(self) -> bool:

@@ -1,6 +1,7 @@
-"""The build checkers' shared judging: build the learner's module, give it seeded random weights (its own come
-back afterwards), run it, and compare its output with gptlib's own component under each reading of its
-tensors (build.roles), naming the typical mistakes that reproduce the output when none agrees."""
+"""A learner's component (an nn.Module) judged against gptlib's own, the build checkers' shared machinery: build
+the learner's module, give it seeded random weights (its own come back afterwards), run it, and compare its
+output with gptlib's own component under each reading of its tensors (roles.py), naming the typical mistakes
+that reproduce the output when none agrees."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import math
 import torch
 from torch import nn
 
-from ..checking import Wrong, call
-from ..mistakes import close, name_mistake
-from ..variants import variant_choice, variant_seed
+from .mistakes import close, name_mistake
+from .running import Wrong, call
+from .variants import variant_choice, variant_seed
 
 SIZES = {"V": 13, "T_max": 8, "d": 16, "H": 2, "L": 2, "d_ff": 64}  # all different, so shapes tell roles apart
 B, T = 2, 6  # the random input: T < T_max, so P's first T rows are the ones used
@@ -91,7 +92,7 @@ def output(module: nn.Module, x: torch.Tensor, shape: tuple[int, ...], what: str
     return y.detach().double()
 
 
-def judge(got: torch.Tensor, readings: list, reference, mistakes, component: str, notes: list[str] = ()):
+def agreeing_reading(got: torch.Tensor, readings: list, reference, mistakes, component: str, notes: list[str] = ()):
     """The first reading under which `got` equals reference(reading); else Wrong naming the typical
     mistakes (mistakes(reading) -> {message: thunk}) that reproduce `got` (mistakes.name_mistake: every one
     that does, as candidates when several do), under the first reading under which any does."""
@@ -119,12 +120,3 @@ def loaded(module: nn.Module, weights: dict) -> nn.Module:
             getattr(module, name).copy_(value)
     return module
 
-
-def attempt(factory):
-    """factory() (your model built from the steps above), or None after printing "not attempted yet" while a
-    stub still raises NotImplementedError, so that the cells using your model skip instead of failing."""
-    try:
-        return factory()
-    except NotImplementedError as stub:
-        print(f"not attempted yet: a stub still raises NotImplementedError ({stub}); finish the steps above first.")
-        return None

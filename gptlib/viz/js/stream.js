@@ -1,10 +1,11 @@
-// The stream explorer (gptlib.viz.decomposition.StreamExplorer), drawn in the page. The kernel
-// sends, for the current text, every write's direct contribution at every position (to the
-// predicted, the true next and the chosen character's logits) with every head's A^h, and the
-// words of every picture's text alternative; moving the position, the mode or the head, hovering
-// and focusing never ask the kernel. No text alternative is written here: they come from the kernel.
+// The stream explorer (gptlib.viz.stream.StreamExplorer), drawn in the page. For the current text,
+// every write's direct contribution at every position (to the predicted, the true next and the
+// chosen character's logits) with every head's A^h and the words of every picture's text
+// alternative come from the kernel, or from the model run in the page (inpage.js) for a text or
+// character typed there, described here in the kernel's words (describeAttribution, rowWords);
+// moving the position, the mode or the head, hovering and focusing never ask the kernel.
 
-const MODES = ["predicted", "difference", "character"]; // as gptlib.viz.decomposition.MODES
+const MODES = ["predicted", "difference", "character"]; // as gptlib.viz.stream.MODES
 const BAR = 16; // CSS px per bar
 const GAP = 10; // CSS px between layers
 const LEFT = 44; // room for the scale
@@ -36,13 +37,35 @@ function layerOf(label) {
   return match ? Number(match[1]) : -1;
 }
 
+// The words of gptlib.viz.stream: quoted, the title of the bars, describe_attribution and row_words.
+const inQuotes = (label) => `'${label}'`;
+const signed = (x) => `${x >= 0 ? "+" : ""}${x.toFixed(2)}`;
+function title(vocabulary, labels, mode, t, predicted, trueNext, token) {
+  const z = (k) => `z(${inQuotes(tokenLabels(vocabulary[k])[0])})`;
+  const target = mode === "character" ? z(token) : mode === "predicted" ? `${z(predicted[t])} (the prediction)`
+    : `${z(predicted[t])} - ${z(trueNext[t])} (prediction minus true next)`;
+  return `Direct contributions to ${target} at position ${t} after ${inQuotes(labels[t])}`;
+}
+function describeAttribution(writes, values, rest, logit, heading, quantity) {
+  const top = writes.map((label, i) => [label, values[i]]).sort((a, b) => Math.abs(b[1]) - Math.abs(a[1])).slice(0, 3);
+  return `${heading}: a bar per write into the stream (${writes.length} writes); the largest in size are ` +
+    top.map(([label, v]) => `${label} (${signed(v)})`).join(", ") +
+    `; with LN_f's bias (${signed(rest)}) they add up to the ${quantity} ${signed(logit)}.`;
+}
+function rowWords(labels, l, hh, t, row) {  // row: the weights of keys 0..t
+  const keys = [...row.keys()].sort((a, b) => row[b] - row[a] || a - b).slice(0, 3);
+  const strongest = keys.map((s) => `${s} ${inQuotes(labels[s])} ${row[s].toFixed(2)}`).join(", ");
+  return `L${l}H${hh} at query ${t} ${inQuotes(labels[t])}, strongest keys: ${strongest}.`;
+}
+// Python's repr of a short str, as the kernel's refusal of a character quotes it
+function pythonRepr(text) {
+  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
+  const escaped = text.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/\t/g, "\\t").replace(/\r/g, "\\r");
+  return quote + (quote === "'" ? escaped.replace(/'/g, "\\'") : escaped) + quote;
+}
+
 function render({ model, el }) {
-  const root = h("div", { class: "gptlib-explorer gptlib-stream-explorer" });
-  keepKeys(root);
-  el.append(root);
-  const textId = uniqueId("stream-text");
-  const text = h("textarea", { id: textId, class: "gptlib-text gptlib-stream-text", rows: 2, spellcheck: "false" });
-  text.value = model.get("text");
+  const { root, text, textId } = modelExplorer(model, el, "stream");
   const positionId = uniqueId("stream-position");
   const position = h("input", { type: "range", id: positionId, min: 0, step: 1, class: "gptlib-range" });
   const positionShown = h("output", { for: positionId, class: "gptlib-number-shown" });
@@ -101,13 +124,84 @@ function render({ model, el }) {
 
   function receive() {
     const [n, T, L, H] = model.get("shape");
-    if (!T) return;
-    data = {
-      n, T, L, H, values: array(model.get("values"), Float32Array), A: array(model.get("A"), Uint8Array), labels: model.get("labels"),
-      writes: model.get("writes"), descriptions: model.get("descriptions"), rows: model.get("rows"),
-    };
-    position.max = String(T - 1);
-    position.value = String(Math.min(model.get("position"), T - 1));
+    if (!T || typing.state.ready) return;  // the page runs the model: the kernel's numbers are the same
+    const descriptions = model.get("descriptions"), rows_ = model.get("rows"), values = array(model.get("values"), Float32Array);
+    use({
+      n, T, L, H, split: (m_, t_) => values.subarray((m_ * T + t_) * (n + 2), (m_ * T + t_ + 1) * (n + 2)),
+      A: array(model.get("A"), Uint8Array), labels: model.get("labels"),
+      writes: model.get("writes"), description: (m_, t_) => descriptions[m_][t_], row: (l, hh, t_) => rows_[(l * H + hh) * T + t_],
+    });
+  }
+
+  // A run of the model in the page, for the text `typed` and the character `chosen`: the same numbers
+  // and words as the kernel's (gptlib.viz.stream.StreamExplorer.rerun).
+  let lastRun = null;
+  function ran(run, typed, chosen = character.value) {
+    const vocabulary = [...typing.state.weights.vocabulary];
+    if ([...chosen].length !== 1 || !vocabulary.includes(chosen)) {
+      refused(`the character must be one character of the ${vocabulary.length}-character vocabulary, got ${pythonRepr(chosen.slice(0, 12))}`);
+      return;
+    }
+    lastRun = [run, typed];
+    const { gpt, weights } = typing.state, { L, H, V } = weights.config;
+    const T = run.T, labels = tokenLabels(typed), writes = gpt.writeLabels(weights.config), n = writes.length;
+    const token = vocabulary.indexOf(chosen), tokens = [...typed].map((ch) => vocabulary.indexOf(ch));
+    const predicted = Array.from({ length: T }, (_, t_) => {
+      let best = 0;
+      for (let k = 1; k < V; k++) if (run.logits[t_ * V + k] > run.logits[t_ * V + best]) best = k;
+      return best;
+    });
+    const trueNext = tokens.slice(1);
+    // each mode's and position's numbers and words, computed when first drawn (a keystroke draws one)
+    const splits = new Map(), words = new Map();
+    function split(m_, t_) {
+      const at = m_ * T + t_;
+      if (!splits.has(at)) {
+        const row = new Float32Array(n + 2).fill(NaN), mode_ = MODES[m_];
+        if (mode_ === "difference" && t_ === T - 1) {
+          words.set(at, `position ${t_} is the text's last: no true next character to subtract`);
+        } else {
+          const k = mode_ === "character" ? token : predicted[t_];
+          const parts = gpt.directContributions(weights, run, t_, k, mode_ === "difference" ? trueNext[t_] : null);
+          row.set([...parts.values, parts.rest, parts.logit]);  // n writes, LN_f's part, the logit
+          words.set(at, describeAttribution(writes, row, row[n], row[n + 1], title(vocabulary, labels, mode_, t_, predicted, trueNext, token),
+            mode_ === "difference" ? "logit difference" : "logit"));
+        }
+        splits.set(at, row);
+      }
+      return splits.get(at);
+    }
+    const A = new Uint8Array(L * H * T * T);
+    for (let l = 0; l < L; l++) {
+      for (let i = 0; i < H; i++) {
+        const pattern = run.attention[l][i];
+        for (let j = 0; j < T * T; j++) A[(l * H + i) * T * T + j] = Math.round(pattern[j] * 255);
+      }
+    }
+    stale = false;
+    use({
+      n, T, L, H, split, A, labels, writes, description: (m_, t_) => { split(m_, t_); return words.get(m_ * T + t_); },
+      row: (l, hh, t_) => rowWords(labels, l, hh, t_, Array.from(run.attention[l][hh].subarray(t_ * T, t_ * T + t_ + 1))),
+    });
+  }
+  function refused(reason) {
+    stale = true;
+    say(status, cannotDraw(reason, data !== null), true);
+    redraw();
+  }
+
+  function use(numbers) {
+    const sameWrites = data && data.writes.join() === numbers.writes.join();
+    data = numbers;
+    root.gptlibData = data;  // the numbers drawn, for the browser tests
+    position.max = String(data.T - 1);
+    position.value = String(Math.min(model.get("position"), data.T - 1));
+    if (!sameWrites) build();
+    redraw();
+  }
+
+  // the bars' canvas and the head buttons, which depend on the writes alone (kept from text to text)
+  function build() {
     layout = [];
     let x = LEFT, group = -1;
     for (const label of data.writes) {
@@ -133,12 +227,11 @@ function render({ model, el }) {
       button.addEventListener("focus", () => say(readout, numbers(data.writes.indexOf(label))));
       return button;
     }));
-    redraw();
   }
 
   const m = () => MODES.indexOf(MODES.find((name) => radios[name].checked) ?? model.get("mode"));
   const t = () => Number(position.value);
-  const value = (mode_, t_, i) => data.values[(mode_ * data.T + t_) * (data.n + 2) + i];
+  const value = (mode_, t_, i) => data.split(mode_, t_)[i];
   const weight = (l, hh, t_, s) => data.A[((l * data.H + hh) * data.T + t_) * data.T + s] / 255; // sent as round(255 A^h)
   const quoted = (t_) => `'${data.labels[t_]}'`;
   function barAt(x) {
@@ -210,7 +303,7 @@ function render({ model, el }) {
     c.textAlign = "left";
     c.fillText("heads 0..H-1, b = b_O, M = MLP; blue adds to the logit, red takes away", LEFT, PLOT.bottom + 48);
     bars.canvas.classList.toggle("gptlib-stale", stale);
-    caption.textContent = data.descriptions[mode_][t_];
+    caption.textContent = data.description(mode_, t_);
     const named = [...data.writes, "LN_f's bias β W_U", "the logit (their sum)"];
     rows.replaceChildren(...named.map((name, i) => {
       const v = value(mode_, t_, i);
@@ -223,14 +316,7 @@ function render({ model, el }) {
     }
     // the chosen head's attention row at query t: keys 0..t, weights in [0, 1]
     const r = row.context, cell = Math.min(20, (ROW_WIDTH - LEFT) / data.T);
-    r.fillStyle = "#ffffff";
-    r.fillRect(0, 0, ROW_WIDTH, ROW_HEIGHT);
-    r.fillStyle = "#1a1a1a";
-    r.font = "10px sans-serif";
-    r.textAlign = "right";
-    r.textBaseline = "middle";
-    r.fillText("1", LEFT - 4, 10);
-    r.fillText("0", LEFT - 4, 110);
+    probabilityAxis(r, ROW_WIDTH, ROW_HEIGHT, LEFT - 4, 10, 110);
     r.textAlign = "center";
     r.font = `${Math.min(12, Math.max(7, cell - 1))}px monospace`;
     for (let s = 0; s < data.T; s++) {
@@ -245,9 +331,9 @@ function render({ model, el }) {
     r.fillStyle = "#1a1a1a";
     r.fillText(`L${l}H${hh}: query ${t_} ${quoted(t_)} (orange) over keys 0..${t_}`, LEFT, 140);
     row.canvas.classList.toggle("gptlib-stale", stale);
-    rowCaption.textContent = data.rows[(l * data.H + hh) * data.T + t_];
+    rowCaption.textContent = data.row(l, hh, t_);
 
-    if (!drawable) say(status, data.descriptions[mode_][t_], true);
+    if (!drawable) say(status, data.description(mode_, t_), true);
     else if (!stale) say(status, `${data.T} characters, position ${t_}, ${MODES[mode_]}`);
   }
   const redraw = frameScheduler(root, draw);
@@ -259,15 +345,17 @@ function render({ model, el }) {
   position.addEventListener("input", () => { redraw(); commit(model, { position: t() }); });
   for (const name of MODES) radios[name].addEventListener("change", () => { redraw(); commit(model, { mode: name }); });
   function typedCharacter() {
-    if (character.value !== model.get("character")) commit(model, { character: character.value });
+    if (typing.state.ready && lastRun) ran(...lastRun, character.value);
+    if (character.value !== model.get("character") && model.get("live")) commit(model, { character: character.value });
   }
   character.addEventListener("change", typedCharacter);
   character.addEventListener("keydown", (event) => { if (event.key === "Enter") typedCharacter(); });
-  sendTyped(model, text);
+  const typing = typedText(model, text, { ran, refused, said: (sentence) => say(status, sentence, true) });
 
   // The kernel's answer: its status line when it could not draw; a new frame only when the picture
   // greys or clears (its answer to a move the page has drawn already draws nothing again).
   function fromKernel() {
+    if (typing.state.ready) return;  // the page says what it runs
     const was = stale;
     stale = model.get("stale");
     if (stale) say(status, model.get("message"), true);
@@ -283,15 +371,7 @@ function render({ model, el }) {
     });
   }
   radios[model.get("mode")].checked = true;
-  if (!model.get("live")) {
-    for (const box of [text, character]) {
-      box.readOnly = true;
-      box.setAttribute("aria-description", "saved: changing it needs a running kernel");
-    }
-  }
-  receive();
-  fromKernel();
-  return () => model.off();
+  return start(model, [text, character], receive, fromKernel);
 }
 
 export default { render };

@@ -6,10 +6,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..checking import checker
-from ..mistake_ids import Mistake
-from . import roles
-from .judging import B, T, built, inputs, judge, output, random_weights, sizes
+from ...checking import roles
+from ...checking.components import B, T, agreeing_reading, built, inputs, output, random_weights, sizes
+from ...checking.mistakes import Mistake
+from ...checking.running import checker
 
 EPS = 1e-5  # Definition 4.1's epsilon, as in the course config
 
@@ -54,14 +54,15 @@ def layer_norm_input(d: int, seed: int) -> torch.Tensor:
     return X
 
 
-def judge_layer_norm(module: nn.Module, d: int, seed: int = 0, where: str = "LayerNorm") -> roles.Reading:
+def read_layer_norm(module: nn.Module, d: int, seed: int = 0, where: str = "LayerNorm") -> roles.Reading:
     """The reading under which `module` is Definition 4.1 (Wrong naming its mistake otherwise); weights random."""
     readings = roles.layer_norm_readings(module, d)
     X = layer_norm_input(d, seed)
     got = output(module, X, X.shape, "X")
     X = X.double()
-    return judge(got, readings, lambda r: F.layer_norm(X, (d,), r.weights["gamma"].double(), r.weights["beta"].double(), EPS),
-                 lambda r: layer_norm_mistakes(X, r.weights["gamma"].double(), r.weights["beta"].double()), where)
+    return agreeing_reading(got, readings,
+                            lambda r: F.layer_norm(X, (d,), r.weights["gamma"].double(), r.weights["beta"].double(), EPS),
+                            lambda r: layer_norm_mistakes(X, r.weights["gamma"].double(), r.weights["beta"].double()), where)
 
 
 @checker("Build step 1: LayerNorm")
@@ -72,6 +73,6 @@ def check_layer_norm_module(layer_norm, d: int | None = None) -> tuple[str, list
     d = d or sizes()["d"]
     module = built(layer_norm, d, what=f"d={d}")
     with random_weights(module, seed=0):
-        judge_layer_norm(module, d)
+        read_layer_norm(module, d)
     return (f"equals F.layer_norm (eps = {EPS:g}) with your gamma and beta set to random values, "
             f"on rows of every scale, to within the float32 tolerance."), [f"d = {d}, input {(B, T, d)}"]

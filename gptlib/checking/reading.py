@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 import torch
 
-from .checking import Wrong
+from .running import Wrong
 
 
 def _scalar(value):

@@ -35,7 +35,7 @@ import traceback
 import torch
 
 from . import result
-from .mistake_ids import Mistake, recording
+from .mistakes import Mistake, named_mistakes
 from .result import ERROR, FAILED, NOT_ATTEMPTED, PASSED, Result
 
 
@@ -55,7 +55,9 @@ class Wrong(Exception):
         self.mistake = message.id if isinstance(message, Mistake) else mistake
 
 
-class _NotAttempted(Exception):
+class NotAttempted(Exception):
+    """Raised by `call` (and `not_attempted`): the learner's answer is still the scaffold's stub or placeholder."""
+
     def __init__(self, message: str):
         super().__init__(message)
         self.message = message
@@ -63,10 +65,12 @@ class _NotAttempted(Exception):
 
 def not_attempted(message: str):
     """Raise inside a checker body when the answer is still the scaffold's placeholder (e.g. None)."""
-    raise _NotAttempted(message)
+    raise NotAttempted(message)
 
 
-class _LearnerRaised(Exception):
+class LearnerRaised(Exception):
+    """Raised by `call`: the learner's code raised `error`; `what` names the call (the function and its arguments)."""
+
     def __init__(self, what: str, error: Exception):
         super().__init__(what)
         self.what, self.error = what, error
@@ -124,10 +128,10 @@ def call(fn, *args, what: str = "...", in_place: bool = False):
             return fn(*copies)
     except NotImplementedError as error:
         if raised_by_a_stub(error):
-            raise _NotAttempted(f"{what} still raises NotImplementedError: replace the stub's body with your own code.") from None
-        raise _LearnerRaised(what, error) from None
+            raise NotAttempted(f"{what} still raises NotImplementedError: replace the stub's body with your own code.") from None
+        raise LearnerRaised(what, error) from None
     except Exception as error:  # the learner's mistake, reported, never raised
-        raise _LearnerRaised(what, error) from None
+        raise LearnerRaised(what, error) from None
 
 
 def checker(exercise: str):
@@ -138,15 +142,15 @@ def checker(exercise: str):
         @functools.wraps(body)
         def run(*args, **kwargs) -> Result:
             try:
-                with global_state_kept(), torch.inference_mode(False), torch.enable_grad(), recording() as named:
+                with global_state_kept(), torch.inference_mode(False), torch.enable_grad(), named_mistakes() as named:
                     torch.set_default_dtype(torch.float32)
                     message, details = body(*args, **kwargs)
             except Wrong as wrong:
                 own = [wrong.mistake] if wrong.mistake else []
                 return Result(exercise, FAILED, wrong.message, wrong.details, mistakes=tuple(dict.fromkeys(named + own)))
-            except _NotAttempted as stub:
+            except NotAttempted as stub:
                 return Result(exercise, NOT_ATTEMPTED, stub.message)
-            except _LearnerRaised as raised:
+            except LearnerRaised as raised:
                 error = raised.error
                 return Result(exercise, ERROR, f"{raised.what} raised {type(error).__name__}: {error}")
             except Exception as error:  # an answer of a shape the checker could not use

@@ -1,18 +1,13 @@
-"""Concept questions checked without holding their answers: salted hashes and sealed messages.
-
-A question's sealed record lists, for every answer the checker has something to say about (each
-letter of a choice; the right number and each typical wrong number of a number question), a
-salted slow hash of "id:answer" and the verdict and message for that answer, encrypted with a key
-derived from the answer itself. Checking an answer derives its key, looks the hash up and opens
-that message: the right answer's explanation is readable only by someone who gives it, and the
-record names no letter or number. Any other number reads "... is not it".
+"""Concept questions checked without holding their answers (checking/sealed.py seals them).
 
     exercises.check_concept("7.1", "b")   # passed, with the reason; or failed, with what that choice misses
     exercises.check_concept("6.3", lambda T, w, L: ...)  # a number question: its answer, or a function of its sizes
     exercises.concept_answer("7.1")       # the answer and why: self-study only
 
+An answer is checked against the question's sealed record (checking.sealed: salted hashes and sealed
+messages, naming no letter or number); any number it has no words for reads "... is not it".
 A number question's record also states the sizes it is asked at; a function answer is called there
-(positionally, in that order). Inside a hidden variant (gptlib.assignment.variants) it is also called at
+(positionally, in that order). Inside a hidden variant (checking.variants.shifted_seeds) it is also called at
 VARIANT_SIZES other sizes drawn from the variant's offset, each checked against the question built and
 sealed there, which needs exercises/answers/ (the judge has it); a whole number answers only the
 stated sizes, and fails there.
@@ -27,83 +22,19 @@ would; the record only keeps the answer from being read off the package or the n
 
 from __future__ import annotations
 
-import base64
 import functools
-import hashlib
-import json
 import random
 import secrets
 
-from .checking import Wrong, call, checker
-from .mistake_ids import note_ids, recording
-from .mistakes import name_mistake
-from .reading import as_int
-from .result import FAILED, NOT_ATTEMPTED, PASSED, Result
-from .variants import variant_points
+from ..checking import sealed
+from ..checking.mistakes import note_ids
+from ..checking.reading import as_int
+from ..checking.result import FAILED, NOT_ATTEMPTED, PASSED, Result
+from ..checking.running import Wrong, call, checker
+from ..checking.variants import variant_points
 
-ITERATIONS = 10_000  # PBKDF2 rounds per answer tried: milliseconds for a learner, slow for a table of all numbers
 VARIANT_SIZES = 2  # other sizes a hidden variant asks a number question at, after the stated ones
 _RELEASED: dict[str, dict] = {}  # id -> the sealed record a class release loaded
-
-
-def _key(salt: bytes, question: str, answer: str) -> bytes:
-    return hashlib.pbkdf2_hmac("sha256", f"{question}:{answer}".encode(), salt, ITERATIONS)
-
-
-def _xor(key: bytes, data: bytes) -> bytes:
-    stream = b"".join(hashlib.sha256(key + i.to_bytes(4, "big")).digest() for i in range(len(data) // 32 + 1))
-    return bytes(a ^ b for a, b in zip(data, stream))
-
-
-def _lock(key: bytes, status: str, message: str, mistakes: tuple[str, ...]) -> str:
-    return base64.b64encode(_xor(key, json.dumps([status, message, list(mistakes)]).encode())).decode()
-
-
-def _unlock(key: bytes, token: str) -> tuple[str, str, tuple[str, ...]]:
-    status, message, mistakes = json.loads(_xor(key, base64.b64decode(token)))
-    return status, message, tuple(mistakes)
-
-
-def _lookup(key: bytes) -> str:
-    return hashlib.sha256(key).hexdigest()
-
-
-def _outcomes(spec) -> dict[str, tuple[str, str, tuple[str, ...]]]:
-    """{answer as text: (status, message, identifiers of the mistakes it names)} for every answer the question
-    has words for (a Choice or Number of answers/concepts.py, whose mistakes are mistake_ids.Mistake)."""
-    if hasattr(spec, "letters"):
-        return {letter: (PASSED, f"({letter}): {spec.why}", ()) if letter == spec.answer else
-                (FAILED, f"({letter}) is not it: {spec.wrong[letter]}. Try another letter.", (spec.wrong[letter].id,))
-                for letter in spec.letters()}
-    right = spec.answer()
-    found = {str(right): (PASSED, f"{right:,}: {spec.why(right)}", ())}
-    for mistake in spec.mistakes.values():
-        number = mistake()
-        if str(number) not in found:  # the point (): each mistake is computed with no arguments
-            with recording() as named:
-                name = name_mistake({(): number}, spec.mistakes)
-            found[str(number)] = (FAILED, (name or f"{number:,} is not it") + ". Try again.", tuple(named))
-    return found
-
-
-def seal(question: str, spec, salt: bytes | None = None) -> dict:
-    """The sealed record of concept question `question` (its Choice or Number): JSON-ready, holding no answer."""
-    return _sealed_with_keys(question, spec, salt if salt is not None else secrets.token_bytes(16))[0]
-
-
-def _sealed_with_keys(question: str, spec, salt: bytes) -> tuple[dict, dict[str, bytes]]:
-    """The sealed record, and the key it derived for each answer it has words for (by the answer as text)."""
-    locked, keys = {}, {}
-    for answer, (status, message, mistakes) in _outcomes(spec).items():
-        keys[answer] = key = _key(salt, question, answer)
-        locked[_lookup(key)] = _lock(key, status, message, mistakes)
-    record = {"kind": "choice" if hasattr(spec, "letters") else "number", "salt": salt.hex(),
-              "outcomes": dict(sorted(locked.items()))}  # in hash order: the order says nothing either
-    if record["kind"] == "choice":
-        record["letters"] = spec.letters()
-    else:  # the sizes the Markdown states, as [name, value] pairs in the order a function answer takes them
-        record["asked_at"] = [[name, value] for name, value in spec.asked_at.items()]
-    return record, keys
 
 
 def load_released(records: dict[str, dict]) -> None:
@@ -129,16 +60,12 @@ def _self_study_record(question: str) -> tuple[dict, dict[str, bytes]]:
                      "first cells (grader = Notebook(\"tests\")) before answering").SEALED
     if question not in specs:
         raise ValueError(f"no concept question {question!r}: they are {', '.join(specs)}")
-    return _sealed_with_keys(question, specs[question], secrets.token_bytes(16))
+    return sealed.sealed_with_keys(question, specs[question], secrets.token_bytes(16))
 
 
 def _record(question: str) -> tuple[dict, dict[str, bytes]]:
     """The question's record, and the keys already derived for it (none for a release's record)."""
     return (_RELEASED[question], {}) if question in _RELEASED else _self_study_record(question)
-
-
-def _answer_key(question: str, record: dict, known: dict[str, bytes], text: str) -> bytes:
-    return known[text] if text in known else _key(bytes.fromhex(record["salt"]), question, text)
 
 
 @functools.cache
@@ -147,7 +74,7 @@ def _record_elsewhere(question: str, sizes: tuple[tuple[str, int], ...]) -> tupl
     from .answers.concepts import ASKED_ELSEWHERE
 
     build, _ = ASKED_ELSEWHERE[question]
-    return _sealed_with_keys(question, build(**dict(sizes)), secrets.token_bytes(16))
+    return sealed.sealed_with_keys(question, build(**dict(sizes)), secrets.token_bytes(16))
 
 
 def _drawn_sizes(question: str, stated: dict[str, int], rng: random.Random) -> tuple[dict[str, int], ...]:
@@ -180,19 +107,9 @@ def _as_text(record: dict, answer) -> str:
 def verdict(question: str, letter: str) -> tuple[str, str]:
     """(status, message) of a choice's letter, one of its record's letters: for an exercise's checker that
     asks a choice (check_post_norm_statement). The mistake a wrong letter names is noted for its Result."""
-    status, message, mistakes = _opened(question, *_record(question), letter)
+    status, message, mistakes = sealed.opened(question, *_record(question), letter)
     note_ids(*mistakes)
     return status, message
-
-
-def _opened(question: str, record: dict, known: dict[str, bytes], text: str) -> tuple[str, str, tuple[str, ...]]:
-    """(status, message, identifiers of the mistakes it names) the record holds for an answer spelled `text`; a
-    number it has no words for fails, naming none."""
-    key = _answer_key(question, record, known, text)
-    token = record["outcomes"].get(_lookup(key))
-    if token is None:  # a number the question has no words for
-        return FAILED, f"{int(text):,} is not it. Try again.", ()
-    return _unlock(key, token)
 
 
 def check_concept(question: str, answer) -> Result:
@@ -218,7 +135,7 @@ def check_concept(question: str, answer) -> Result:
         text = _as_text(record, answer)
     except Wrong as wrong:
         return Result(label, FAILED, wrong.message)
-    status, message, mistakes = _opened(question, record, known, text)
+    status, message, mistakes = sealed.opened(question, record, known, text)
     return Result(label, status, message, mistakes=mistakes)
 
 
@@ -235,7 +152,7 @@ def _check_function(question: str, record: dict, known: dict[str, bytes], answer
             opened = (record, known) if sizes == stated else _record_elsewhere(question, tuple(sizes.items()))
             where = _sizes_text(sizes)
             value = as_int(call(answer, *sizes.values(), what=where), f"your function's value at {where}")
-            status, message, mistakes = _opened(question, *opened, str(value))
+            status, message, mistakes = sealed.opened(question, *opened, str(value))
             if status != PASSED:
                 note_ids(*mistakes)
                 raise Wrong(f"your function gives {value:,} at {where}: {message}", mistake=None)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .checking import Wrong, _LearnerRaised
+from .running import LearnerRaised, Wrong
 
 AGAIN = "in float64, on a copy of your model"
 
@@ -88,7 +88,7 @@ class Float64Copy:
                 Z = self.call(twin, idx)
         except Wrong as wrong:
             self.why_not = f"a float64 copy of your model failed: {wrong.message}"
-        except _LearnerRaised as raised:
+        except LearnerRaised as raised:
             self.why_not = f"a float64 copy of your model raised {type(raised.error).__name__}: {raised.error}"
         except Exception as error:  # a stub's NotImplementedError too: the copy, not the learner, failed
             self.why_not = f"a float64 copy of your model raised {type(error).__name__}: {error}"

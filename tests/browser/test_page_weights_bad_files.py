@@ -1,0 +1,61 @@
+"""A saved explorer whose weights file is missing, truncated, corrupted or of another model: the explorer says
+what is wrong in one sentence, keeps its picture, and the page raises no error (the `page` fixture fails on any
+uncaught one; console errors are checked here)."""
+
+import base64
+import json
+
+import pytest
+
+from gptlib import pretrained
+from gptlib.viz.attention import AttentionExplorer
+from gptlib.viz.page_model import WEIGHTS_DIR, write_shipped_weights
+from gptlib.viz.page_weights import page_weights
+
+
+@pytest.fixture(scope="module")
+def saved_copy():
+    explorer = AttentionExplorer(pretrained.load_pretrained("shakespeare"), text="ROMEO:\nBut soft")
+    return explorer.static_html(explorer.static_png()), explorer.weights_key
+
+
+def as_script(key: str, data: bytes) -> str:
+    """A weights file for a page opened from the file system (gptlib.viz.page_model.write_shipped_weights)."""
+    return f"(globalThis.gptlibWeights ??= {{}})[{json.dumps(key)}] = \"{base64.b64encode(data).decode()}\";\n"
+
+
+def shipped() -> bytes:
+    return page_weights(pretrained.load_pretrained("shakespeare"))
+
+
+BAD_FILES = {  # the bytes the weights file holds (None: no file) -> words of the sentence the explorer shows
+    "missing": (None, "is missing"),
+    "truncated": (lambda: shipped()[: len(shipped()) // 2], "truncated"),
+    "corrupted": (lambda: b"GPTX" + shipped()[4:], "not a gptlib weights file"),
+    "of another model": (lambda: page_weights(pretrained.load_pretrained("induction")), "another model"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_FILES)
+def test_a_bad_weights_file_is_named_in_one_sentence_and_the_picture_stays(page, tmp_path, saved_copy, case):
+    html, key = saved_copy
+    make, words = BAD_FILES[case]
+    write_shipped_weights(tmp_path / WEIGHTS_DIR)  # gpt.js's text and the good files, then the bad one in place
+    (tmp_path / WEIGHTS_DIR / f"{key}.js").unlink()
+    if make is not None:
+        (tmp_path / WEIGHTS_DIR / f"{key}.js").write_text(as_script(key, make()))
+    (tmp_path / "page.html").write_text('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>copy</title>'
+                                        f"</head><body><main>{html}</main></body></html>")
+    console = []
+    page.on("console", lambda message: message.type == "error" and console.append(message.text))
+    page.goto((tmp_path / "page.html").as_uri())
+    explorer = page.locator(".gptlib-static .gptlib-attn-explorer")
+    page.wait_for_function("() => document.querySelector('.gptlib-attn-explorer')?.dataset.pageModel === 'failed'",
+                           timeout=30_000)
+    message = explorer.locator(".gptlib-attn-message").inner_text()
+    assert words in message and message.count(". ") == 0, message  # one sentence
+    assert explorer.locator(".gptlib-attn-output").get_attribute("aria-label").startswith("Attention pattern A^h")
+    assert "gptlib-stale" not in explorer.locator(".gptlib-attn-output").get_attribute("class")  # the picture is kept
+    assert explorer.locator(".gptlib-attn-text").get_attribute("readonly") is not None  # no model: no typing
+    # a missing file is the one console error: the browser's own line for the file it could not load
+    assert console == ([] if make is not None else [console[0]]) and all("ERR_FILE_NOT_FOUND" in line for line in console)
