@@ -278,7 +278,7 @@ def test_the_course_model_choices_state_its_own_numbers():
     why = concepts.QUESTIONS["5.2"].why
     assert f"{counts[0]:,} at V = 65 and {counts[1]:,} at V = 50,257, {counts[1] / counts[0]:.1f} times" in why
     assert blocks[0] == blocks[1] and f"L (12 d^2 + 10 d) = {blocks[0]:,} do not change" in why
-    assert 15 < counts[1] / counts[0] < 18 and f"2 V d = {2 * 50257 * 128:,}" in why  # about sixteenfold
+    assert 15 < counts[1] / counts[0] < 18 and f"2 V d = {2 * 50257 * 128:,}" in why  # about seventeenfold (16.7)
     torch.manual_seed(0)
     attn = GPT(COURSE_CONFIG).double().blocks[0].attn
     ranks = [attention.numerical_rank(attention.W_OV(attn, h)).rank for h in range(COURSE_CONFIG.H)]
