@@ -278,7 +278,7 @@ def test_the_course_model_choices_state_its_own_numbers():
     why = concepts.QUESTIONS["5.2"].why
     assert f"{counts[0]:,} at V = 65 and {counts[1]:,} at V = 50,257, {counts[1] / counts[0]:.1f} times" in why
     assert blocks[0] == blocks[1] and f"L (12 d^2 + 10 d) = {blocks[0]:,} do not change" in why
-    assert 15 < counts[1] / counts[0] < 18 and f"2 V d = {2 * 50257 * 128:,}" in why  # about sixteenfold
+    assert 15 < counts[1] / counts[0] < 18 and f"2 V d = {2 * 50257 * 128:,}" in why  # about seventeenfold (16.7)
     torch.manual_seed(0)
     attn = GPT(COURSE_CONFIG).double().blocks[0].attn
     ranks = [attention.numerical_rank(attention.W_OV(attn, h)).rank for h in range(COURSE_CONFIG.H)]
@@ -457,6 +457,24 @@ def test_no_right_option_is_clearly_the_longest(question):
 
 def test_exercise_7s_true_statement_is_not_clearly_the_longest():
     assert length_giveaway(STATEMENTS, concepts.POST_NORM_STATEMENT.answer) is None
+
+
+SINGLING_OUT = ("the one bare option among justified ones", "the only option with a digit")
+
+
+@pytest.mark.parametrize("question", [q for q, _ in CHOICES])
+def test_no_right_option_is_the_only_one_without_a_reason_or_the_only_one_with_a_digit(question):
+    """Per question, not only in aggregate: the right option is not the one option that gives no reason where the
+    others give one, nor the one option with a digit where the others have none: either could be picked by its form."""
+    asked = _real_set()[question]
+    for trait in SINGLING_OUT:
+        assert STRATEGIES[trait](asked, None) != [asked.right], (trait, asked.options[asked.right])
+
+
+def test_the_singling_out_rules_catch_a_right_option_of_that_form():
+    bare = Asked({"a": "Yes: it adds.", "b": "No, it does not.", "c": "Only once: at the top."}, "b", frozenset())
+    digit = Asked({"a": "Yes: twice as many.", "b": "No: as many.", "c": "About 3: a third more."}, "c", frozenset())
+    assert [STRATEGIES[trait](q, None) for trait, q in zip(SINGLING_OUT, (bare, digit))] == [["b"], ["c"]]
 
 
 def test_the_length_rule_catches_a_right_option_padded_by_a_tenth():
