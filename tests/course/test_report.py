@@ -4,12 +4,14 @@ tests/browser/test_class_report_in_chromium.py renders it in Chromium."""
 
 import csv
 import io
+import subprocess
+import sys
 
 import pytest
 
 from gptlib_course import gradebook, report
 from gptlib_course.__main__ import main
-from tests.support.course_store import BOOK, ODD, store, write_class
+from tests.support.course_store import BOOK, KIT_ENV, ODD, store, write_class
 
 
 def _question(built, name):
@@ -74,3 +76,11 @@ def test_a_missing_store_or_a_bad_threshold_is_named(tmp_path):
     (tmp_path / "grades" / "results").mkdir(parents=True)
     with pytest.raises(ValueError, match="threshold"):
         report.write(tmp_path / "grades", BOOK, threshold=1)
+
+
+@pytest.mark.slow  # a fresh interpreter
+def test_the_command_the_report_and_the_gradebook_load_no_torch():
+    """A report, --help or a refused command takes no torch import (seconds of CPU); assign and grade load it themselves."""
+    code = "import sys, gptlib_course.__main__, gptlib_course.report, gptlib_course.gradebook; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=KIT_ENV)
+    assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr
