@@ -91,7 +91,9 @@ def test_sphere_draws_in_the_page_reads_out_on_hover_refuses_bad_text_and_hears_
         run_code(page, "sphere.u0 = float('nan')")  # refused in the kernel: nothing reaches the page
     run_code(page, "sphere.eps = 0.01")  # a step again: drawn (u is still the constant (0.5, 0.5, 0.5))
     message.filter(has_text="u is constant").wait_for(timeout=30_000)
-    assert "gptlib-stale" not in canvas.get_attribute("class") and "gptlib-error" not in message.get_attribute("class")
+    # The message is set at once; the picture, and its class, at the next animation frame: wait for that frame.
+    sphere.locator("canvas.gptlib-sphere-output:not(.gptlib-stale)").wait_for(timeout=30_000)
+    assert "gptlib-error" not in message.get_attribute("class")
     # WCAG 2.1 A and AA on what the explorer's cell shows. The rest of the page is JupyterLab's own
     # chrome (toolbar buttons with aria-pressed on jp-button, CodeMirror editors without names, the
     # windowed notebook's viewport), which this project cannot change.
