@@ -4,11 +4,18 @@ They are fixtures rather than importable names because tests/browser has a conft
 of its own, so `from conftest import ...` would be ambiguous.
 """
 
+import os
+
 import pytest
 import torch
 
 from gptlib import COURSE_CONFIG, GPT, GPTConfig, data
 from tests.support.once import once_per_run
+
+# make test runs a worker per core and one more (Makefile): with torch's default of a thread per core in each,
+# their threads outnumber the cores and wait on one another. One each; a test that needs more sets it.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
 
 SMALL = GPTConfig(V=65, T_max=16, d=32, H=2, L=2)
 

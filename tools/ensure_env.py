@@ -13,7 +13,9 @@ every step is a Python call or a process started without a shell. Steps, each sk
    is the learner's set; app, book, course and test each add their audience's on top of it; course
    and test also install the instructor's course kit (course/: gptlib_course, with JupyterHub)
    editable, in the same pip call;
-4. remove rfc3987-syntax again (SLOW_AND_UNUSED says why).
+4. remove rfc3987-syntax again (SLOW_AND_UNUSED says why);
+5. import what the notebooks' kernels and the grader's judges import, once: pip installs without
+   compiling to bytecode, and this compiles those modules (PIP_INSTALL says why).
 With --system-packages it only installs, where missing and possible (root and apt-get), the Debian
 packages the tests need besides Python's: Chromium (browser tests), bubblewrap (the course kit's
 sandbox) and npm (JupyterHub's proxy).
@@ -46,6 +48,16 @@ SYSTEM_PACKAGES = {"chromium": "chromium", "bwrap": "bubblewrap", "npm": "npm"} 
 # workers, the book build), where 0.3 s is the rest of nbformat. No schema installed here uses that
 # format; without the package jsonschema would leave it unchecked.
 SLOW_AND_UNUSED = "rfc3987-syntax"
+
+# pip compiles every module it installs to bytecode by default: for torch and the ~150 distributions of the
+# test set, 15,000 modules, most of an install's time (torch alone: 60 s with it, 21 s without, on the 2-core
+# AMD EPYC). Instead one process imports what the kernels and the grader's judges import, which compiles
+# those modules and keeps them (__pycache__): a process that cannot write the environment (a judge in its
+# sandbox sees it read-only) would otherwise compile them again at each start (torch: +7 s). Anything else
+# is compiled and kept on its first import.
+PIP_INSTALL = ("-m", "pip", "install", "--quiet", "--no-compile")
+RUN_BY_KERNELS = ("torch", "numpy", "gptlib.exercises", "gptlib.viz", "matplotlib.pyplot", "ipykernel.kernelapp")
+RUN_BY_JUDGES = ("gptlib_course.grade", "gptlib_course.inside.zygote")  # the course kit's
 
 
 def run(*cmd: str) -> bool:
@@ -80,7 +92,7 @@ def local_cpu_torch_wheel(python: Path) -> str | None:
 def ensure_cpu_torch(python: Path) -> None:
     if subprocess.run([str(python), "-c", "import torch"], capture_output=True).returncode == 0:
         return
-    pip = (str(python), "-m", "pip", "install", "--quiet")
+    pip = (str(python), *PIP_INSTALL)
     version = local_cpu_torch_wheel(python)
     if version and run(*pip, f"torch=={version}"):
         return
@@ -129,10 +141,13 @@ def main() -> None:
         parser.error(f"--extras: unknown {', '.join(unknown)}; choose from {', '.join(EXTRAS)}")
     python = ensure_venv(args.venv)
     ensure_cpu_torch(python)
-    if not run(str(python), "-m", "pip", "install", "--quiet", *editables(extras)):
+    if not run(str(python), *PIP_INSTALL, *editables(extras)):
         sys.exit("pip could not install gptlib's dependencies (see above)")
     if subprocess.run([str(python), "-m", "pip", "show", "-q", SLOW_AND_UNUSED], capture_output=True).returncode == 0:
         run(str(python), "-m", "pip", "uninstall", "--quiet", "--yes", SLOW_AND_UNUSED)
+    kit = RUN_BY_JUDGES if set(extras) & set(WITH_COURSE_KIT) else ()
+    if not run(str(python), "-c", "import " + ", ".join((*RUN_BY_KERNELS, *kit))):
+        sys.exit("the environment was installed but importing gptlib in it failed (see above)")
 
 
 if __name__ == "__main__":
