@@ -37,7 +37,7 @@ from gptlib.__main__ import shipped_notebooks
 from gptlib_course import assign
 from gptlib_course.grade import grade_class
 from gptlib_course.jobs import load_tests
-from gptlib_course.judge import Limits
+from gptlib_course.limits import Limits
 from gptlib_course.questions import questions
 from gptlib_course.throughput import throughput
 from tests.support import course_class

@@ -11,7 +11,8 @@ One source: the questions are the `exercises.check_*(...)` calls the notebooks a
 the public points, and for the hidden variant with every random draw of the checker moved by a
 secret offset (gptlib.checking.variants). Grading (grade.py) runs each submission's code in its own
 confined process (sandbox.py, the host side; inside/, what runs in the sandbox) and the checkers in a
-trusted judge (judge.py) that only calls the submission's functions through a pipe: the submission
+trusted judge (judge.py) that only calls the submission's functions through a pipe, within the time,
+memory and output a submission may use (limits.py): the submission
 never sees a test, a secret or another student's file, and cannot change how it is judged. Points,
 weights, deadlines and the late policy are in one file the instructor edits (gradebook.py). Docs:
 docs/teaching.md.

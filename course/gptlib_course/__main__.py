@@ -14,7 +14,7 @@ if __name__ == "__main__":
 
 from . import gradebook, report  # noqa: E402  (neither loads torch: a report or a refusal takes no second of imports)
 
-LOADS_TORCH = {"assign": ("assign",), "grade": ("grade", "throughput")}  # what these commands import: torch, seconds
+LOADS_TORCH = {"assign": ("assign",), "grade": ("pool",)}  # what these commands import: torch, seconds
 UNCONFINED = "--unconfined-i-accept-students-can-read-each-other"
 
 
@@ -28,6 +28,8 @@ def refuse(command: str, problem) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run a command; Ctrl-C or SIGTERM at any moment stops it: "interrupted", exit 130 or 143 (interrupt.py)."""
     args = _arguments(argv)
+    if (problem := _refused_before_imports(args)) is not None:  # bad files refused in a moment, torch unloaded
+        return refuse(args.command, problem)
     for module in LOADS_TORCH.get(args.command, ()):  # seconds of imports: under stop_at_once when run as a program
         importlib.import_module(f"{__package__}.{module}")
     with raising_on_signals():
@@ -70,9 +72,27 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _command(args: argparse.Namespace) -> int:
+def _refused_before_imports(args: argparse.Namespace) -> str | None:
+    """What is wrong with the files a command names, where that can be told without torch; None: nothing."""
     if getattr(args, "gradebook", None) is not None and not args.gradebook.exists():  # named: never the default instead
-        return refuse(args.command, f"{args.gradebook}: no such gradebook")
+        return f"{args.gradebook}: no such gradebook"
+    if args.command != "grade":
+        return None
+    if not (args.out / "autograder").is_dir():
+        return f"{args.out / 'autograder'} does not exist: run `python -m gptlib_course assign --out {args.out}` first"
+    if not args.submissions.is_dir():
+        return f"{args.submissions} is not a folder of <student>/<NN_name>.ipynb"
+    from .grade import read_class
+
+    try:
+        read_class(args.submissions.resolve(), (args.out / "autograder").resolve(), (args.out / "grades").resolve(),
+                   args.student, args.gradebook or args.out / "gradebook.ini")
+    except ValueError as error:  # a file refused (files.BadFile), an empty class, a student with no folder
+        return str(error)
+    return None
+
+
+def _command(args: argparse.Namespace) -> int:
     if args.command == "assign":
         from . import assign
 
@@ -92,13 +112,8 @@ def _command(args: argparse.Namespace) -> int:
             return refuse(args.command, error)
         print("class report: " + ", ".join(str(p) for p in written))
         return 0
-    if not (args.out / "autograder").is_dir():
-        return refuse(args.command, f"{args.out / 'autograder'} does not exist: run `python -m gptlib_course assign "
-                                    f"--out {args.out}` first")
-    if not args.submissions.is_dir():
-        return refuse(args.command, f"{args.submissions} is not a folder of <student>/<NN_name>.ipynb")
     from .grade import Unconfinable
-    from .judge import Limits
+    from .limits import Limits
     from .throughput import throughput, timed_grade_class
 
     given = {"cells_s": args.cells_s, "call_s": args.call_s,

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from . import feedback, gradebook, pool, results
+from . import feedback, gradebook, results
 from .jobs import Job, find
-from .judge import Limits
+from .limits import Limits
 from .results import NotebookGrade
 from .sandbox import confinement_problem
 
@@ -44,11 +44,10 @@ def grade_class(submissions: Path, autograder: Path, out: Path, workers: int | N
     feedback pages. book: the gradebook file (default: points of the test files, no deadline). Grades
     kept in OUT/graded by an earlier run of the same notebooks and tests are reused. Raises
     Unconfinable where limits.confined and this machine cannot confine a submission."""
+    from . import pool  # loads torch (seconds): the command imports it only once read_class took the class
+
     submissions, autograder, out = (p.resolve() for p in (submissions, autograder, out))
-    book_of_class = gradebook.load(book) if book is not None and book.exists() else gradebook.default_book(autograder)
-    if (out / "results").is_dir():
-        results.load_results(out / "results")  # a damaged store is refused (files.BadFile) before anything is written
-    jobs = find(submissions, autograder, students)
+    book_of_class, jobs = read_class(submissions, autograder, out, students, book)
     if limits.confined and (problem := confinement_problem()):
         raise Unconfinable(problem)
     grades = {job: grade for job in jobs if (grade := results.kept(out, job)) is not None}
@@ -83,6 +82,19 @@ def grade_class(submissions: Path, autograder: Path, out: Path, workers: int | N
         gradebook.write_atomically(out / "feedback" / f"{gradebook.file_name(student)}.html",
                                    feedback.page(student, store[student], book_of_class))
     return by_student
+
+
+def read_class(submissions: Path, autograder: Path, out: Path, students: list[str] | None = None,
+               book: Path | None = None) -> tuple[gradebook.Book, list[Job]]:
+    """The class as grade_class reads it before grading: (the gradebook, one job per student and assignment).
+    A damaged store (OUT/results), an empty class, a bad gradebook or question list raise ValueError
+    (files.BadFile names the file); nothing is written. The store and the class folder are read before
+    anything loads torch (the default gradebook reads the test files: gptlib)."""
+    if (out / "results").is_dir():
+        results.load_results(out / "results")
+    jobs = find(submissions, autograder, students)
+    book_of_class = gradebook.load(book) if book is not None and book.exists() else gradebook.default_book(autograder)
+    return book_of_class, jobs
 
 
 def _earned(grade: NotebookGrade) -> float:

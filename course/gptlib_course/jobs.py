@@ -32,9 +32,9 @@ def assignments(autograder: Path) -> list[Path]:
 @functools.cache
 def load_tests(folder: str) -> list[TestFile]:
     """The test files of one assignment, in the notebook's order."""
-    from gptlib.assignment import cases
-
     names = files.read(Path(folder) / "questions.json", files.json_of([str]))
+    from gptlib.assignment import cases  # gptlib (torch): after the list is read, so a bad one is refused in a moment
+
     return [cases.load(Path(folder) / "tests" / f"{name}.py") for name in names]
 
 

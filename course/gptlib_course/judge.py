@@ -28,7 +28,6 @@ import stat
 import threading
 import time
 import zipfile
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -38,23 +37,10 @@ from gptlib.assignment.cases import TestFile
 from gptlib.checking import shifted_seeds
 
 from . import remote_module
+from .limits import Limits
 from .questions import cells_to_run
 from .results import CaseOutcome, NotebookGrade
 from .sandbox import NotStarted, Sandbox
-
-
-@dataclass(frozen=True)
-class Limits:
-    cells_s: float = 120.0  # wall-clock seconds for running the notebook's cells
-    call_s: float = 60.0  # wall-clock seconds for one call of the submission's function by a checker
-    memory: int = 3 * 2**30  # address space of each of the submission's processes (bytes): torch alone maps ~0.7 GB
-    output: int = 2**20  # bytes the submission may print or write to any file
-    cpu_s: int = 600  # CPU seconds of each of the submission's processes, over its whole life
-    processes: int = 64  # processes and threads of the sandbox's user, the zygote's included: a fork bomb stops here
-    tmp: int = 64 * 2**20  # bytes of the sandbox's private /tmp, its only writable place
-    confined: bool = True  # False only with grade's --unconfined-... flag (sandbox.py says what is lost)
-    read_only: tuple[str, ...] = ()  # host paths a submission may read besides Python and gptlib (tests use it)
-
 
 ERROR_TEXT = 4000  # characters of cell errors a notebook's feedback shows, in all
 NOTEBOOK_BYTES = 16 * 2**20  # a larger .ipynb is not read

@@ -20,7 +20,8 @@ from multiprocessing.connection import wait
 from pathlib import Path
 
 from .jobs import Job, load_tests
-from .judge import Limits, grade_notebook
+from .judge import grade_notebook
+from .limits import Limits
 from .results import CaseOutcome, NotebookGrade
 from .sandbox import Sandbox
 

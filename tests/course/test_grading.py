@@ -34,7 +34,8 @@ from gptlib_course import assign, gradebook, report, sandbox
 from gptlib_course.grade import grade_class
 from gptlib_course.inside import zygote
 from gptlib_course.jobs import Job, load_tests
-from gptlib_course.judge import ERROR_TEXT, HIDDEN_MESSAGES, Limits, Submission, _answer_names, _redacted
+from gptlib_course.judge import ERROR_TEXT, HIDDEN_MESSAGES, Submission, _answer_names, _redacted
+from gptlib_course.limits import Limits
 from gptlib_course.pool import _next_job
 from gptlib_course.questions import cells_to_run, questions
 from gptlib_course.results import load_results

@@ -17,7 +17,8 @@ from gptlib.exercises import build_track
 from gptlib.exercises.answers import build as S
 from gptlib_course.inside import remote_module, zygote
 from gptlib_course.inside.remote_module import ModuleServer
-from gptlib_course.judge import Limits, RemoteFunction, SubmissionStopped, read_reply, remote_call
+from gptlib_course.judge import RemoteFunction, SubmissionStopped, read_reply, remote_call
+from gptlib_course.limits import Limits
 from gptlib_course.remote_module import Link, RemoteModule
 from tests.support import course_class
 

@@ -21,7 +21,8 @@ import pytest
 
 from gptlib_course import assign, gradebook, sandbox
 from gptlib_course.__main__ import UNCONFINED, main
-from gptlib_course.judge import Limits, Submission, SubmissionStopped
+from gptlib_course.judge import Submission, SubmissionStopped
+from gptlib_course.limits import Limits
 from gptlib_course.questions import questions
 from gptlib_course.sandbox import Sandbox
 from tests.support import course_class
