@@ -57,14 +57,14 @@ async function sentBytes(model) {
 async function pageModel(model) {
   const sent = model.get("page_weights"), saved = model.get("weights");
   if (!sent && !saved) return null;
-  const gpt = await gptModule();
   const pages = (globalThis.gptlibPageModels ??= new Map());
   const key = sent ? `sent:${sent}` : `shipped:${saved.key}`;
-  if (!pages.has(key)) {
-    pages.set(key, (sent ? sentBytes(model).then(({ bytes }) => bytes) : shippedBytes(saved.key))
-      .then((bytes) => gpt.readWeights(bytes, saved?.config ?? null)));
+  if (!pages.has(key)) {  // gpt.js and the weights are fetched at once, not one after the other
+    const bytes = sent ? sentBytes(model).then(({ bytes }) => bytes) : shippedBytes(saved.key);
+    pages.set(key, Promise.all([gptModule(), bytes]).then(([gpt, read]) => gpt.readWeights(read, saved?.config ?? null)));
   }
-  return { gpt, weights: await pages.get(key) };
+  const weights = await pages.get(key);
+  return { gpt: await gptModule(), weights };
 }
 
 // A model explorer's root in `el` (gptlib-STEM-explorer) and its text box (gptlib-STEM-text, id textId), holding
