@@ -33,6 +33,7 @@ import torch
 import traitlets
 from matplotlib.figure import Figure
 
+from .. import validation
 from ..analysis.cache import run_with_cache
 from ..analysis.decomposition import Attribution, LogitPieces, attribution_from, check_model, logit_pieces, stream_writes
 from ..data import UNKNOWN_SHOWN, VOCABULARY, encode
@@ -122,7 +123,11 @@ def stream_run(model: GPT, text: str) -> StreamRun:
 
 def describe_row(run: StreamRun, layer: int, head: int, t: int) -> str:
     """The text alternative of head `head` of layer `layer`'s attention row at query t: its three strongest
-    keys, the earlier key first where two weigh the same."""
+    keys, the earlier key first where two weigh the same. layer, head and t must name a row of run.A (L, H, T, T)."""
+    L, H, T = run.A.shape[:3]
+    layer = validation.integer("layer", layer, at_least=0, at_most=L - 1)
+    head = validation.integer("head", head, at_least=0, at_most=H - 1)
+    t = validation.integer("t", t, at_least=0, at_most=T - 1)
     row = run.A[layer, head, t, : t + 1].double()  # (t + 1,): causal, keys 0..t
     weights, keys = row.sort(descending=True, stable=True)
     return row_words(run.labels, layer, head, t, weights[:3].tolist(), keys[:3].tolist())

@@ -43,6 +43,18 @@ def test_every_rows_words_come_from_one_sort_as_from_one_row_each(model):
     assert describe_row(even, 0, 0, T - 1).endswith("strongest keys: 0 'T' 0.05, 1 'o' 0.05, 2 '␣' 0.05.")
 
 
+@pytest.mark.parametrize("where, rule", [
+    (dict(layer=-1), "layer must be an integer in [0, 3], got -1"), (dict(layer=4), "layer must be an integer in [0, 3], got 4"),
+    (dict(head=-1), "head must be an integer in [0, 3], got -1"), (dict(head=1.0), "head must be an integer in [0, 3], got 1.0"),
+    (dict(t=-1), "t must be an integer in [0, 18], got -1"), (dict(t=19), "t must be an integer in [0, 18], got 19")])
+def test_a_row_outside_the_run_is_refused_with_its_bound(model, where, rule):
+    """Before: a negative t or layer read a row from the end (Python indexing) and described it as row -1."""
+    run = stream_run(model, "To be, or not to be")  # T = 19, L = H = 4
+    with pytest.raises(ValueError) as refused:
+        describe_row(run, **{"layer": 0, "head": 0, "t": 0} | where)
+    assert rule in str(refused.value)
+
+
 def test_the_numbers_sent_are_direct_logit_attributions_for_every_position_and_mode(model):
     explorer = StreamExplorer(model, TEXT, character="t")
     idx = encode(TEXT)
