@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import sys
 from pathlib import Path
 
 from .interrupt import end_now, exit_code, raising_on_signals, stop_at_once
+from .limits import Limits
 
 if __name__ == "__main__":
     stop_at_once()  # a signal during the imports (seconds) ends the program there: nothing is started yet
@@ -78,6 +80,16 @@ def _refused_before_imports(args: argparse.Namespace) -> str | None:
         return f"{args.gradebook}: no such gradebook"
     if args.command != "grade":
         return None
+    if args.workers is not None and args.workers < 1:
+        return f"--workers must be an integer >= 1, got {args.workers}"
+    memory = None if args.memory_gb is None else args.memory_gb * 2**30
+    given = {"cells_s": args.cells_s, "call_s": args.call_s,
+             "memory": int(memory) if memory is not None and math.isfinite(memory) else memory}
+    try:
+        args.limits = Limits(**{name: value for name, value in given.items() if value is not None},
+                             confined=not getattr(args, UNCONFINED[2:].replace("-", "_")))
+    except ValueError as error:  # a time or the memory that is not a finite number > 0
+        return str(error)
     if not (args.out / "autograder").is_dir():
         return f"{args.out / 'autograder'} does not exist: run `python -m gptlib_course assign --out {args.out}` first"
     if not args.submissions.is_dir():
@@ -113,17 +125,12 @@ def _command(args: argparse.Namespace) -> int:
         print("class report: " + ", ".join(str(p) for p in written))
         return 0
     from .grade import Unconfinable
-    from .limits import Limits
     from .throughput import throughput, timed_grade_class
 
-    given = {"cells_s": args.cells_s, "call_s": args.call_s,
-             "memory": None if args.memory_gb is None else int(args.memory_gb * 2**30)}
-    limits = Limits(**{name: value for name, value in given.items() if value is not None},
-                    confined=not getattr(args, UNCONFINED[2:].replace("-", "_")))
     book = args.gradebook or args.out / "gradebook.ini"
     try:
         grades, seconds = timed_grade_class(args.submissions, args.out / "autograder", args.out / "grades",
-                                            workers=args.workers, limits=limits, students=args.student, book=book,
+                                            workers=args.workers, limits=args.limits, students=args.student, book=book,
                                             progress=args.progress)
     except Unconfinable as problem:
         return refuse(args.command, f"this machine cannot confine submissions: {problem}. Grade where it can "

@@ -4,6 +4,7 @@ and refuses a class's files before it loads torch."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -18,3 +19,9 @@ class Limits:
     tmp: int = 64 * 2**20  # bytes of the sandbox's private /tmp, its only writable place
     confined: bool = True  # False only with grade's --unconfined-... flag (sandbox.py says what is lost)
     read_only: tuple[str, ...] = ()  # host paths a submission may read besides Python and gptlib (tests use it)
+
+    def __post_init__(self):
+        for name in ("cells_s", "call_s", "memory", "output", "cpu_s", "processes", "tmp"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")

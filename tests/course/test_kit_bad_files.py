@@ -113,6 +113,22 @@ def test_grade_refuses_a_bad_gradebook_before_grading(tmp_path, data, fault):
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize("flag, value, fault", [
+    ("--workers", "0", "--workers must be an integer >= 1, got 0"), ("--workers", "-1", "got -1"),
+    ("--cells-s", "-5", "cells_s must be a finite number > 0, got -5.0"), ("--cells-s", "nan", "cells_s must be"),
+    ("--call-s", "inf", "call_s must be a finite number > 0, got inf"), ("--call-s", "0", "call_s must be"),
+    ("--memory-gb", "0", "memory must be a finite number > 0, got 0"), ("--memory-gb", "nan", "memory must be"),
+    ("--memory-gb", "inf", "memory must be a finite number > 0, got inf")])
+def test_grade_refuses_a_limit_that_is_not_a_positive_number(tmp_path, flag, value, fault):
+    """Before: --workers -1 started no judge and waited for ever; --memory-gb nan or inf raised a traceback; a
+    negative or NaN time reached the judges."""
+    out = _graded_class(tmp_path)
+    before = snapshot(tmp_path)
+    done = kit("grade", tmp_path / "class", "--out", out, "--no-progress", flag, value, cwd=tmp_path)
+    _refused(done, flag.lstrip("-").split("-")[0], fault)
+    assert snapshot(tmp_path) == before
+
+
 @pytest.mark.parametrize("data, fault", BAD_RESULTS[:3])
 def test_grade_refuses_a_damaged_store_before_grading(tmp_path, data, fault):
     out = _graded_class(tmp_path)
