@@ -33,12 +33,17 @@ def measure(browser, url: str) -> tuple[int, int, float, float]:
     context = offline_context(browser)
     page = context.new_page()
     page.add_init_script(WATCH)
-    loaded = []
-    page.on("requestfinished", lambda request: loaded.append((request.url, request.sizes()["responseBodySize"])))
+    finished = []
+    def on_finished(request):
+        finished.append(request)
+
+    page.on("requestfinished", on_finished)
     page.goto(url)
     page.wait_for_function("() => window.gptlibLoad.ready !== undefined", timeout=120_000)
     page.wait_for_timeout(300)  # what the page still loads after
     seen = page.evaluate("() => window.gptlibLoad")
+    page.remove_listener("requestfinished", on_finished)
+    loaded = [(request.url, request.sizes()["responseBodySize"]) for request in finished]  # before the page closes
     context.close()
     return (sum(size for _, size in loaded), sum(size for u, size in loaded if "gptlib-weights" in u),
             seen["picture"], seen["ready"])

@@ -8,7 +8,7 @@ committed with the notebooks, which CI keeps current with nbval.
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # for slugs.py and hidden_cells.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # for slugs.py, hidden_cells.py and preload_weights.py
 
 project = "gptlib: a companion to Lecture 5, The Transformer"
 author = "the gptlib authors"
@@ -18,6 +18,7 @@ extensions = [
     "myst_nb",
     "sphinx-mathjax-offline",  # MathJax 3 copied into the site, so math renders with no network
     "hidden_cells",  # after myst_nb: its hidden cells' toggles named by their visible text
+    "preload_weights",  # a page whose explorers run the model fetches its weights from the start
 ]
 exclude_patterns = ["_build", "**.ipynb_checkpoints", "conf.py"]
 
@@ -27,6 +28,11 @@ nb_ipywidgets_js = {}  # a static page has no kernel for widgets: load no widget
 # copy beside it, which the book shows instead.
 nb_mime_priority_overrides = [("*", "application/vnd.jupyter.widget-view+json", None)]
 myst_enable_extensions = ["dollarmath", "amsmath"]
+# MathJax typesets once the page's explorers have drawn (_static/typeset_after_explorers.js), not at start-up:
+# its one long task would otherwise delay their first picture by about 300 ms.
+mathjax3_config = {"startup": {"typeset": False}}
+html_static_path = ["_static"]
+html_js_files = [("typeset_after_explorers.js", {"defer": "defer"})]
 # Heading anchors as JupyterLab makes them ("Your turn" -> #Your-turn), so one link in a
 # notebook works in JupyterLab and in the book alike.
 myst_heading_anchors = 3

@@ -55,8 +55,8 @@ def book_pages(browser, book_site, book_html) -> dict:
     pages = {}
     for html in sorted(book_html.glob("*.html")):
         url = urljoin(book_site, html.name)
-        page.goto(url)  # waits for the load event, after which the deferred MathJax script has run
-        page.evaluate("() => window.MathJax?.startup?.promise")  # resolves once the math is typeset
+        page.goto(url)
+        page.evaluate("() => window.gptlibMath")  # resolves once the math is typeset (book/_static/typeset_after_explorers.js)
         pages[url] = page.evaluate(PAGE_FACTS) | {"audit": violations(page, exclude=THEME_CHROME)}
         if html.stem in EXPLORER_PAGES:
             pages[url]["explorers per cell"] = explorers_per_cell(page, "div.cell")
@@ -245,3 +245,34 @@ def test_typed_text_in_the_books_explorers_is_run_in_the_page_as_torch_runs_it(b
     context.close()
     assert not problems
 
+
+
+# When the first explorer of page 01 runs its model and when MathJax puts its first formula into the page.
+ORDER = """(() => { const seen = (window.gptlibOrder = {});
+  new MutationObserver(() => {
+    const explorer = document.querySelector('.gptlib-static .gptlib-attn-explorer');
+    if (seen.ready === undefined && explorer?.dataset.pageModel === 'ready') seen.ready = performance.now();
+    if (seen.math === undefined && document.querySelector('mjx-container')) seen.math = performance.now();
+  }).observe(document, { subtree: true, childList: true, attributes: true }); })();"""
+
+
+@pytest.mark.parametrize("opened", ["server", "file"])
+def test_a_books_page_reads_its_weights_once_and_typesets_its_math_after_its_explorers(browser, book_site, book_html, opened):
+    """Page 01, served and from the file system: gpt.js's text and the weights are requested once each (the head's
+    preload and the explorer's own request are one; book/preload_weights.py), and the math is typeset only once
+    the explorer runs its model (book/_static/typeset_after_explorers.js), so MathJax's long task never delays it."""
+    base = book_site if opened == "server" else book_html.as_uri() + "/"
+    context, page, problems = offline_book_page(browser)
+    page.add_init_script(ORDER)
+    requested = []
+    page.on("request", lambda request: "gptlib-weights/" in request.url and requested.append(request.url.rsplit("/", 1)[1]))
+    page.goto(urljoin(base, "01_multi_head_attention.html"))
+    page.evaluate("() => window.gptlibMath")
+    seen = page.evaluate("() => ({ ...window.gptlibOrder, math: document.querySelectorAll('mjx-container').length, "
+                         "first: window.gptlibOrder.math })")
+    context.close()
+    assert not problems
+    weights = [name for name in requested if name != "gpt-source.js"]
+    assert requested.count("gpt-source.js") == 1 and len(weights) == 1, requested
+    assert weights[0].endswith(".gptw" if opened == "server" else ".js")
+    assert seen["math"] > 0 and seen["ready"] < seen["first"], seen

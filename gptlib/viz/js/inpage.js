@@ -39,7 +39,9 @@ function shippedBytes(key) {
   return classicScript(file).then(() => {
     const base64 = globalThis.gptlibWeights?.[key];
     if (typeof base64 !== "string") throw new Error(`the weights file ${file} holds no weights ${key}`);
-    return Uint8Array.from(atob(base64), (c) => c.charCodeAt(0)).buffer;
+    const text = atob(base64), bytes = new Uint8Array(text.length);  // a loop: Uint8Array.from's callback per byte costs ~300 ms for 3.3 MB
+    for (let i = 0; i < text.length; i += 1) bytes[i] = text.charCodeAt(i);
+    return bytes.buffer;
   }, () => { throw new Error(`the weights file ${file} is missing`); });
 }
 
@@ -100,7 +102,9 @@ function cannotDraw(reason, drawn) {
 // Typed text run in the page. `explorer.ran(run, text)` draws a run of gpt.js; `explorer.refused(sentence)`
 // keeps the last picture under a sentence (the kernel's words: gpt.js's TextError, T_max, empty text);
 // `explorer.said(sentence)` shows why the page cannot run the model (a weights file it cannot read),
-// the picture kept as it is.
+// the picture kept as it is. The explorer's root says how far the page's model is (data-page-model: loading,
+// then ready, failed, or none where the page has no model for it), which the book waits for before it
+// typesets its mathematics (book/_static/typeset_after_explorers.js).
 // Until the model is ready, and where the page has none, typed text goes to the kernel (sendTyped); once
 // it is ready every keystroke is run here, and still sent to the kernel (where there is one) so that the
 // explorer's values in Python follow the page. Returns { ready: whether the page runs the model, run(text) }.
@@ -126,8 +130,12 @@ function typedText(model, box, explorer) {
   model.on("change:text", () => {  // set from code: the page runs it too
     if (state.ready && box.value !== model.get("text")) { box.value = model.get("text"); run(box.value); }
   });
+  root(box).dataset.pageModel = "loading";
   pageModel(model).then((loaded) => {
-    if (!loaded) return;
+    if (!loaded) {
+      root(box).dataset.pageModel = "none";
+      return;
+    }
     Object.assign(state, loaded, { session: new loaded.gpt.Session(loaded.weights), ready: true });
     for (const saved of root(box).querySelectorAll("[readonly]")) {  // a saved copy's boxes take typing now
       saved.readOnly = false;
