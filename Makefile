@@ -97,5 +97,7 @@ bench: $(BENCH_READY)  ## gptlib vs HF GPT-2, TransformerLens and a fused nanoGP
 	$(BIN)/python -m benchmarks.run --nbval
 	$(MAKE) bench-explorers
 
-bench-explorers: $(READY) system-packages  ## the explorers' frame times (key press -> next frame) in JupyterLab, Voila and the book, Chromium headless
+bench-explorers: $(READY) system-packages  ## the explorers' frame times (key press -> next frame) in JupyterLab, Voila and the book, then each book page's bytes and time to its first picture and model, Chromium headless
 	$(BIN)/python -m benchmarks.roundtrip
+	$(BIN)/python tools/build_book.py
+	$(BIN)/python -m benchmarks.book_load build/book/html
