@@ -85,8 +85,10 @@ def cpu_level(native: str, machine: str) -> int | None:
     return 2 if "AVX512" in native.upper() else 1 if "AVX2" in native.upper() else 0
 
 
-def why_not(env: dict[str, str], level: int | None) -> str | None:
-    """Why a CPU of `level` cannot run the variant `env`, or None if it can."""
+def why_not(env: dict[str, str], level: int | None, cores: int = os.cpu_count() or 1) -> str | None:
+    """Why a CPU of `level` with `cores` CPUs cannot run the variant `env`, or None if it can."""
+    if int(env.get("GPTLIB_NUM_THREADS", 1)) > cores:
+        return f"it asks for more threads than this machine's {cores} CPUs: make_deterministic refuses them"
     asks = [key for key in env if key in LEVELS]
     if level is None:
         return "the instruction-set variables mean nothing on this CPU (not x86-64)" if asks else None
@@ -98,9 +100,9 @@ def why_not(env: dict[str, str], level: int | None) -> str | None:
     return None
 
 
-def chosen(level: int | None) -> list[str]:
-    """The variants a CPU of `level` can run."""
-    return [name for name, env in VARIANTS.items() if why_not(env, level) is None]
+def chosen(level: int | None, cores: int = os.cpu_count() or 1) -> list[str]:
+    """The variants a CPU of `level` with `cores` CPUs can run."""
+    return [name for name, env in VARIANTS.items() if why_not(env, level, cores) is None]
 
 
 def this_cpu() -> int | None:
@@ -181,7 +183,7 @@ def pytest_addopts() -> list[str]:
 
 @pytest.mark.parametrize("level", [0, 1])
 def test_a_cpu_without_avx512_never_asks_for_it_and_still_varies_kernels_matmuls_and_threads(level):
-    runs = [VARIANTS[name] for name in chosen(level)]
+    runs = [VARIANTS[name] for name in chosen(level, cores=4)]
     assert all(LEVELS[key][value] <= level for env in runs for key, value in env.items() if key in LEVELS)
     assert "SIGILL" in why_not({"ATEN_CPU_CAPABILITY": "avx512"}, level)
     assert {key: {env[key] for env in runs if key in env} for key in LEVELS} == {
@@ -190,11 +192,17 @@ def test_a_cpu_without_avx512_never_asks_for_it_and_still_varies_kernels_matmuls
 
 
 def test_an_avx512_cpu_runs_every_variant():
-    assert chosen(level=2) == list(VARIANTS)
+    assert chosen(level=2, cores=4) == list(VARIANTS)
+
+
+def test_a_machine_is_never_asked_for_more_threads_than_it_has_cpus():
+    """make_deterministic refuses a thread count above the CPUs (a notebook's first cell would fail)."""
+    assert {VARIANTS[name].get("GPTLIB_NUM_THREADS") for name in chosen(level=2, cores=2)} == {None, "1", "2"}
+    assert "more threads" in why_not({"GPTLIB_NUM_THREADS": "3"}, level=2, cores=2)
 
 
 def test_on_a_cpu_that_is_not_x86_only_thread_counts_vary():
-    assert [VARIANTS[name] for name in chosen(level=cpu_level("SVE256", "aarch64"))] == [
+    assert [VARIANTS[name] for name in chosen(level=cpu_level("SVE256", "aarch64"), cores=4)] == [
         {}, *({"GPTLIB_NUM_THREADS": str(n)} for n in (2, 3, 4))]
 
 
