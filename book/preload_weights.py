@@ -2,18 +2,15 @@
 
 An explorer's static copy asks for its model's weights (WEIGHTS_DIR/KEY.gptw, or KEY.js opened from the file
 system) and for gpt.js's text (WEIGHTS_DIR/GPT_SCRIPT) only once its module runs, after the whole page is
-parsed (gptlib/viz/js/inpage.js). This adds to the head of each page whose copies name shipped weights (their
-saved state holds "weights":{"key":KEY,...}, gptlib.viz.page_model.ModelExplorer.state) a script that
-preloads those files, so that they are in hand by then: about 100 ms sooner to a model ready for typed text
-on this 2-core machine (`python -m benchmarks.book_load BUILD/book/html`).
+parsed (gptlib/viz/js/inpage.js). This adds to the head of each page whose copies name shipped weights
+(gptlib.viz.page_model.saved_weights_keys) a script that preloads those files, so that they are in hand by
+then: about 100 ms sooner to a model ready for typed text on this 2-core machine
+(`python -m benchmarks.book_load BUILD/book/html`).
 """
 
 import json
-import re
 
-from gptlib.viz.page_model import GPT_SCRIPT, WEIGHTS_DIR
-
-SAVED_KEY = re.compile(r'"weights":\{"key":"([0-9a-f]{16})"')
+from gptlib.viz.page_model import GPT_SCRIPT, WEIGHTS_DIR, saved_weights_keys
 
 # Served, the page fetches KEY.gptw (a preload "as fetch" in fetch()'s own mode); from the file system it
 # loads KEY.js, a classic script.
@@ -31,7 +28,7 @@ PRELOAD = """<script>(() => {
 
 
 def preload_weights(app, pagename, templatename, context, doctree) -> None:
-    keys = sorted(set(SAVED_KEY.findall(context.get("body", ""))))
+    keys = saved_weights_keys(context.get("body", ""))
     if keys:
         context["metatags"] = context.get("metatags", "") + PRELOAD % {
             "gpt_script": json.dumps(f"{WEIGHTS_DIR}/{GPT_SCRIPT}"), "keys": json.dumps(keys), "folder": WEIGHTS_DIR}

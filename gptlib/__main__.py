@@ -1,7 +1,10 @@
-"""The notebooks, copied where a learner wants them, and JupyterLab opened on them.
+"""The notebooks, copied where a learner wants them, JupyterLab opened on them, one saved as a page.
 
     python -m gptlib notebooks DIR [--overwrite]   copy the numbered notebooks into DIR
     python -m gptlib lab DIR [--overwrite]         the same, then JupyterLab on 127.0.0.1 in DIR
+    python -m gptlib html NOTEBOOK [OUT] [--overwrite]
+                                                   NOTEBOOK as one HTML file whose explorers run typed text
+                                                   with no kernel (gptlib.viz.page_export)
 
 The notebooks come from the installed package (the wheel carries them as gptlib/notebooks) or, in a
 clone of the repository, from its notebooks/ folder. A notebook already in DIR that differs from the
@@ -65,12 +68,36 @@ def jupyter_lab_command(folder: Path) -> list[str]:
     return command
 
 
+def export_html(notebook: Path, out: Path | None, overwrite: bool) -> int:
+    """`python -m gptlib html`: gptlib.viz.page_export.export, its refusals as one line."""
+    if importlib.util.find_spec("nbconvert") is None:
+        raise SystemExit("error: nbconvert is not installed in this environment: install gptlib with its notebooks extra")
+    from gptlib.viz.page_export import export
+
+    try:
+        written, keys = export(notebook, out, overwrite)
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
+    held = f"the weights {', '.join(keys)} and gpt.js embedded" if keys else "no explorer runs a shipped model: nothing embedded"
+    print(f"{written}: {written.stat().st_size:,} bytes, {held}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gptlib", description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=("notebooks", "lab"), help="notebooks: copy; lab: copy, open JupyterLab")
-    parser.add_argument("folder", type=Path, help="where the notebooks go (created if missing)")
-    parser.add_argument("--overwrite", action="store_true", help="replace notebooks there that differ from the shipped ones")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, what in (("notebooks", "copy the numbered notebooks into FOLDER"),
+                       ("lab", "copy them, then open JupyterLab there")):
+        command = commands.add_parser(name, help=what)
+        command.add_argument("folder", type=Path, help="where the notebooks go (created if missing)")
+        command.add_argument("--overwrite", action="store_true", help="replace notebooks there that differ from the shipped ones")
+    html = commands.add_parser("html", help="NOTEBOOK as one HTML file whose explorers run typed text with no kernel")
+    html.add_argument("notebook", type=Path, help="the notebook (.ipynb)")
+    html.add_argument("out", type=Path, nargs="?", help="the page to write (default: NOTEBOOK's name with .html)")
+    html.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     args = parser.parse_args(argv)
+    if args.command == "html":
+        return export_html(args.notebook, args.out, args.overwrite)
     if args.command == "lab" and importlib.util.find_spec("jupyterlab") is None:
         raise SystemExit("error: JupyterLab is not installed in this environment: install gptlib with its notebooks extra")
     copies = copy_notebooks(args.folder, args.overwrite)

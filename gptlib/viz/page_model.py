@@ -5,6 +5,7 @@ by js/gpt.js in the page, with no kernel round trip, in the book as in a live fr
     PageWeights.of(model)         the widget holding one model's weights (page_weights' bytes), shared
     shipped_weights()             {key: bytes} of the checkpoints gptlib ships (gptlib.pretrained)
     write_shipped_weights(folder) the files the book ships beside its pages (tools/build_book.py)
+    saved_weights_keys(html)      the shipped weights a page's static copies name (the book's preload, page_export)
 
 Where the weights reach the page:
   - a live explorer (JupyterLab, Notebook 7, Voila): its trait page_weights names a PageWeights widget, one
@@ -25,6 +26,7 @@ import base64
 import functools
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import ipywidgets
@@ -33,7 +35,7 @@ import traitlets
 from ..checkpoint import config_to_dict
 from ..data import VOCABULARY
 from ..model import GPT
-from .explorer import JS, Explorer
+from .explorer import JS, Explorer, script_json
 from .page_weights import page_weights
 
 WEIGHTS_DIR = "gptlib-weights"  # beside the book's pages
@@ -86,15 +88,34 @@ def shipped_weights() -> dict[str, bytes]:
     return {weights_key(data): data for data in weights}
 
 
+# A static copy's saved state names shipped weights as "weights":{"key":KEY,...} (ModelExplorer.state, script_json).
+SAVED_KEY = re.compile(r'"weights":\{"key":"([0-9a-f]{16})"')
+
+
+def saved_weights_keys(html: str) -> list[str]:
+    """The keys of the shipped weights that the static copies in a page's `html` name, sorted, each once."""
+    return sorted(set(SAVED_KEY.findall(html)))
+
+
+def gpt_source_script() -> str:
+    """A classic script setting globalThis.gptlibGptSource to gpt.js's text (inpage.js reads it)."""
+    return f"globalThis.gptlibGptSource = {script_json(GPT_SOURCE)};\n"
+
+
+def weights_script(key: str) -> str:
+    """A classic script setting globalThis.gptlibWeights[key] to the shipped weights `key` in base64."""
+    encoded = base64.b64encode(shipped_weights()[key]).decode("ascii")
+    return f"(globalThis.gptlibWeights ??= {{}})[{json.dumps(key)}] = \"{encoded}\";\n"
+
+
 def write_shipped_weights(folder: Path) -> dict[str, int]:
     """Write KEY.gptw and KEY.js of every shipped checkpoint, and GPT_SCRIPT, into `folder`; {file name: bytes written}."""
     folder.mkdir(parents=True, exist_ok=True)
-    source = f"globalThis.gptlibGptSource = {json.dumps(GPT_SOURCE)};\n".encode()
+    source = gpt_source_script().encode()
     (folder / GPT_SCRIPT).write_bytes(source)
     written = {GPT_SCRIPT: len(source)}
     for key, data in shipped_weights().items():
-        script = f"(globalThis.gptlibWeights ??= {{}})[{json.dumps(key)}] = \"{base64.b64encode(data).decode('ascii')}\";\n"
-        for name, content in ((f"{key}.gptw", data), (f"{key}.js", script.encode("ascii"))):
+        for name, content in ((f"{key}.gptw", data), (f"{key}.js", weights_script(key).encode("ascii"))):
             (folder / name).write_bytes(content)
             written[name] = len(content)
     return written

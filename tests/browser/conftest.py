@@ -70,3 +70,12 @@ def page(browser, known_page_errors):
     context.close()
     errors = [error for error in errors if not any(known in error for known in known_page_errors)]
     assert not errors, f"JavaScript errors in the page: {errors}"
+
+
+@pytest.fixture(scope="session")
+def course():
+    """The shipped course model in float64: the reference the page's float64 arithmetic is held to (float32 torch
+    itself differs from it by up to ~1e-6 in A^h: 1.04e-6 on 08's text)."""
+    from gptlib import pretrained
+
+    return pretrained.load_pretrained("shakespeare").double()

@@ -10,6 +10,14 @@ import pytest
 from tests.support.browser.axe_audit import violations
 from tests.support.browser.jupyterlab_driver import explorers_per_cell, frame_ms, saved, saved_count_counts_six_blocks
 from tests.support.browser.servers import free_port, offline_context, serve
+from tests.support.browser.static_pages import (
+    ATTENTION_NUMBERS,
+    STREAM_NUMBERS,
+    TYPED,
+    offline_static_page,
+    tolerance,
+    typed_into,
+)
 
 PAGE_FACTS = """() => ({
     ids: [...document.querySelectorAll('[id]')].map(e => e.id),
@@ -137,59 +145,6 @@ def test_the_books_explorers_move_without_a_kernel_and_pass_an_accessibility_aud
     assert "head 1" in attention.locator(".gptlib-attn-message").inner_text()
 
 
-# Typed text in the book: the model runs in the page (gptlib.viz.page_model), from the weights the book ships.
-# Each explorer exposes the numbers it drew on its root element (gptlib-explorer's gptlibData).
-TYPED = "\nAy"  # typed at the end of each explorer's saved text (the longest, 01's, then holds 60 of T_max = 64)
-ATTENTION_NUMBERS = """(root) => ({A: Array.from(root.gptlibData.A), norms: Array.from(root.gptlibData.norms),
-                                   T: root.gptlibData.T})"""
-STREAM_NUMBERS = """(root) => { const d = root.gptlibData;
-    return {T: d.T, n: d.n, values: [0, 1, 2].map((m) => Array.from({length: d.T}, (_, t) => Array.from(d.split(m, t))))}; }"""
-
-
-def typed_into(page, css_class: str, typed: str) -> tuple:
-    """The book's static copy of an explorer once the page runs its model, with `typed` typed at the end of its text
-    (one key at a time, as a reader types); returns (the explorer, its text box's text)."""
-    explorer = page.locator(f".gptlib-static .{css_class}").first
-    explorer.scroll_into_view_if_needed()
-    page.wait_for_function(f"() => document.querySelector('.gptlib-static .{css_class}')?.dataset.pageModel === 'ready'",
-                           timeout=30_000)
-    box = explorer.locator("textarea")
-    box.focus()
-    box.press("Control+End")
-    for key in typed:
-        box.press("Enter" if key == "\n" else key)
-    text = box.input_value()
-    page.wait_for_function("([root, T]) => root.gptlibData && root.gptlibData.T === T",
-                           arg=[explorer.element_handle(), len(text)], timeout=10_000)
-    page.wait_for_timeout(100)  # the frame that draws the last key
-    return explorer, text
-
-
-def tolerance(reference) -> float:
-    """Item 2's bound on logits and stream writes: 1e-5 (1 + max |x|)."""
-    return 1e-5 * (1 + float(reference.abs().max()))
-
-
-@pytest.fixture(scope="module")
-def course():
-    """The shipped course model in float64: the reference the page's float64 arithmetic is held to (float32 torch
-    itself differs from it by up to ~1e-6 in A^h: 1.04e-6 on 08's text)."""
-    from gptlib import pretrained
-
-    return pretrained.load_pretrained("shakespeare").double()
-
-
-def offline_book_page(browser):
-    """A page that reaches nothing but the local book server or file (offline_context), with what it reports wrong."""
-    context = offline_context(browser)
-    page = context.new_page()
-    problems: list[str] = []
-    page.on("console", lambda msg: msg.type == "error" and problems.append(f"console: {msg.text}"))
-    page.on("pageerror", lambda exc: problems.append(f"uncaught: {exc}"))
-    page.on("requestfailed", lambda request: problems.append(f"failed: {request.url}"))
-    return context, page, problems
-
-
 @pytest.mark.parametrize("opened", ["server", "file"])
 def test_typed_text_in_the_books_explorers_is_run_in_the_page_as_torch_runs_it(browser, book_site, book_html, course, opened):
     """Notebooks 01, 08 and 10's explorers in the book, the network blocked, served and opened from the file system:
@@ -202,7 +157,7 @@ def test_typed_text_in_the_books_explorers_is_run_in_the_page_as_torch_runs_it(b
     from gptlib.viz.stream import StreamExplorer
 
     base = book_site if opened == "server" else book_html.as_uri() + "/"
-    context, page, problems = offline_book_page(browser)
+    context, page, problems = offline_static_page(browser)
     for name in ("01_multi_head_attention", "08_trained_model_tour"):
         page.goto(urljoin(base, f"{name}.html"))
         explorer, text = typed_into(page, "gptlib-attn-explorer", TYPED)
@@ -262,7 +217,7 @@ def test_a_books_page_reads_its_weights_once_and_typesets_its_math_after_its_exp
     preload and the explorer's own request are one; book/preload_weights.py), and the math is typeset only once
     the explorer runs its model (book/_static/typeset_after_explorers.js), so MathJax's long task never delays it."""
     base = book_site if opened == "server" else book_html.as_uri() + "/"
-    context, page, problems = offline_book_page(browser)
+    context, page, problems = offline_static_page(browser)
     page.add_init_script(ORDER)
     requested = []
     page.on("request", lambda request: "gptlib-weights/" in request.url and requested.append(request.url.rsplit("/", 1)[1]))

@@ -56,14 +56,13 @@ def test_a_warning_fails_the_build(tmp_path):
 def test_only_the_pages_whose_explorers_run_the_model_preload_its_files(book_html):
     """book/preload_weights.py: the shipped weights that a page's static copies name, and gpt.js's text, and no
     other page preloads anything."""
-    from book.preload_weights import SAVED_KEY
-    from gptlib.viz.page_model import shipped_weights
+    from gptlib.viz.page_model import saved_weights_keys, shipped_weights
 
     preloading = {page.stem for page in book_html.glob("*.html") if 'rel: "preload"' in page.read_text()}
     assert preloading == {"01_multi_head_attention", "08_trained_model_tour", "10_reading_the_residual_stream"}
     for name in preloading:
         html = (book_html / f"{name}.html").read_text()
         head = html.split("</head>")[0]
-        named = set(SAVED_KEY.findall(html))
+        named = set(saved_weights_keys(html))
         assert named and named <= set(shipped_weights()) and all(f'"{key}"' in head for key in named), name
         assert "gptlib-weights/gpt-source.js" in head, name

@@ -6,7 +6,8 @@
 // Each page loads gpt.js once and each model's weights once, however many explorers it holds.
 
 // gpt.js, an ES module, imported once per page from its text (a blob URL): the text this module holds (a
-// live explorer's), or, in a static copy, the text the book ships beside the weights in a classic script
+// live explorer's), or, in a static copy, globalThis.gptlibGptSource: set in a single-file page
+// (gptlib.viz.page_export), else by the classic script the book ships beside the weights
 // (WEIGHTS_DIR/GPT_SCRIPT, which a page opened from the file system may load too).
 function classicScript(src) {
   return new Promise((resolve, reject) => {
@@ -19,15 +20,32 @@ function classicScript(src) {
 }
 function gptModule() {
   globalThis.gptlibGpt ??= (GPT_SOURCE !== null ? Promise.resolve(GPT_SOURCE)
+    : typeof globalThis.gptlibGptSource === "string" ? Promise.resolve(globalThis.gptlibGptSource)
     : classicScript(`${WEIGHTS_DIR}/${GPT_SCRIPT}`).then(() => globalThis.gptlibGptSource))
     .then((source) => import(URL.createObjectURL(new Blob([source], { type: "text/javascript" }))));
   return globalThis.gptlibGpt;
 }
 
-// A weights file the book ships (tools/build_book.py): WEIGHTS_DIR/KEY.gptw, fetched relative to the page;
-// opened from the file system, where fetch cannot read a file, the same bytes from WEIGHTS_DIR/KEY.js, a
-// classic script (which a file:// page may load) setting globalThis.gptlibWeights[KEY] to their base64.
+// Weights as base64 text (globalThis.gptlibWeights[KEY]), read from `where` -> their bytes. A loop:
+// Uint8Array.from's callback per byte made a task of 340-425 ms of 3.3 MB.
+function base64Bytes(base64, where) {
+  let text;
+  try {
+    text = atob(base64);
+  } catch {
+    throw new Error(`the weights in ${where} are corrupted: they are not base64`);
+  }
+  const bytes = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i += 1) bytes[i] = text.charCodeAt(i);
+  return bytes.buffer;
+}
+
+// A shipped checkpoint's weights: in a single-file page, globalThis.gptlibWeights[KEY] (base64) set in its
+// head (gptlib.viz.page_export); in the book (tools/build_book.py), WEIGHTS_DIR/KEY.gptw, fetched relative to
+// the page, or, opened from the file system, where fetch cannot read a file, the same bytes from
+// WEIGHTS_DIR/KEY.js, a classic script (which a file:// page may load) setting globalThis.gptlibWeights[KEY].
 function shippedBytes(key) {
+  if (typeof globalThis.gptlibWeights?.[key] === "string") return Promise.resolve().then(() => base64Bytes(globalThis.gptlibWeights[key], "this page"));
   if (location.protocol === "http:" || location.protocol === "https:") {
     const file = `${WEIGHTS_DIR}/${key}.gptw`;
     return fetch(file).catch(() => { throw new Error(`the weights file ${file} could not be fetched`); }).then((response) => {
@@ -39,9 +57,7 @@ function shippedBytes(key) {
   return classicScript(file).then(() => {
     const base64 = globalThis.gptlibWeights?.[key];
     if (typeof base64 !== "string") throw new Error(`the weights file ${file} holds no weights ${key}`);
-    const text = atob(base64), bytes = new Uint8Array(text.length);  // a loop: Uint8Array.from's callback per byte costs ~300 ms for 3.3 MB
-    for (let i = 0; i < text.length; i += 1) bytes[i] = text.charCodeAt(i);
-    return bytes.buffer;
+    return base64Bytes(base64, file);
   }, () => { throw new Error(`the weights file ${file} is missing`); });
 }
 
