@@ -9,7 +9,7 @@ import pytest
 
 from gptlib import pretrained
 from gptlib.viz.attention import AttentionExplorer
-from gptlib.viz.page_model import WEIGHTS_DIR, write_shipped_weights
+from gptlib.viz.page_model import WEIGHTS_DIR, gpt_source_script, write_shipped_weights
 from gptlib.viz.page_weights import page_weights
 
 
@@ -59,3 +59,30 @@ def test_a_bad_weights_file_is_named_in_one_sentence_and_the_picture_stays(page,
     assert explorer.locator(".gptlib-attn-text").get_attribute("readonly") is not None  # no model: no typing
     # a missing file is the one console error: the browser's own line for the file it could not load
     assert console == ([] if make is not None else [console[0]]) and all("ERR_FILE_NOT_FOUND" in line for line in console)
+
+
+EMBEDDED_BAD = {name: case for name, case in BAD_FILES.items() if case[0] is not None} | {
+    "not base64": (None, "are corrupted: they are not base64"),
+}
+
+
+@pytest.mark.parametrize("case", EMBEDDED_BAD)
+def test_bad_weights_embedded_in_a_single_file_page_are_named_in_one_sentence(page, tmp_path, saved_copy, case):
+    """A page as `python -m gptlib html` writes it (gptlib.viz.page_export), nothing beside it, its embedded weights bad."""
+    html, key = saved_copy
+    make, words = EMBEDDED_BAD[case]
+    not_base64 = f'(globalThis.gptlibWeights ??= {{}})["{key}"] = "@@ not base64 @@";'
+    weights = as_script(key, make()) if make is not None else not_base64
+    (tmp_path / "page.html").write_text('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>copy</title>'
+                                        f"<script>{gpt_source_script()}{weights}</script></head>"
+                                        f"<body><main>{html}</main></body></html>")
+    console = []
+    page.on("console", lambda message: message.type == "error" and console.append(message.text))
+    page.goto((tmp_path / "page.html").as_uri())
+    explorer = page.locator(".gptlib-static .gptlib-attn-explorer")
+    page.wait_for_function("() => document.querySelector('.gptlib-attn-explorer')?.dataset.pageModel === 'failed'",
+                           timeout=30_000)
+    message = explorer.locator(".gptlib-attn-message").inner_text()
+    assert words in message and message.count(". ") == 0, message
+    assert "gptlib-stale" not in explorer.locator(".gptlib-attn-output").get_attribute("class")
+    assert console == []

@@ -159,10 +159,10 @@ function typedText(model, box, explorer) {
     }
     root(box).dataset.pageModel = "ready";
     run(box.value);  // the page's own numbers from now on
-  }, (error) => {
+  }, (error) => requestAnimationFrame(() => {  // after the first frame, whose status line would replace the sentence
     root(box).dataset.pageModel = "failed";
     explorer.said(error.message);
-  });
+  }));
   return { state, run };
 }
 
