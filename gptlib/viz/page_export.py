@@ -35,12 +35,13 @@ def single_file_html(notebook: Path) -> tuple[str, list[str]]:
         node = nbformat.read(notebook, as_version=4)
     except Exception as error:  # nbformat raises JSON, Unicode and validation errors of several types
         raise ValueError(f"{notebook} is not a notebook nbformat can read: {error}") from None
-    html, _ = HTMLExporter().from_notebook_node(node)
-    keys = saved_weights_keys(html)
+    saved = "".join(output.get("data", {}).get("text/html", "") for cell in node.cells for output in cell.get("outputs", []))
+    keys = saved_weights_keys(saved)
     unknown = [key for key in keys if key not in shipped_weights()]
     if unknown:
         raise ValueError(f"{notebook}'s explorers name weights {', '.join(unknown)}, which this gptlib does not ship "
                          "(saved with another version? run the notebook again)")
+    html, _ = HTMLExporter().from_notebook_node(node)
     if keys:
         head_end = html.index("</head>")
         html = html[:head_end] + embedded_model(keys) + html[head_end:]

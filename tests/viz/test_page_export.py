@@ -68,10 +68,12 @@ def test_bad_notebooks_and_destinations_are_refused_before_anything_is_written(t
     assert sorted(path.name for path in tmp_path.iterdir()) == ["01.ipynb", "broken.ipynb", "kept.html", "other_version.ipynb"]
 
 
-def test_the_command_writes_the_page_and_refuses_in_one_line(tmp_path, capsys):
+def test_the_command_refuses_in_one_line_and_replaces_a_page_only_when_told(tmp_path, capsys):
     out = tmp_path / "page.html"
-    assert command.main(["html", str(ATTENTION), str(out)]) == 0
-    assert f"{out}: {out.stat().st_size:,} bytes, the weights" in capsys.readouterr().out
+    out.write_text("an older page")
     with pytest.raises(SystemExit, match=r"^error: .*page\.html exists: nothing was written"):
         command.main(["html", str(ATTENTION), str(out)])
+    assert out.read_text() == "an older page"
     assert command.main(["html", str(ATTENTION), str(out), "--overwrite"]) == 0
+    assert f"{out}: {out.stat().st_size:,} bytes, the weights" in capsys.readouterr().out
+    assert saved_weights_keys(out.read_text())
