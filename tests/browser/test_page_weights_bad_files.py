@@ -36,6 +36,23 @@ BAD_FILES = {  # the bytes the weights file holds (None: no file) -> words of th
 }
 
 
+def opened_and_refused(page, page_file, words: str) -> list[str]:
+    """Open `page_file`; once its explorer has failed to read its weights, check that it says so in one sentence
+    holding `words` over the picture it kept. Returns the console errors."""
+    console = []
+    page.on("console", lambda message: message.type == "error" and console.append(message.text))
+    page.goto(page_file.as_uri())
+    explorer = page.locator(".gptlib-static .gptlib-attn-explorer")
+    page.wait_for_function("() => document.querySelector('.gptlib-attn-explorer')?.dataset.pageModel === 'failed'",
+                           timeout=30_000)
+    message = explorer.locator(".gptlib-attn-message").inner_text()
+    assert words in message and message.count(". ") == 0, message  # one sentence
+    assert explorer.locator(".gptlib-attn-output").get_attribute("aria-label").startswith("Attention pattern A^h")
+    assert "gptlib-stale" not in explorer.locator(".gptlib-attn-output").get_attribute("class")  # the picture is kept
+    assert explorer.locator(".gptlib-attn-text").get_attribute("readonly") is not None  # no model: no typing
+    return console
+
+
 @pytest.mark.parametrize("case", BAD_FILES)
 def test_a_bad_weights_file_is_named_in_one_sentence_and_the_picture_stays(page, tmp_path, saved_copy, case):
     html, key = saved_copy
@@ -46,17 +63,7 @@ def test_a_bad_weights_file_is_named_in_one_sentence_and_the_picture_stays(page,
         (tmp_path / WEIGHTS_DIR / f"{key}.js").write_text(as_script(key, make()))
     (tmp_path / "page.html").write_text('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>copy</title>'
                                         f"</head><body><main>{html}</main></body></html>")
-    console = []
-    page.on("console", lambda message: message.type == "error" and console.append(message.text))
-    page.goto((tmp_path / "page.html").as_uri())
-    explorer = page.locator(".gptlib-static .gptlib-attn-explorer")
-    page.wait_for_function("() => document.querySelector('.gptlib-attn-explorer')?.dataset.pageModel === 'failed'",
-                           timeout=30_000)
-    message = explorer.locator(".gptlib-attn-message").inner_text()
-    assert words in message and message.count(". ") == 0, message  # one sentence
-    assert explorer.locator(".gptlib-attn-output").get_attribute("aria-label").startswith("Attention pattern A^h")
-    assert "gptlib-stale" not in explorer.locator(".gptlib-attn-output").get_attribute("class")  # the picture is kept
-    assert explorer.locator(".gptlib-attn-text").get_attribute("readonly") is not None  # no model: no typing
+    console = opened_and_refused(page, tmp_path / "page.html", words)
     # a missing file is the one console error: the browser's own line for the file it could not load
     assert console == ([] if make is not None else [console[0]]) and all("ERR_FILE_NOT_FOUND" in line for line in console)
 
@@ -76,13 +83,5 @@ def test_bad_weights_embedded_in_a_single_file_page_are_named_in_one_sentence(pa
     (tmp_path / "page.html").write_text('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>copy</title>'
                                         f"<script>{gpt_source_script()}{weights}</script></head>"
                                         f"<body><main>{html}</main></body></html>")
-    console = []
-    page.on("console", lambda message: message.type == "error" and console.append(message.text))
-    page.goto((tmp_path / "page.html").as_uri())
-    explorer = page.locator(".gptlib-static .gptlib-attn-explorer")
-    page.wait_for_function("() => document.querySelector('.gptlib-attn-explorer')?.dataset.pageModel === 'failed'",
-                           timeout=30_000)
-    message = explorer.locator(".gptlib-attn-message").inner_text()
-    assert words in message and message.count(". ") == 0, message
-    assert "gptlib-stale" not in explorer.locator(".gptlib-attn-output").get_attribute("class")
+    console = opened_and_refused(page, tmp_path / "page.html", words)
     assert console == []
