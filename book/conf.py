@@ -28,11 +28,7 @@ nb_ipywidgets_js = {}  # a static page has no kernel for widgets: load no widget
 # copy beside it, which the book shows instead.
 nb_mime_priority_overrides = [("*", "application/vnd.jupyter.widget-view+json", None)]
 myst_enable_extensions = ["dollarmath", "amsmath"]
-# MathJax typesets once the page's explorers have drawn (_static/typeset_after_explorers.js), not at start-up:
-# its one long task would otherwise delay their first picture by about 300 ms.
-mathjax3_config = {"startup": {"typeset": False}}
 html_static_path = ["_static"]
-html_js_files = [("typeset_after_explorers.js", {"defer": "defer"})]
 # Heading anchors as JupyterLab makes them ("Your turn" -> #Your-turn), so one link in a
 # notebook works in JupyterLab and in the book alike.
 myst_heading_anchors = 3
@@ -46,3 +42,14 @@ html_theme_options = {
 }
 # The figures have white backgrounds; and unset, the theme logs a console error on every page.
 html_context = {"default_mode": "light"}
+
+
+def load_mathjax_after_explorers(app, config) -> None:
+    """MathJax is loaded, and typesets, once the page's explorers have drawn: _static/mathjax_after_explorers.js
+    stands where MathJax's own script would (sphinx-mathjax-offline sets mathjax_path as it loads; this runs
+    after). MathJax's start-up and typesetting would otherwise delay their first picture."""
+    config.mathjax_path = "mathjax_after_explorers.js"
+
+
+def setup(app):
+    app.connect("config-inited", load_mathjax_after_explorers)

@@ -64,7 +64,7 @@ def book_pages(browser, book_site, book_html) -> dict:
     for html in sorted(book_html.glob("*.html")):
         url = urljoin(book_site, html.name)
         page.goto(url)
-        page.evaluate("() => window.gptlibMath")  # resolves once the math is typeset (book/_static/typeset_after_explorers.js)
+        page.evaluate("() => window.gptlibMath")  # resolves once the math is typeset (book/_static/mathjax_after_explorers.js)
         pages[url] = page.evaluate(PAGE_FACTS) | {"audit": violations(page, exclude=THEME_CHROME)}
         if html.stem in EXPLORER_PAGES:
             pages[url]["explorers per cell"] = explorers_per_cell(page, "div.cell")
@@ -215,7 +215,7 @@ ORDER = """(() => { const seen = (window.gptlibOrder = {});
 def test_a_books_page_reads_its_weights_once_and_typesets_its_math_after_its_explorers(browser, book_site, book_html, opened):
     """Page 01, served and from the file system: gpt.js's text and the weights are requested once each (the head's
     preload and the explorer's own request are one; book/preload_weights.py), and the math is typeset only once
-    the explorer runs its model (book/_static/typeset_after_explorers.js), so MathJax's long task never delays it."""
+    the explorer runs its model (book/_static/mathjax_after_explorers.js), so MathJax's long task never delays it."""
     base = book_site if opened == "server" else book_html.as_uri() + "/"
     context, page, problems = offline_static_page(browser)
     page.add_init_script(ORDER)

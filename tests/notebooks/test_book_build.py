@@ -41,7 +41,9 @@ def test_every_page_loads_its_scripts_styles_and_images_from_the_site(book_html)
 
 def test_math_is_rendered_by_a_mathjax_shipped_with_the_site(book_html):
     html = (book_html / "04_layernorm_geometry.html").read_text()
-    assert 'src="_static/mathjax/tex-chtml.js' in html
+    assert 'src="_static/mathjax_after_explorers.js' in html  # where MathJax's script would stand; it loads it later
+    assert '"mathjax/tex-chtml.js"' in (book_html / "_static" / "mathjax_after_explorers.js").read_text()
+    assert (book_html / "_static" / "mathjax" / "tex-chtml.js").is_file()
     assert r"\(\mathbf 1^\perp\)" in html  # the prose's $\mathbf 1^\perp$, left for MathJax to typeset
 
 

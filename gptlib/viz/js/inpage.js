@@ -120,7 +120,7 @@ function cannotDraw(reason, drawn) {
 // `explorer.said(sentence)` shows why the page cannot run the model (a weights file it cannot read),
 // the picture kept as it is. The explorer's root says how far the page's model is (data-page-model: loading,
 // then ready, failed, or none where the page has no model for it), which the book waits for before it
-// typesets its mathematics (book/_static/typeset_after_explorers.js).
+// loads and typesets its mathematics (book/_static/mathjax_after_explorers.js).
 // Until the model is ready, and where the page has none, typed text goes to the kernel (sendTyped); once
 // it is ready every keystroke is run here, and still sent to the kernel (where there is one) so that the
 // explorer's values in Python follow the page. Returns { ready: whether the page runs the model, run(text) }.
