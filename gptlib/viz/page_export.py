@@ -19,7 +19,8 @@ from .page_model import gpt_source_script, saved_weights_keys, shipped_weights, 
 
 def embedded_model(keys: list[str]) -> str:
     """The <script> that gives a page gpt.js's text and the shipped weights `keys` (inpage.js reads both)."""
-    return "<script>\n" + gpt_source_script() + "".join(weights_script(key) for key in keys) + "</script>\n"
+    weights = "".join(weights_script(key, shipped_weights()[key]) for key in keys)
+    return "<script>\n" + gpt_source_script() + weights + "</script>\n"
 
 
 def single_file_html(notebook: Path) -> tuple[str, list[str]]:
@@ -53,6 +54,8 @@ def export(notebook: Path, out: Path | None = None, overwrite: bool = False) -> 
     `out` is replaced only with `overwrite`. Returns (out, the keys embedded); refuses with a ValueError before
     writing anything."""
     out = Path(out) if out is not None else Path(notebook).with_suffix(".html")
+    if not out.parent.is_dir():
+        raise ValueError(f"{out.parent} is not a folder: nothing was written; name a page in an existing folder")
     if out.exists() and not overwrite:
         raise ValueError(f"{out} exists: nothing was written; pass --overwrite to replace it, or name another file")
     if out.resolve() == Path(notebook).resolve():

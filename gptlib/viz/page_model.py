@@ -102,9 +102,9 @@ def gpt_source_script() -> str:
     return f"globalThis.gptlibGptSource = {script_json(GPT_SOURCE)};\n"
 
 
-def weights_script(key: str) -> str:
-    """A classic script setting globalThis.gptlibWeights[key] to the shipped weights `key` in base64."""
-    encoded = base64.b64encode(shipped_weights()[key]).decode("ascii")
+def weights_script(key: str, data: bytes) -> str:
+    """A classic script setting globalThis.gptlibWeights[key] to the weights file `data` in base64."""
+    encoded = base64.b64encode(data).decode("ascii")
     return f"(globalThis.gptlibWeights ??= {{}})[{json.dumps(key)}] = \"{encoded}\";\n"
 
 
@@ -115,7 +115,7 @@ def write_shipped_weights(folder: Path) -> dict[str, int]:
     (folder / GPT_SCRIPT).write_bytes(source)
     written = {GPT_SCRIPT: len(source)}
     for key, data in shipped_weights().items():
-        for name, content in ((f"{key}.gptw", data), (f"{key}.js", weights_script(key).encode("ascii"))):
+        for name, content in ((f"{key}.gptw", data), (f"{key}.js", weights_script(key, data).encode("ascii"))):
             (folder / name).write_bytes(content)
             written[name] = len(content)
     return written

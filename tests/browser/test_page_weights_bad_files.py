@@ -2,14 +2,12 @@
 what is wrong in one sentence, keeps its picture, and the page raises no error (the `page` fixture fails on any
 uncaught one; console errors are checked here)."""
 
-import base64
-import json
 
 import pytest
 
 from gptlib import pretrained
 from gptlib.viz.attention import AttentionExplorer
-from gptlib.viz.page_model import WEIGHTS_DIR, gpt_source_script, write_shipped_weights
+from gptlib.viz.page_model import WEIGHTS_DIR, gpt_source_script, weights_script, write_shipped_weights
 from gptlib.viz.page_weights import page_weights
 
 
@@ -17,11 +15,6 @@ from gptlib.viz.page_weights import page_weights
 def saved_copy():
     explorer = AttentionExplorer(pretrained.load_pretrained("shakespeare"), text="ROMEO:\nBut soft")
     return explorer.static_html(explorer.static_png()), explorer.weights_key
-
-
-def as_script(key: str, data: bytes) -> str:
-    """A weights file for a page opened from the file system (gptlib.viz.page_model.write_shipped_weights)."""
-    return f"(globalThis.gptlibWeights ??= {{}})[{json.dumps(key)}] = \"{base64.b64encode(data).decode()}\";\n"
 
 
 def shipped() -> bytes:
@@ -60,7 +53,7 @@ def test_a_bad_weights_file_is_named_in_one_sentence_and_the_picture_stays(page,
     write_shipped_weights(tmp_path / WEIGHTS_DIR)  # gpt.js's text and the good files, then the bad one in place
     (tmp_path / WEIGHTS_DIR / f"{key}.js").unlink()
     if make is not None:
-        (tmp_path / WEIGHTS_DIR / f"{key}.js").write_text(as_script(key, make()))
+        (tmp_path / WEIGHTS_DIR / f"{key}.js").write_text(weights_script(key, make()))
     (tmp_path / "page.html").write_text('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>copy</title>'
                                         f"</head><body><main>{html}</main></body></html>")
     console = opened_and_refused(page, tmp_path / "page.html", words)
@@ -79,7 +72,7 @@ def test_bad_weights_embedded_in_a_single_file_page_are_named_in_one_sentence(pa
     html, key = saved_copy
     make, words = EMBEDDED_BAD[case]
     not_base64 = f'(globalThis.gptlibWeights ??= {{}})["{key}"] = "@@ not base64 @@";'
-    weights = as_script(key, make()) if make is not None else not_base64
+    weights = weights_script(key, make()) if make is not None else not_base64
     (tmp_path / "page.html").write_text('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>copy</title>'
                                         f"<script>{gpt_source_script()}{weights}</script></head>"
                                         f"<body><main>{html}</main></body></html>")

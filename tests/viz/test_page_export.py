@@ -51,6 +51,8 @@ def test_bad_notebooks_and_destinations_are_refused_before_anything_is_written(t
     broken.write_text('{"cells": [')
     with pytest.raises(ValueError, match="is not a notebook nbformat can read"):
         export(broken, tmp_path / "b.html")
+    with pytest.raises(ValueError, match="is not a folder: nothing was written"):
+        export(ATTENTION, tmp_path / "no such folder" / "a.html")
     kept = tmp_path / "kept.html"
     kept.write_text("mine")
     with pytest.raises(ValueError, match="exists: nothing was written"):
