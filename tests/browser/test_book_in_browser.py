@@ -207,7 +207,7 @@ ORDER = """(() => { const seen = (window.gptlibOrder = {});
   new MutationObserver(() => {
     const explorer = document.querySelector('.gptlib-static .gptlib-attn-explorer');
     if (seen.ready === undefined && explorer?.dataset.pageModel === 'ready') seen.ready = performance.now();
-    if (seen.math === undefined && document.querySelector('mjx-container')) seen.math = performance.now();
+    if (seen.typeset === undefined && document.querySelector('mjx-container')) seen.typeset = performance.now();
   }).observe(document, { subtree: true, childList: true, attributes: true }); })();"""
 
 
@@ -223,11 +223,10 @@ def test_a_books_page_reads_its_weights_once_and_typesets_its_math_after_its_exp
     page.on("request", lambda request: "gptlib-weights/" in request.url and requested.append(request.url.rsplit("/", 1)[1]))
     page.goto(urljoin(base, "01_multi_head_attention.html"))
     page.evaluate("() => window.gptlibMath")
-    seen = page.evaluate("() => ({ ...window.gptlibOrder, math: document.querySelectorAll('mjx-container').length, "
-                         "first: window.gptlibOrder.math })")
+    seen = page.evaluate("() => ({ ...window.gptlibOrder, formulas: document.querySelectorAll('mjx-container').length })")
     context.close()
     assert not problems
     weights = [name for name in requested if name != "gpt-source.js"]
     assert requested.count("gpt-source.js") == 1 and len(weights) == 1, requested
     assert weights[0].endswith(".gptw" if opened == "server" else ".js")
-    assert seen["math"] > 0 and seen["ready"] < seen["first"], seen
+    assert seen["formulas"] > 0 and seen["ready"] < seen["typeset"], seen
