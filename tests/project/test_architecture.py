@@ -4,6 +4,7 @@ there; the layer rule holds for every import in gptlib, read from the source, an
 cites exists."""
 
 import ast
+import functools
 import importlib
 import re
 from pathlib import Path
@@ -54,6 +55,11 @@ def imported(module: str, source: str, modules) -> list[tuple[str, str | None]]:
     its package for a relative import: ("torch", None) for `import torch`, ("gptlib.checking", "Wrong") for
     `from ..checking import Wrong` in gptlib.exercises.cost."""
     is_package = any(other.startswith(module + ".") for other in modules)
+    return list(_imported(module, source, is_package))
+
+
+@functools.cache  # the tests below ask about the same sources a thousand times: parse each once
+def _imported(module: str, source: str, is_package: bool) -> tuple[tuple[str, str | None], ...]:
     package = module.split(".") if is_package else module.split(".")[:-1]
     found = []
     for node in ast.walk(ast.parse(source)):
@@ -64,7 +70,7 @@ def imported(module: str, source: str, modules) -> list[tuple[str, str | None]]:
             if node.level:  # from . import x (level 1: this package), from .. import x (its parent), ...
                 base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
             found += [(base, alias.name) for alias in node.names]
-    return found
+    return tuple(found)
 
 
 def imports(module: str, source: str, modules) -> set[str]:
@@ -264,7 +270,7 @@ def resolve(name):
     """A cited name's object: relative to gptlib.analysis when its first part is an analysis module, else to gptlib."""
     parts = name.split(".")
     package = "gptlib.analysis." if f"gptlib.analysis.{parts[0]}" in SOURCES else "gptlib."
-    for split in range(len(parts) - 1, 0, -1):  # the longest prefix that is a module
+    for split in range(len(parts), 0, -1):  # the longest prefix that is a module (the whole name, for a module)
         try:
             obj = importlib.import_module(package + ".".join(parts[:split]))
         except ModuleNotFoundError:
