@@ -2,6 +2,7 @@
 notebooks every question is asked in Markdown above an unanswered check (its answer off screen)."""
 
 import dataclasses
+import functools
 import json
 import random
 import re
@@ -308,6 +309,7 @@ def test_unanswered_bad_and_unknown_questions():
     assert spec.answer in exercises.concept_answer(question)
 
 
+@functools.cache  # read once per process: 40 tests read the same notebooks, 0.2 s a reading
 def _asked(number):
     """{question id: (the Markdown cell before its check, the check's output texts, the text of every cell above
     that Markdown cell, sources and outputs)} in one notebook."""
@@ -319,7 +321,7 @@ def _asked(number):
             at = next(j for j in reversed(range(i)) if cells[j].cell_type == "markdown")
             above = " ".join(c.source + " ".join(t for o in c.get("outputs", []) for t in notebook_files.texts(o))
                              for c in cells[:at])
-            asked[question] = (cells[at].source, [t for output in cell.outputs for t in notebook_files.texts(output)],
+            asked[question] = (cells[at].source, tuple(t for output in cell.outputs for t in notebook_files.texts(output)),
                                above)
     return asked
 
@@ -351,6 +353,7 @@ class Asked:
     above: frozenset[str]
 
 
+@functools.cache  # 47 tests ask for it; callers copy what they change (_plant)
 def _real_set() -> dict[str, Asked]:
     found = {}
     for number in ASKED_IN:
