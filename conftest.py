@@ -22,6 +22,7 @@
   its groups under pytest 9.2: https://github.com/pytest-dev/pytest-xdist/issues/1386.)
 """
 
+import functools
 import os
 from pathlib import Path
 
@@ -40,12 +41,17 @@ BROWSER = Path(__file__).resolve().parent / "tests" / "browser"
 FIRST_TO_LAST = ("portability", "browser", "slow", "notebooks", "unit")
 
 
+@functools.cache  # one answer per file, not per test: resolving a path costs system calls
+def in_browser_folder(path: Path) -> bool:
+    return BROWSER in path.resolve().parents
+
+
 def kind(item) -> str:
     if item.nodeid.split("::")[0].endswith(".ipynb"):
         return "notebooks"
     if item.get_closest_marker("portability"):
         return "portability"
-    if BROWSER in item.path.resolve().parents:
+    if in_browser_folder(item.path):
         return "browser"
     if item.get_closest_marker("slow"):
         return "slow"
