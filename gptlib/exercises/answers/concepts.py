@@ -102,19 +102,21 @@ def _gained_layer_norm_image_dimension(d: int, k: int) -> int:
     return attention.numerical_rank(jacobians.jacobian_of(lambda U: gamma * layernorm.layer_norm(U), u)).rank
 
 
+def _block(d: int) -> torch.nn.Module:
+    """One course block of width d (d_ff = 4d), on the meta device: shapes only, no memory, no initialization."""
+    with torch.device("meta"):
+        return GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1)).blocks[0]
+
+
 def _block_parameters(d: int) -> int:
     """Parameters of one block of width d (d_ff = 4d) under Theorem 5.2's convention, counted from the module."""
-    with torch.device("meta"):  # shapes only: no memory, no initialization
-        block = GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1)).blocks[0]
-    return sum(p.numel() for p in block.parameters())
+    return sum(p.numel() for p in _block(d).parameters())
 
 
 def _unbiased_gain_only_block_parameters(d: int) -> int:
     """Parameters of one block of width d (d_ff = 4d) with no bias and norms that keep only their gain: the
     course block's parameters, counted from the module, less b_O, b_1, b_2 and each LayerNorm's shift beta."""
-    with torch.device("meta"):  # shapes only: no memory, no initialization
-        block = GPT(GPTConfig(V=5, T_max=4, d=d, H=4, L=1)).blocks[0]
-    return sum(p.numel() for name, p in block.named_parameters() if not name.rsplit(".", 1)[-1].startswith(("b_", "beta")))
+    return sum(p.numel() for name, p in _block(d).named_parameters() if not name.rsplit(".", 1)[-1].startswith(("b_", "beta")))
 
 
 def _window_zeros(T: int, w: int, L: int) -> int:
