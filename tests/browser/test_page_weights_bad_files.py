@@ -2,7 +2,6 @@
 what is wrong in one sentence, keeps its picture, and the page raises no error (the `page` fixture fails on any
 uncaught one; console errors are checked here)."""
 
-
 import pytest
 
 from gptlib import pretrained
