@@ -177,15 +177,20 @@ DECAY_MISTAKES = {
 }
 
 
-def measured_decay_factors(c: float) -> tuple[float, float]:
-    """(||grad at cW|| / ||grad at W||, relative step at cW / relative step at W), by autograd in float64."""
+def measured_decay_factors(scales) -> dict[float, tuple[float, float]]:
+    """{c: (||grad at cW|| / ||grad at W||, relative step at cW / relative step at W)} for each c in scales,
+    by autograd in float64: one study of W at 1 and at every c."""
     generator = torch.Generator().manual_seed(variant_seed(2))
     W = torch.randn(16, 12, generator=generator, dtype=torch.float64)  # (m, n)
     X = torch.randn(32, 12, generator=generator, dtype=torch.float64)  # (B, n)
     readout = torch.randn(32, 16, generator=generator, dtype=torch.float64)  # (B, m)
-    grads = layernorm.weight_scale_before_layernorm(W, X, readout, torch.tensor([1.0, c], dtype=torch.float64)).grad_norm
-    gradient = (grads[1] / grads[0]).item()
-    return gradient, gradient / c  # the relative step lr ||g|| / ||W|| also divides by ||cW|| = c ||W||
+    at = torch.tensor([1.0, *scales], dtype=torch.float64)  # (1 + k,)
+    grads = layernorm.weight_scale_before_layernorm(W, X, readout, at).grad_norm  # (1 + k,)
+    factors = {}
+    for c, grad in zip(scales, grads[1:]):
+        gradient = (grad / grads[0]).item()
+        factors[c] = (gradient, gradient / c)  # the relative step lr ||g|| / ||W|| also divides by ||cW|| = c ||W||
+    return factors
 
 
 @checker(EX4)
@@ -199,7 +204,7 @@ def check_weight_decay(predict) -> tuple[str, list[str]]:
     for c in scales:
         answer = as_numbers(call(predict, c, what="c"), names, "a pair")
         answers[c] = tuple(as_float(a, f"your {n}") for a, n in zip(answer, names))
-    measured = {c: measured_decay_factors(c) for c in scales}
+    measured = measured_decay_factors(scales)
 
     same = functools.partial(close, rtol=DECAY_RTOL)
     for c in scales:
