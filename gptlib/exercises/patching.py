@@ -35,15 +35,21 @@ def _points(seeds: tuple[int, ...]) -> tuple:
     return model, prompts
 
 
-def _metrics(model, prompts: PatchingPrompts, layer: int, head: int) -> dict[str, float]:
-    """The log-probabilities of the runs a patching computation (or a typical mistake) compares."""
-    label = head_label(layer, head)
+def _unpatched(model, prompts: PatchingPrompts) -> tuple:
+    """The clean and corrupted runs' writes and logit pieces, which every head's metrics share."""
     clean, corrupted = stream_writes(model, prompts.clean), stream_writes(model, prompts.corrupted)
+    return clean, corrupted, logit_pieces(model, clean), logit_pieces(model, corrupted)
+
+
+def _metrics(model, prompts: PatchingPrompts, unpatched: tuple, layer: int, head: int) -> dict[str, float]:
+    """The log-probabilities of the runs a patching computation (or a typical mistake) compares;
+    unpatched: _unpatched(model, prompts)."""
+    label = head_label(layer, head)
+    clean, corrupted, clean_pieces, corrupted_pieces = unpatched
     m = prompts.log_prob
     patched = stream_writes(model, prompts.corrupted, replace={label: clean[label]})
     noised = stream_writes(model, prompts.clean, replace={label: corrupted[label]})
     index = clean.labels.index(label)
-    clean_pieces, corrupted_pieces = logit_pieces(model, clean), logit_pieces(model, corrupted)
     swapped = corrupted_pieces.total + clean_pieces.direct[index] - corrupted_pieces.direct[index]
     return {"clean": m(clean_pieces.total), "corrupted": m(corrupted_pieces.total),
             "patched": m(logits_from_writes(model, patched)), "noised": m(logits_from_writes(model, noised)),
@@ -92,7 +98,9 @@ def check_head_patching(restored_fraction) -> tuple[str, list[str]]:
     wrong = [point for point, value in answers.items() if not same(value, truth[point])]
     if wrong:
         seed, l, h = wrong[0]
-        runs = {point: _metrics(model, all_prompts[seeds.index(point[0])], *point[1:]) for point in answers}
+        unpatched = {seed: _unpatched(model, prompts) for seed, prompts in zip(seeds, all_prompts)}
+        runs = {(seed, l, h): _metrics(model, all_prompts[seeds.index(seed)], unpatched[seed], l, h)
+                for seed, l, h in answers}
         mistakes = {name: (lambda seed, l, h, f=f: f(runs[(seed, l, h)])) for name, f in PATCHING_MISTAKES.items()}
         named = name_mistake(answers, mistakes, same)
         raise Wrong(named or f"head {h} of layer {l} (corruption seed {seed}): you return {answers[(seed, l, h)]:.4f}, "
