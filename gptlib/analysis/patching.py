@@ -36,13 +36,16 @@ import torch
 
 from .. import validation
 from ..model import GPT
-from .decomposition import check_model, head_label, logit_pieces, stream_writes
+from .decomposition import _checked_writes, check_model, head_label, logit_pieces, stream_writes
 
 
+@torch.no_grad()
 def logits_from_writes(model: GPT, writes) -> torch.Tensor:
     """Z (B, T, V) of a run whose writes are `writes` (a StreamWrites of this model's width d):
-    LN_f(sum of writes) W_U."""
-    return logit_pieces(model, writes).total
+    LN_f(sum of writes) W_U, the sum of logit_pieces' parts computed once for the whole stream."""
+    model = check_model(model)
+    X = _checked_writes(model, writes).final_stream  # (B, T, d)
+    return model.ln_f(X) @ model.unembedding
 
 
 @dataclass(frozen=True)
