@@ -98,9 +98,9 @@ def check_head_patching(restored_fraction) -> tuple[str, list[str]]:
     wrong = [point for point, value in answers.items() if not same(value, truth[point])]
     if wrong:
         seed, l, h = wrong[0]
-        unpatched = {seed: _unpatched(model, prompts) for seed, prompts in zip(seeds, all_prompts)}
-        runs = {(seed, l, h): _metrics(model, all_prompts[seeds.index(seed)], unpatched[seed], l, h)
-                for seed, l, h in answers}
+        unpatched = {s: _unpatched(model, prompts) for s, prompts in zip(seeds, all_prompts)}
+        runs = {point: _metrics(model, all_prompts[seeds.index(point[0])], unpatched[point[0]], *point[1:])
+                for point in answers}
         mistakes = {name: (lambda seed, l, h, f=f: f(runs[(seed, l, h)])) for name, f in PATCHING_MISTAKES.items()}
         named = name_mistake(answers, mistakes, same)
         raise Wrong(named or f"head {h} of layer {l} (corruption seed {seed}): you return {answers[(seed, l, h)]:.4f}, "
