@@ -75,7 +75,7 @@ def ablation_effects(model: GPT, idx, positions, targets) -> HeadEffects:
     L, H = model.config.L, model.config.H
     clean = stream_writes(model, idx)
     pieces = logit_pieces(model, clean)
-    logit = _target_logits(pieces.total, positions, targets).mean()
+    logit = _target_logits(logits_from_writes(model, clean), positions, targets).mean()  # as the ablated runs' below
     direct, drop = torch.empty(L, H), torch.empty(L, H)
     for l in range(L):
         for h in range(H):

@@ -51,7 +51,7 @@ def _metrics(model, prompts: PatchingPrompts, unpatched: tuple, layer: int, head
     noised = stream_writes(model, prompts.clean, replace={label: corrupted[label]})
     index = clean.labels.index(label)
     swapped = corrupted_pieces.total + clean_pieces.direct[index] - corrupted_pieces.direct[index]
-    return {"clean": m(clean_pieces.total), "corrupted": m(corrupted_pieces.total),
+    return {"clean": m(logits_from_writes(model, clean)), "corrupted": m(logits_from_writes(model, corrupted)),
             "patched": m(logits_from_writes(model, patched)), "noised": m(logits_from_writes(model, noised)),
             "direct only": m(swapped)}
 
